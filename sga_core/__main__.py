@@ -1,0 +1,5 @@
+import sys
+
+from sga_core.cli import main
+
+sys.exit(main())

@@ -1,0 +1,262 @@
+"""Typed configuration objects. One set of dataclasses drives the CLI flags, the browser
+forms and ``config.yaml`` (in the manner of H2O LLM Studio): each field carries its help text
+and bounds in ``metadata``, so a new option or method needs no page edits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+RUN_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A configuration value that is missing, unknown or out of range; names the key."""
+
+
+def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
+          choices: tuple | None = None, label: str | None = None, advanced: bool = False):
+    """A dataclass field with the metadata that forms and CLI flags are built from."""
+    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label,
+            "advanced": advanced}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def field_specs(cls) -> list[dict]:
+    """Describe a config dataclass for form builders: name, type, default, help, bounds."""
+    hints = get_type_hints(cls)
+    specs = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        specs.append({"name": f.name, "type": hints[f.name], "default": default, **f.metadata})
+    return specs
+
+
+def _coerce(value: Any, typ: Any, key: str) -> Any:
+    """Coerce YAML/CLI values to the annotated type, with an error naming the key."""
+    text = str(typ)
+    optional = "None" in text or "Optional" in text
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{key}: a value is required")
+    try:
+        if typ is bool or text.startswith("bool"):
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("true", "1", "yes", "on"):
+                    return True
+                if low in ("false", "0", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if typ is int or text.startswith("int"):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if typ is float or text.startswith("float"):
+            return float(value)
+        if typ is str or text.startswith("str"):
+            return str(value)
+        if text.startswith("list"):
+            if isinstance(value, str):
+                value = [v for v in re.split(r"[,\s]+", value.strip()) if v]
+            inner = int if "int" in text else float if "float" in text else str
+            return [inner(v) for v in value]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: cannot read {value!r} as {text}") from None
+    return value
+
+
+def validate_fields(obj, prefix: str = "") -> None:
+    """Check bounds and choices declared in field metadata."""
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        key = f"{prefix}{f.name}"
+        if v is None or isinstance(v, bool):
+            continue
+        lo, hi, choices = f.metadata.get("min"), f.metadata.get("max"), f.metadata.get("choices")
+        if choices is not None and v not in choices:
+            raise ConfigError(f"{key}: {v!r} is not one of {list(choices)}")
+        if isinstance(v, (int, float)):
+            if v != v:
+                raise ConfigError(f"{key}: NaN is not allowed")
+            if lo is not None and v < lo:
+                raise ConfigError(f"{key}: {v} is below the minimum {lo}")
+            if hi is not None and v > hi:
+                raise ConfigError(f"{key}: {v} is above the maximum {hi}")
+
+
+def from_dict(cls, data: dict | None, prefix: str = ""):
+    """Build dataclass ``cls`` from a dict: unknown keys and bad values raise ConfigError."""
+    data = dict(data or {})
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{prefix}{unknown[0]}: unknown setting (known: {sorted(names)})")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        typ = hints[f.name]
+        if dataclasses.is_dataclass(typ):
+            kwargs[f.name] = from_dict(typ, data[f.name], f"{prefix}{f.name}.")
+        else:
+            kwargs[f.name] = _coerce(data[f.name], typ, f"{prefix}{f.name}")
+    obj = cls(**kwargs)
+    validate_fields(obj, prefix)
+    return obj
+
+
+def to_dict(obj) -> dict:
+    return dataclasses.asdict(obj)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DataConfig:
+    task: str = param("qa", "Data kind: 'qa' (question/answer rows) or 'text'.",
+                      choices=("qa", "text"))
+    forget: str = param("", "Forget data file (.json/.jsonl/.csv/.parquet).")
+    retain: str | None = param(None, "Retain data file (needed by GradDiff, KL, NPO, IDK, "
+                                     "prepare).")
+    normals: str | None = param(None, "Normal answers (JSONL, SPEC 3) for SGA.")
+
+
+@dataclass
+class TrainingArgs:
+    lr: float = param(1e-5, "Learning rate (AdamW).", min=0.0, max=1.0, label="learning rate")
+    epochs: float = param(3.0, "Passes over the forget set (ignored when max_steps > 0).",
+                          min=0.0, max=1000.0)
+    max_steps: int = param(0, "Stop after this many optimizer steps (0 = use epochs).",
+                           min=0, max=10_000_000)
+    batch_size: int = param(8, "Forget samples per optimizer step, over all processes.",
+                            min=1, max=4096)
+    grad_accum: int = param(1, "Gradient accumulation: micro-batches per optimizer step.",
+                            min=1, max=1024, advanced=True)
+    seed: int = param(0, "Random seed (data order, initialisation of anything random).",
+                      min=0, max=2**31 - 1)
+    weight_decay: float = param(0.0, "AdamW weight decay.", min=0.0, max=1.0, advanced=True)
+    warmup_steps: int = param(0, "Linear learning-rate warm-up steps.", min=0, max=100000,
+                              advanced=True)
+    scheduler: str = param("constant", "Learning-rate schedule after warm-up.",
+                           choices=("constant", "linear", "cosine"), advanced=True)
+    max_grad_norm: float = param(1.0, "Clip the gradient norm to this (0 = no clipping).",
+                                 min=0.0, max=1e6, advanced=True)
+    max_length: int = param(256, "Truncate sequences to this many tokens.", min=8,
+                            max=131072, advanced=True)
+    group_by_length: bool = param(True, "Batch samples of similar length (less padding).",
+                                  advanced=True)
+    log_every: int = param(1, "Write metrics.jsonl every N steps.", min=1, max=100000)
+    probe_every: int = param(1, "Write per-token probabilities of the probe samples every N "
+                                "steps (0 = only at start and end).", min=0, max=100000)
+    probe_rows: list[int] = param([], "Forget rows (0-based) to probe token by token; empty "
+                                      "= the first `probe_count` rows.")
+    probe_count: int = param(3, "How many probe rows when probe_rows is empty.", min=0,
+                             max=64)
+    system_prompt: str | None = param(None, "System prompt for chat templates (None = the "
+                                            "template's default).", advanced=True)
+    dtype: str = param("float32", "Weights dtype when loading the model.",
+                       choices=("float32", "bfloat16", "float16"), advanced=True)
+    save_model: bool = param(True, "Save the final model into the run folder.")
+    diverge_loss: float = param(0.0, "Also stop as 'diverged' when |loss| exceeds this "
+                                     "(0 = only on non-finite loss).", min=0.0, max=1e12,
+                                advanced=True)
+
+
+@dataclass
+class LaunchConfig:
+    num_processes: int = param(1, "Processes (GPUs, or CPU workers with --cpu).", min=1,
+                               max=1024)
+    mixed_precision: str = param("no", "Accelerate mixed precision.",
+                                 choices=("no", "fp16", "bf16"))
+    cpu: bool = param(True, "Force CPU (set false on GPU machines).")
+    config_file: str | None = param(None, "An accelerate config file (DeepSpeed, FSDP, "
+                                          "multi-node); overrides the flags above.")
+    main_process_port: int = param(0, "Rendezvous port for several processes (0 = pick a "
+                                      "free one).", min=0, max=65535, advanced=True)
+
+
+@dataclass
+class TrainConfig:
+    run_id: str = ""
+    model: str = "embedded:smollm2"
+    method: str = "sga"
+    method_args: dict = field(default_factory=dict)
+    data: DataConfig = field(default_factory=DataConfig)
+    training: TrainingArgs = field(default_factory=TrainingArgs)
+    launch: LaunchConfig = field(default_factory=LaunchConfig)
+    sweep: str | None = None
+    notes: str = ""
+    base_dir: str = field(default="", metadata={"internal": True})
+
+    def resolve(self, path: str | None) -> Path | None:
+        """Resolve a data path relative to the config file's folder."""
+        if not path:
+            return None
+        p = Path(path).expanduser()
+        return p if p.is_absolute() or not self.base_dir else Path(self.base_dir) / p
+
+    def method_config(self):
+        from sga_core.methods import get_method
+
+        return from_dict(get_method(self.method).Config, self.method_args, "method_args.")
+
+    def validate(self) -> TrainConfig:
+        if self.run_id and not RUN_ID_RE.match(self.run_id):
+            raise ConfigError(f"run_id: {self.run_id!r} must match {RUN_ID_RE.pattern}")
+        from sga_core.methods import get_method
+
+        try:
+            method = get_method(self.method)
+        except KeyError as exc:
+            raise ConfigError(f"method: {exc.args[0]}") from None
+        self.method_args = to_dict(self.method_config())
+        if not self.data.forget:
+            raise ConfigError("data.forget: a forget data file is required")
+        for need in method.needs:
+            if need in ("retain", "normals") and not getattr(self.data, need):
+                raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
+        return self
+
+    def to_dict(self) -> dict:
+        d = to_dict(self)
+        d.pop("base_dir")
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict, base_dir: str | Path = "") -> TrainConfig:
+        data = dict(data)
+        data.pop("base_dir", None)
+        cfg = from_dict(cls, data)
+        cfg.base_dir = str(base_dir)
+        return cfg.validate()
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping")
+    return TrainConfig.from_dict(data, base_dir=path.resolve().parent)
+
+
+def dump_config(cfg: TrainConfig) -> str:
+    import yaml
+
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)

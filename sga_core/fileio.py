@@ -1,0 +1,95 @@
+"""Atomic file writes and JSON Lines helpers.
+
+Every write of user data goes through a temporary file in the same folder followed by
+``os.replace``, so a crash or a full disk never leaves a half-written file behind (SPEC 7).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; parent folders are created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # mkstemp creates 0600; keep the existing file's mode, else the usual 0644
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+def dumps_jsonl(rows: Iterable[Any]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
+    return atomic_write_text(path, dumps_jsonl(rows))
+
+
+def append_jsonl(path: str | os.PathLike, obj: Any) -> None:
+    """Append one record to a log-like JSONL file (metrics, probes).
+
+    One ``write`` call per line, so readers never see a partial record except possibly the
+    last line while it is being written; :func:`read_jsonl` skips such a trailing fragment.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(obj, ensure_ascii=False) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+
+
+def read_jsonl(path: str | os.PathLike, tolerate_partial_tail: bool = True) -> list[Any]:
+    """Read a JSONL file. A trailing line without a newline that does not parse (a record
+    still being written by another process) is ignored when ``tolerate_partial_tail``."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    rows = []
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            is_tail = i == len(lines) - 1
+            if tolerate_partial_tail and is_tail:
+                break
+            raise
+    return rows
+
+
+def read_json(path: str | os.PathLike, default: Any = None) -> Any:
+    path = Path(path)
+    if not path.exists():
+        return default
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,33 @@
+"""Plain fine-tuning (answer NLL descent), used by ``prepare`` to build the original model
+(forget + retain rows) and the retain reference (retain rows only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sga_core.config import param
+from sga_core.methods import register
+from sga_core.methods.base import Method, MethodData, SeqStats, Unit
+
+
+@dataclass
+class FinetuneConfig:
+    include_forget: bool = param(True, "Train on the forget rows as well as the retain rows.")
+
+
+@register
+class Finetune(Method):
+    name = "finetune"
+    title = "Fine-tune (learn the data)"
+    Config = FinetuneConfig
+    unlearning = False
+
+    def build_units(self, data: MethodData, enc) -> list[Unit]:
+        rows = (list(data.forget) if self.cfg.include_forget else []) + list(data.retain)
+        if not rows:
+            raise ValueError("nothing to fine-tune on: no rows")
+        return [Unit(i, [enc.row(row, data.kind, role="train", row_index=i)])
+                for i, row in enumerate(rows)]
+
+    def unit_losses(self, stats: SeqStats, n_units: int):
+        return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units)

@@ -1,0 +1,31 @@
+"""Gradient difference: ascend on the forget answer, descend on a paired retain row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sga_core.config import param
+from sga_core.methods import register
+from sga_core.methods.base import Method, MethodData, SeqStats, Unit, paired_retain
+
+
+@dataclass
+class GradDiffConfig:
+    retain_weight: float = param(1.0, "Weight of the retain NLL term.", min=0.0, max=1000.0)
+
+
+@register
+class GradDiff(Method):
+    name = "graddiff"
+    title = "GradDiff (forget ascent + retain NLL)"
+    Config = GradDiffConfig
+    needs = frozenset({"retain"})
+
+    def build_units(self, data: MethodData, enc) -> list[Unit]:
+        return [Unit(i, [enc.row(row, data.kind, role="forget", forget_index=i),
+                         paired_retain(data, enc, i)])
+                for i, row in enumerate(data.forget)]
+
+    def unit_losses(self, stats: SeqStats, n_units: int):
+        w = [-1.0 if r == "forget" else self.cfg.retain_weight for r in stats.roles]
+        return self.weighted_sum(stats, w, n_units)

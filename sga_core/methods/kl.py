@@ -1,0 +1,41 @@
+"""KL minimization: ascend on the forget answer, keep the retain rows' next-token
+distributions close to a frozen copy of the starting model (KL(ref || current))."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sga_core.config import param
+from sga_core.methods import register
+from sga_core.methods.base import Method, MethodData, SeqStats, Unit, paired_retain
+
+
+@dataclass
+class KLConfig:
+    retain_weight: float = param(1.0, "Weight of the retain KL term.", min=0.0, max=1000.0)
+
+
+@register
+class KL(Method):
+    name = "kl"
+    title = "KL (forget ascent + retain KL to the original)"
+    Config = KLConfig
+    needs = frozenset({"retain", "reference"})
+    needs_logits = True
+
+    def build_units(self, data: MethodData, enc) -> list[Unit]:
+        return [Unit(i, [enc.row(row, data.kind, role="forget", forget_index=i),
+                         paired_retain(data, enc, i)])
+                for i, row in enumerate(data.forget)]
+
+    def unit_losses(self, stats: SeqStats, n_units: int):
+        import torch
+
+        logp = torch.log_softmax(stats.logits[:, :-1].float(), dim=-1)
+        ref_logp = torch.log_softmax(stats.ref.logits[:, :-1].float(), dim=-1)
+        mask = (stats.labels[:, 1:] != -100).to(logp.dtype)
+        kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1) * mask  # KL(ref || current)
+        kl_seq = kl_tok.sum(1) / mask.sum(1).clamp(min=1)
+        forget = self.role_mask(stats, "forget").to(logp.dtype)
+        values = torch.where(forget.bool(), -stats.mean_nll, self.cfg.retain_weight * kl_seq)
+        return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units, values)

@@ -1,0 +1,33 @@
+"""Training entry point: ``accelerate launch -m sga_core.train --config RUN_DIR/config.yaml``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sga_core.train",
+                                     description="Train one run folder (under accelerate).")
+    parser.add_argument("--config", required=True, help="RUN_DIR/config.yaml")
+    args = parser.parse_args(argv)
+    from pathlib import Path
+
+    from sga_core.config import ConfigError, load_config
+    from sga_core.runs import now_iso, write_status
+
+    run_dir = Path(args.config).resolve().parent
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        write_status(run_dir, "failed", ended_at=now_iso(), exit_code=2, error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from sga_core.trainer import run_training
+
+    run_training(cfg, run_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,385 @@
+"""The training loop behind ``accelerate launch -m sga_core.train``.
+
+Written for several processes from the start: every process builds the same global batches
+(same seed), takes its share of each, and the loss is scaled so that data-parallel gradient
+averaging gives exactly the gradient of the mean loss over the global batch. Only the main
+process writes files. Works unchanged with DDP, DeepSpeed and FSDP accelerate configs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import time
+import traceback
+from pathlib import Path
+
+from sga_core.config import TrainConfig
+from sga_core.encoding import Encoder, Sequence, collate
+from sga_core.fileio import append_jsonl
+from sga_core.methods import MethodData, SeqStats, Unit, get_method
+from sga_core.runs import CANCEL_FILE, now_iso, write_status
+
+
+class StopTraining(Exception):
+    def __init__(self, state: str, reason: str):
+        super().__init__(reason)
+        self.state = state
+        self.reason = reason
+
+
+# ------------------------------------------------------------------------------ data --------
+
+def load_method_data(cfg: TrainConfig) -> MethodData:
+    from sga_core.data import NormalTable, load_dataset
+    from sga_core.demo import load_idk_templates
+
+    forget = load_dataset(cfg.resolve(cfg.data.forget), kind=cfg.data.task)
+    retain = (load_dataset(cfg.resolve(cfg.data.retain), kind=cfg.data.task).rows
+              if cfg.data.retain else [])
+    normals = NormalTable.load(cfg.resolve(cfg.data.normals)) if cfg.data.normals else None
+    return MethodData(kind=forget.kind, forget=forget.rows, retain=retain, normals=normals,
+                      idk_templates=load_idk_templates())
+
+
+def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
+                 group_by_length: bool = True) -> list[list[int]]:
+    """Global batches (lists of unit positions) for one epoch, identical on every process.
+
+    With ``group_by_length``, shuffled units are sorted by length inside windows of 16
+    batches, cut into batches, and the batches shuffled again (as HF's length grouping does).
+    """
+    rng = random.Random(seed * 1_000_003 + epoch)
+    order = list(range(len(units)))
+    rng.shuffle(order)
+    if group_by_length:
+        window = batch_size * 16
+        grouped = []
+        for s in range(0, len(order), window):
+            chunk = sorted(order[s:s + window], key=lambda i: -units[i].max_len)
+            grouped += chunk
+        order = grouped
+    batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    if group_by_length:
+        rng.shuffle(batches)
+    return batches
+
+
+def shard(batch: list[int], rank: int, world: int) -> list[int]:
+    return batch[rank::world]
+
+
+# --------------------------------------------------------------------------- forward -------
+
+def forward_stats(model, seqs: list[Sequence], unit_ids: list[int], pad_id: int, device,
+                  keep_logits: bool = False) -> SeqStats:
+    import torch
+
+    from sga_core.losses import sequence_nll
+
+    batch = {k: v.to(device) for k, v in collate(seqs, pad_id).items()}
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                use_cache=False)
+    mean_nll, sum_nll, n_tok = sequence_nll(out.logits, batch["labels"])
+    return SeqStats(mean_nll=mean_nll, sum_nll=sum_nll, n_tokens=n_tok,
+                    unit_ids=torch.tensor(unit_ids, device=device),
+                    roles=[s.role for s in seqs],
+                    logits=out.logits if keep_logits else None, labels=batch["labels"])
+
+
+def flatten(units: list[Unit]) -> tuple[list[Sequence], list[int]]:
+    seqs, ids = [], []
+    for j, u in enumerate(units):
+        seqs += u.seqs
+        ids += [j] * len(u.seqs)
+    return seqs, ids
+
+
+def probe_records(model, enc: Encoder, units_by_index: dict[int, Unit], rows: list[int],
+                  device, step: int, top_k: int = 5) -> list[dict]:
+    """Per-token probability of each probe row's forget answer (plus top-k alternatives)."""
+    import torch
+
+    seqs = [units_by_index[i].seqs[0] for i in rows if i in units_by_index]
+    if not seqs:
+        return []
+    batch = {k: v.to(device) for k, v in collate(seqs, enc.pad_id).items()}
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                       use_cache=False).logits.float()
+    probs = torch.softmax(logits[:, :-1], dim=-1)
+    records = []
+    for b, s in enumerate(seqs):
+        labels = batch["labels"][b, 1:]
+        pos = (labels != -100).nonzero().flatten()
+        tok_ids = labels[pos]
+        p = probs[b, pos].gather(-1, tok_ids.unsqueeze(-1)).squeeze(-1)
+        top_p, top_i = probs[b, pos].topk(top_k, dim=-1)
+        records.append({
+            "step": step,
+            "sample_id": f"forget-{s.meta.get('forget_index', s.meta.get('row_index', b))}",
+            "forget_index": s.meta.get("forget_index", s.meta.get("row_index")),
+            "tokens": [enc.tok.decode([t]) for t in tok_ids.tolist()],
+            "token_ids": tok_ids.tolist(),
+            "probs": [round(x, 6) for x in p.tolist()],
+            "top": [[[enc.tok.decode([t]), round(q, 5)] for t, q in zip(ti, tp)]
+                    for ti, tp in zip(top_i.tolist(), top_p.tolist())],
+        })
+    return records
+
+
+# ------------------------------------------------------------------------------ loop --------
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike):
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self._sigterm = False
+
+    # -- helpers --------------------------------------------------------------------------
+    def log(self, msg: str) -> None:
+        if self.acc.is_main_process:
+            print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def status(self, state=None, **fields) -> None:
+        if self.acc.is_main_process:
+            write_status(self.run_dir, state, **fields)
+
+    def _on_sigterm(self, signum, frame) -> None:
+        self._sigterm = True
+
+    def setup(self) -> None:
+        import torch
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        from sga_core.models import load_model, load_tokenizer
+
+        cfg, t = self.cfg, self.cfg.training
+        self.acc = Accelerator(cpu=cfg.launch.cpu or not torch.cuda.is_available(),
+                               gradient_accumulation_steps=t.grad_accum)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        set_seed(t.seed)
+        self.status("running", pid=os.getpid(), started_at=now_iso(),
+                    num_processes=self.acc.num_processes, error=None)
+        self.log(f"run {cfg.run_id}: method={cfg.method} args={cfg.method_args} "
+                 f"processes={self.acc.num_processes} device={self.acc.device}")
+        method_cls = get_method(cfg.method)
+        self.method = method_cls(cfg.method_config())
+        self.tok = load_tokenizer(cfg.model)
+        self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
+        data = load_method_data(cfg)
+        self.units = self.method.build_units(data, self.enc)
+        self.units_by_index = {u.index: u for u in self.units}
+        self.model = load_model(cfg.model, dtype=t.dtype)
+        self.model.config.use_cache = False
+        self.ref_model = None
+        if "reference" in method_cls.needs:
+            self.ref_model = load_model(cfg.model, dtype=t.dtype).to(self.acc.device).eval()
+            self.ref_model.requires_grad_(False)
+        n = len(self.units)
+        self.steps_per_epoch = math.ceil(n / t.batch_size)
+        self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
+        opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        from transformers import get_scheduler
+
+        sched = get_scheduler("constant_with_warmup" if t.scheduler == "constant" else
+                              t.scheduler, opt, num_warmup_steps=t.warmup_steps,
+                              num_training_steps=self.total_steps)
+        # the scheduler is stepped by hand once per optimizer step (not prepared), so its
+        # counting does not depend on the number of processes
+        self.model, self.opt = self.acc.prepare(self.model, opt)
+        self.sched = sched
+        self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
+        self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
+        self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
+                    step=0, n_units=n)
+        self.log(f"{n} samples, batch {t.batch_size}, {self.steps_per_epoch} steps/epoch, "
+                 f"{self.total_steps} steps")
+
+    def write_probes(self, step: int) -> None:
+        if not self.probe_rows:
+            return
+        self.model.eval()
+        recs = probe_records(self.model, self.enc, self.units_by_index, self.probe_rows,
+                             self.acc.device, step)
+        self.model.train()
+        if self.acc.is_main_process:
+            for rec in recs:
+                append_jsonl(self.run_dir / "probes.jsonl", rec)
+
+    def should_cancel(self) -> bool:
+        import torch
+
+        flag = float(self._sigterm or (self.run_dir / CANCEL_FILE).exists())
+        flag_t = self.acc.reduce(torch.tensor([flag], device=self.acc.device), "sum")
+        return bool(flag_t.item() > 0)
+
+    def micro_batches(self, batch: list[int]) -> list[list[int]]:
+        ga = self.cfg.training.grad_accum
+        size = math.ceil(len(batch) / ga)
+        return [batch[s:s + size] for s in range(0, len(batch), size)] or [batch]
+
+    def train_step(self, batch: list[int]) -> dict:
+        """One optimizer step over a global batch; returns the global step statistics."""
+        import torch
+
+        acc, t = self.acc, self.cfg.training
+        world, rank = acc.num_processes, acc.process_index
+        n_global = len(batch)
+        tot = torch.zeros(8, dtype=torch.float64, device=acc.device)
+        grad_norm = None
+        micros = self.micro_batches(batch)
+        # accelerate's accumulate() divides each backward by grad_accum; undo that for the
+        # micro-batches we actually have, so the step gradient is that of the global mean
+        scale = world * t.grad_accum / n_global
+        for mb in micros:
+            with acc.accumulate(self.model):
+                local = shard(mb, rank, world)
+                dummy = not local  # keep collectives in step: forward a unit with weight 0
+                units = [self.units[i] for i in (local or mb[:1])]
+                seqs, ids = flatten(units)
+                stats = forward_stats(self.model, seqs, ids, self.enc.pad_id, acc.device,
+                                      keep_logits=self.method.needs_logits)
+                if self.ref_model is not None:
+                    with torch.no_grad():
+                        stats.ref = forward_stats(self.ref_model, seqs, ids, self.enc.pad_id,
+                                                  acc.device,
+                                                  keep_logits=self.method.needs_logits)
+                per_unit = self.method.unit_losses(stats, len(units))
+                if dummy:
+                    per_unit = per_unit * 0.0
+                loss = per_unit.sum() * scale
+                det = stats.mean_nll.detach()
+                f_mask = self.method.role_mask(stats, "forget", "idk", "train")
+                n_mask = self.method.role_mask(stats, "normal")
+                r_mask = self.method.role_mask(stats, "retain")
+                live = 0.0 if dummy else 1.0
+                part = torch.stack([
+                    per_unit.detach().sum().double() * live,
+                    (det * f_mask).sum().double() * live, f_mask.sum().double() * live,
+                    (det * n_mask).sum().double() * live, n_mask.sum().double() * live,
+                    (det * r_mask).sum().double() * live, r_mask.sum().double() * live,
+                    stats.n_tokens.sum().double() * live,
+                ])
+                nonfinite = torch.tensor([0.0 if torch.isfinite(loss) else 1.0],
+                                         device=acc.device)
+                if acc.reduce(nonfinite, "sum").item() > 0:
+                    raise StopTraining("diverged", "the loss became non-finite (NaN/inf)")
+                tot += acc.reduce(part, "sum")
+                acc.backward(loss)
+                if acc.sync_gradients:
+                    if t.max_grad_norm > 0:
+                        grad_norm = acc.clip_grad_norm_(self.model.parameters(),
+                                                        t.max_grad_norm)
+                    else:
+                        grad_norm = torch.sqrt(sum((p.grad.detach().float() ** 2).sum()
+                                                   for p in self.model.parameters()
+                                                   if p.grad is not None))
+                    if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
+                        self.opt.zero_grad(set_to_none=True)
+                        raise StopTraining("diverged", "the gradient became non-finite")
+                    self.opt.step()
+                    self.sched.step()
+                    self.opt.zero_grad(set_to_none=True)
+        vals = tot.tolist()
+        out = {"loss": vals[0] / n_global,
+               "forget_nll": vals[1] / vals[2] if vals[2] else None,
+               "normal_nll": vals[3] / vals[4] if vals[4] else None,
+               "retain_nll": vals[5] / vals[6] if vals[6] else None,
+               "tokens": vals[7],
+               "grad_norm": float(grad_norm) if grad_norm is not None else None}
+        if t.diverge_loss and abs(out["loss"]) > t.diverge_loss:
+            raise StopTraining("diverged", f"|loss| {abs(out['loss']):.3g} exceeded "
+                                           f"diverge_loss {t.diverge_loss:g}")
+        return out
+
+    def save_model(self) -> None:
+        import shutil
+
+        acc = self.acc
+        acc.wait_for_everyone()
+        state_dict = acc.get_state_dict(self.model)
+        if acc.is_main_process:
+            target = self.run_dir / "model"
+            tmp = self.run_dir / ".model.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
+                                                          safe_serialization=True)
+            self.tok.save_pretrained(tmp)
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(tmp, target)
+        acc.wait_for_everyone()
+
+    def run(self) -> str:
+        self.setup()
+        t = self.cfg.training
+        r = self.cfg.method_args.get("r")
+        t0 = time.time()
+        step, epoch, state, reason = 0, 0, "completed", None
+        self.write_probes(0)
+        try:
+            while step < self.total_steps:
+                for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
+                                          t.group_by_length):
+                    if step >= self.total_steps:
+                        break
+                    if self.should_cancel():
+                        raise StopTraining("cancelled", "cancelled by request")
+                    ts = time.time()
+                    out = self.train_step(batch)
+                    step += 1
+                    dt = time.time() - ts
+                    rec = {"step": step, "epoch": round(step / self.steps_per_epoch, 4),
+                           "loss": out["loss"], "forget_nll": out["forget_nll"],
+                           "normal_nll": out["normal_nll"], "retain_nll": out["retain_nll"],
+                           "r": r, "lr": self.sched.get_last_lr()[0],
+                           "grad_norm": out["grad_norm"],
+                           "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
+                           "elapsed_s": round(time.time() - t0, 3)}
+                    if step % t.log_every == 0 or step == self.total_steps:
+                        if self.acc.is_main_process:
+                            append_jsonl(self.run_dir / "metrics.jsonl", rec)
+                        self.status(step=step, epoch=rec["epoch"])
+                        self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
+                                 f"forget_nll={_fmt(out['forget_nll'])} "
+                                 f"normal_nll={_fmt(out['normal_nll'])} "
+                                 f"retain_nll={_fmt(out['retain_nll'])} "
+                                 f"tok/s={rec['tokens_per_s'] or 0:.0f}")
+                    if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
+                        self.write_probes(step)
+                epoch += 1
+        except StopTraining as stop:
+            state, reason = stop.state, stop.reason
+            self.log(f"stopping at step {step}: {reason}")
+        self.write_probes(step)
+        if t.save_model:
+            self.log("saving model")
+            self.save_model()
+        self.status(state, step=step, ended_at=now_iso(), exit_code=0,
+                    error=None if state == "completed" else reason,
+                    elapsed_s=round(time.time() - t0, 3))
+        self.log(f"run {state} after {step} steps ({time.time() - t0:.1f}s)")
+        self.acc.end_training()
+        return state
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.4f}"
+
+
+def run_training(cfg: TrainConfig, run_dir: str | os.PathLike) -> str:
+    """Train ``cfg`` into ``run_dir``; returns the final state. On an unexpected error the
+    run is marked failed with the error text, and the error is re-raised."""
+    trainer = Trainer(cfg, run_dir)
+    try:
+        return trainer.run()
+    except BaseException as exc:
+        is_main = getattr(getattr(trainer, "acc", None), "is_main_process", True)
+        if is_main:
+            tb = traceback.format_exc()
+            write_status(run_dir, "failed", ended_at=now_iso(), exit_code=1,
+                         error=f"{type(exc).__name__}: {exc}", traceback=tb[-4000:])
+        raise

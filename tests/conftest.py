@@ -1,0 +1,46 @@
+"""Shared fixtures: a tiny random Llama model with a real BPE tokenizer, built once per test
+session offline in a few seconds, and the shipped demo data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "assets" / "demo"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from sga_core.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def demo_dir() -> Path:
+    return DEMO
+
+
+@pytest.fixture()
+def runs_dir(tmp_path) -> Path:
+    d = tmp_path / "runs"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture()
+def idk_normals_file(tmp_path, demo_dir) -> Path:
+    from sga_core.data import load_qa
+    from sga_core.normals.idk import idk_normals
+
+    n = len(load_qa(demo_dir / "forget.jsonl"))
+    path = tmp_path / "normals.jsonl"
+    idk_normals(n, 4, seed=0).save(path)
+    return path
