@@ -169,6 +169,8 @@ class TrainingArgs:
     dtype: str = param("float32", "Weights dtype when loading the model.",
                        choices=("float32", "bfloat16", "float16"), advanced=True)
     save_model: bool = param(True, "Save the final model into the run folder.")
+    eval_nll: bool = param(True, "Measure the mean answer NLL of all forget and retain rows "
+                                 "before and after training (status.json nll_before/after).")
     diverge_loss: float = param(0.0, "Also stop as 'diverged' when |loss| exceeds this "
                                      "(0 = only on non-finite loss).", min=0.0, max=1e12,
                                 advanced=True)

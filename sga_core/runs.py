@@ -110,11 +110,12 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> None:
 
 
 def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
-               state: str = "queued") -> Path:
+               state: str = "queued", mode: str = "foreground") -> Path:
     """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
 
     The folder is built under a temporary name and renamed into place, so a failure never
-    leaves a half-made run behind.
+    leaves a half-made run behind. ``mode`` is "queue" for runs the queue runner should start
+    and "foreground" for runs their creator starts itself (the CLI's ``train``, ``prepare``).
     """
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -137,7 +138,7 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
         cfg.base_dir = str(final)
         atomic_write_text(tmp / "config.yaml", dump_config(cfg))
         write_command_sh(cfg, final, into=tmp)
-        write_status(tmp, state, run_id=cfg.run_id, created_at=now_iso())
+        write_status(tmp, state, run_id=cfg.run_id, created_at=now_iso(), mode=mode)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -221,7 +222,8 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
         args = cfg.get("method_args") or {}
         out.append({"run_id": d.name, "path": str(d), "state": st.get("state", "unknown"),
                     "method": cfg.get("method"), "r": args.get("r"), "k": args.get("k"),
-                    "sweep": cfg.get("sweep"), "created_at": st.get("created_at"),
+                    "sweep": cfg.get("sweep"), "mode": st.get("mode"),
+                    "created_at": st.get("created_at"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)

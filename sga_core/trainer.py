@@ -170,7 +170,7 @@ class Trainer:
         self.method = method_cls(cfg.method_config())
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
-        data = load_method_data(cfg)
+        self.data = data = load_method_data(cfg)
         self.units = self.method.build_units(data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
         self.model = load_model(cfg.model, dtype=t.dtype)
@@ -210,12 +210,42 @@ class Trainer:
             for rec in recs:
                 append_jsonl(self.run_dir / "probes.jsonl", rec)
 
+    def data_nll(self) -> dict:
+        """Mean answer NLL over all forget rows and all retain rows (sharded over processes),
+        the before/after figures a researcher checks first."""
+        import torch
+
+        from sga_core.scoring import rows_nll
+
+        acc, out = self.acc, {}
+        for name, rows in (("forget", self.data.forget), ("retain", self.data.retain)):
+            if not rows:
+                continue
+            # every process scores the same number of rows (padded with a repeat that is not
+            # counted), so sharded models (ZeRO-3, FSDP) run the same number of forwards
+            per = -(-len(rows) // acc.num_processes)
+            mine = rows[acc.process_index::acc.num_processes]
+            n_real = len(mine)
+            mine = mine + [rows[0]] * (per - n_real)
+            vals = rows_nll(self.model, self.enc, mine, self.data.kind, acc.device)[:n_real]
+            tot = acc.reduce(torch.tensor([sum(vals), n_real], dtype=torch.float64,
+                                          device=acc.device), "sum")
+            out[name] = tot[0].item() / max(tot[1].item(), 1)
+        return out
+
     def should_cancel(self) -> bool:
         import torch
 
         flag = float(self._sigterm or (self.run_dir / CANCEL_FILE).exists())
         flag_t = self.acc.reduce(torch.tensor([flag], device=self.acc.device), "sum")
         return bool(flag_t.item() > 0)
+
+    def weights_finite(self) -> bool:
+        import torch
+
+        ok = torch.stack([torch.isfinite(p.detach()).all() for p in self.model.parameters()])
+        bad = self.acc.reduce((~ok).sum().float().reshape(1), "sum")
+        return bool(bad.item() == 0)
 
     def micro_batches(self, batch: list[int]) -> list[list[int]]:
         ga = self.cfg.training.grad_accum
@@ -262,7 +292,8 @@ class Trainer:
                     (det * f_mask).sum().double() * live, f_mask.sum().double() * live,
                     (det * n_mask).sum().double() * live, n_mask.sum().double() * live,
                     (det * r_mask).sum().double() * live, r_mask.sum().double() * live,
-                    stats.n_tokens.sum().double() * live,
+                    torch.tensor(float(sum(len(s) for s in seqs)), dtype=torch.float64,
+                                 device=acc.device) * live,
                 ])
                 nonfinite = torch.tensor([0.0 if torch.isfinite(loss) else 1.0],
                                          device=acc.device)
@@ -271,6 +302,12 @@ class Trainer:
                 tot += acc.reduce(part, "sum")
                 acc.backward(loss)
                 if acc.sync_gradients:
+                    step_loss = tot[0].item() / n_global
+                    if t.diverge_loss and abs(step_loss) > t.diverge_loss:
+                        # checked before the update, so the model kept is the last good one
+                        self.opt.zero_grad(set_to_none=True)
+                        raise StopTraining("diverged", f"|loss| {abs(step_loss):.3g} exceeded "
+                                                       f"diverge_loss {t.diverge_loss:g}")
                     if t.max_grad_norm > 0:
                         grad_norm = acc.clip_grad_norm_(self.model.parameters(),
                                                         t.max_grad_norm)
@@ -281,7 +318,18 @@ class Trainer:
                     if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
                         self.opt.zero_grad(set_to_none=True)
                         raise StopTraining("diverged", "the gradient became non-finite")
+                    # a finite gradient can still give non-finite weights (e.g. AdamW on
+                    # float16 weights: eps underflows to 0); undo such an update
+                    backup = [p.detach().clone() for p in self.model.parameters()]
                     self.opt.step()
+                    if not self.weights_finite():
+                        with torch.no_grad():
+                            for p, b in zip(self.model.parameters(), backup):
+                                p.copy_(b)
+                        self.opt.zero_grad(set_to_none=True)
+                        raise StopTraining("diverged", "the update made the weights non-finite "
+                                                       "(NaN/inf); the weights before it are kept")
+                    del backup
                     self.sched.step()
                     self.opt.zero_grad(set_to_none=True)
         vals = tot.tolist()
@@ -320,6 +368,10 @@ class Trainer:
         t0 = time.time()
         step, epoch, state, reason = 0, 0, "completed", None
         self.write_probes(0)
+        nll_before = self.data_nll() if t.eval_nll else {}
+        if nll_before:
+            self.status(nll_before=nll_before)
+            self.log("answer NLL before: " + _fmt_nll(nll_before))
         try:
             while step < self.total_steps:
                 for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
@@ -355,6 +407,10 @@ class Trainer:
             state, reason = stop.state, stop.reason
             self.log(f"stopping at step {step}: {reason}")
         self.write_probes(step)
+        if t.eval_nll:
+            nll_after = self.data_nll()
+            self.status(nll_after=nll_after)
+            self.log("answer NLL after:  " + _fmt_nll(nll_after))
         if t.save_model:
             self.log("saving model")
             self.save_model()
@@ -364,6 +420,10 @@ class Trainer:
         self.log(f"run {state} after {step} steps ({time.time() - t0:.1f}s)")
         self.acc.end_training()
         return state
+
+
+def _fmt_nll(d: dict) -> str:
+    return " ".join(f"{k}={v:.4f}" for k, v in d.items())
 
 
 def _fmt(x) -> str:

@@ -1,0 +1,149 @@
+"""The job queue: run folders in state ``queued`` are the queue (on disk, so two browser tabs
+that press Launch at once get two queued runs, never a clash), and one runner process
+(``python -m sga_core.runner``) starts them one at a time by default.
+
+Cancel is staged: the ``CANCEL`` file (the trainer stops at the next step boundary), then
+SIGTERM to the run's process group after a grace period, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sga_core.fileio import read_json
+from sga_core.runs import (
+    CANCEL_FILE,
+    FINAL_STATES,
+    effective_status,
+    list_runs,
+    now_iso,
+    pid_alive,
+    request_cancel,
+    runs_root,
+    write_status,
+)
+
+RUNNER_LOCK = ".runner.lock"
+RUNNER_INFO = ".runner.json"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def queued_runs(root: Path) -> list[Path]:
+    """Queued run folders, oldest first."""
+    rows = [r for r in list_runs(root) if r["state"] == "queued" and r.get("mode") == "queue"]
+    rows.sort(key=lambda r: (r.get("created_at") or "", r["run_id"]))
+    return [Path(r["path"]) for r in rows]
+
+
+def runner_alive(root: Path) -> bool:
+    """True while some runner holds the queue lock."""
+    lock = Path(root) / RUNNER_LOCK
+    if not lock.exists():
+        return False
+    with open(lock, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+def ensure_runner(root: str | os.PathLike | None = None, max_parallel: int = 1,
+                  idle_exit_s: float = 120.0) -> int | None:
+    """Start a detached runner for ``root`` unless one is alive; returns its pid if started."""
+    root = runs_root(root)
+    root.mkdir(parents=True, exist_ok=True)
+    if runner_alive(root):
+        return None
+    log = open(root / ".runner.log", "ab")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sga_core.runner", "--runs-dir", str(root),
+             "--max-parallel", str(max_parallel), "--idle-exit", str(idle_exit_s)],
+            cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                         "PYTHONPATH": str(PROJECT_ROOT)})
+    finally:
+        log.close()
+    return proc.pid
+
+
+def submit(cfg, root: str | os.PathLike | None = None, start_runner: bool = True,
+           max_parallel: int = 1) -> Path:
+    """Create a queued run folder for ``cfg`` and make sure a runner will pick it up."""
+    from sga_core.runs import create_run
+
+    run_dir = create_run(cfg, root, state="queued", mode="queue")
+    if start_runner:
+        ensure_runner(run_dir.parent, max_parallel=max_parallel)
+    return run_dir
+
+
+def cancel(run_dir: str | os.PathLike) -> dict:
+    """Ask a run to stop. A queued run is cancelled by the runner before it starts; a running
+    one stops at its next step boundary (escalated by the runner if it does not)."""
+    run_dir = Path(run_dir)
+    st = effective_status(run_dir)
+    if st.get("state") in FINAL_STATES:
+        return st
+    request_cancel(run_dir)
+    if st.get("state") == "queued" and not runner_alive(run_dir.parent):
+        return write_status(run_dir, "cancelled", ended_at=now_iso(),
+                            error="cancelled before it started")
+    return effective_status(run_dir)
+
+
+def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
+    """Queue a new run with the same config as ``run_dir`` (data from its snapshot)."""
+    from sga_core.config import load_config
+
+    cfg = load_config(Path(run_dir) / "config.yaml")
+    for name in ("forget", "retain", "normals"):
+        p = cfg.resolve(getattr(cfg.data, name))
+        if p is not None:
+            setattr(cfg.data, name, str(p))
+    cfg.run_id = ""
+    cfg.base_dir = ""
+    return submit(cfg, root or Path(run_dir).parent)
+
+
+def delete(run_dir: str | os.PathLike) -> None:
+    """Delete a run folder; a run still queued or running is refused."""
+    import shutil
+
+    run_dir = Path(run_dir)
+    st = effective_status(run_dir)
+    if st.get("state") in ("queued", "running"):
+        raise RuntimeError(f"run {run_dir.name} is {st['state']}: cancel it first")
+    shutil.rmtree(run_dir)
+
+
+def kill_group(pid: int, sig: int) -> bool:
+    try:
+        os.killpg(os.getpgid(pid), sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def runner_info(root: str | os.PathLike | None = None) -> dict:
+    return read_json(runs_root(root) / RUNNER_INFO, default={}) or {}
+
+
+def wait_until(pred, timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(interval)
+    return pred()
+
+
+__all__ = ["CANCEL_FILE", "cancel", "delete", "ensure_runner", "kill_group", "pid_alive",
+           "queued_runs", "rerun", "runner_alive", "runner_info", "submit", "wait_until"]

@@ -1,0 +1,127 @@
+"""The queue runner: ``python -m sga_core.runner --runs-dir runs``.
+
+One runner per runs folder (an exclusive lock); it starts queued runs in creation order, at
+most ``--max-parallel`` at a time, records how each ended, escalates cancels (CANCEL file ->
+SIGTERM to the process group after ``--grace`` seconds -> SIGKILL after twice that), and exits
+after ``--idle-exit`` seconds with nothing to do (the UI starts it again when needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from sga_core import launch
+from sga_core.fileio import atomic_write_json
+from sga_core.jobs import RUNNER_INFO, RUNNER_LOCK, kill_group, queued_runs
+from sga_core.runs import CANCEL_FILE, now_iso, read_status, write_status
+
+
+class Runner:
+    def __init__(self, root: Path, max_parallel: int = 1, grace_s: float = 10.0,
+                 idle_exit_s: float = 120.0, poll_s: float = 0.5):
+        self.root = root
+        self.max_parallel = max_parallel
+        self.grace_s = grace_s
+        self.idle_exit_s = idle_exit_s
+        self.poll_s = poll_s
+        self.active: dict[Path, object] = {}  # run_dir -> Popen
+        self.escalated: dict[Path, int] = {}
+        self.stop = False
+
+    def log(self, msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def reap(self) -> None:
+        for run_dir, proc in list(self.active.items()):
+            cancel_file = run_dir / CANCEL_FILE
+            if proc.poll() is None:
+                if cancel_file.exists():
+                    self.escalate(run_dir, proc, time.time() - cancel_file.stat().st_mtime)
+                continue
+            status = launch.finish(run_dir, proc.returncode)
+            if cancel_file.exists() and status.get("state") not in ("completed", "diverged"):
+                write_status(run_dir, "cancelled", ended_at=status.get("ended_at") or now_iso(),
+                             error="cancelled by request")
+            self.log(f"{run_dir.name}: {read_status(run_dir).get('state')} "
+                     f"(exit {proc.returncode})")
+            del self.active[run_dir]
+
+    def escalate(self, run_dir: Path, proc, waited: float) -> None:
+        level = self.escalated.get(run_dir, 0)
+        if waited > 2 * self.grace_s and level < 2:
+            self.log(f"{run_dir.name}: still running after cancel, SIGKILL")
+            kill_group(proc.pid, signal.SIGKILL)
+            self.escalated[run_dir] = 2
+        elif waited > self.grace_s and level < 1:
+            self.log(f"{run_dir.name}: still running after cancel, SIGTERM")
+            kill_group(proc.pid, signal.SIGTERM)
+            self.escalated[run_dir] = 1
+
+    def start_queued(self) -> None:
+        for run_dir in queued_runs(self.root):
+            if len(self.active) >= self.max_parallel:
+                return
+            if run_dir in self.active:
+                continue
+            if (run_dir / CANCEL_FILE).exists():
+                write_status(run_dir, "cancelled", ended_at=now_iso(),
+                             error="cancelled before it started")
+                continue
+            try:
+                proc = launch.start(run_dir)
+            except Exception as exc:  # a broken run folder must not stop the queue
+                write_status(run_dir, "failed", ended_at=now_iso(), error=f"cannot start: {exc}")
+                continue
+            write_status(run_dir, runner_pid=os.getpid())
+            self.active[run_dir] = proc
+            self.log(f"{run_dir.name}: started (pid {proc.pid})")
+
+    def run(self) -> int:
+        idle_since = time.time()
+        while not self.stop:
+            self.reap()
+            self.start_queued()
+            if self.active:
+                idle_since = time.time()
+            elif time.time() - idle_since > self.idle_exit_s:
+                break
+            time.sleep(self.poll_s)
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sga_core.runner")
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--max-parallel", type=int, default=1)
+    p.add_argument("--grace", type=float, default=10.0,
+                   help="seconds between cancel stages (CANCEL, SIGTERM, SIGKILL)")
+    p.add_argument("--idle-exit", type=float, default=120.0)
+    args = p.parse_args(argv)
+    root = Path(args.runs_dir).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    lock = open(root / RUNNER_LOCK, "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("another runner is already serving this runs folder", file=sys.stderr)
+        return 0
+    atomic_write_json(root / RUNNER_INFO, {"pid": os.getpid(), "started_at": now_iso(),
+                                           "max_parallel": args.max_parallel})
+    runner = Runner(root, args.max_parallel, args.grace, args.idle_exit)
+
+    def _stop(signum, frame):
+        runner.stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    runner.log(f"runner for {root} (max parallel {args.max_parallel})")
+    return runner.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

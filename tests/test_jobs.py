@@ -1,0 +1,129 @@
+"""The disk queue and its runner: one at a time, cancel in stages, vanished processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sga_core import jobs
+from sga_core.config import TrainConfig
+from sga_core.runs import effective_status, read_status, request_cancel, write_status
+
+pytestmark = pytest.mark.slow
+
+
+def tiny_cfg(model_dir, demo_dir, normals, **training):
+    return TrainConfig.from_dict({
+        "model": str(model_dir), "method": "sga", "method_args": {"r": -0.8, "k": 4},
+        "data": {"forget": str(demo_dir / "forget.jsonl"), "normals": str(normals)},
+        "training": {"batch_size": 4, "max_steps": 3, "probe_every": 0, "lr": 1e-3,
+                     "eval_nll": False, **training},
+    })
+
+
+def wait_state(run_dir, states, timeout=90):
+    assert jobs.wait_until(lambda: effective_status(run_dir).get("state") in states, timeout), \
+        json.dumps(read_status(run_dir), indent=1)
+    return effective_status(run_dir)
+
+
+def test_queue_runs_one_at_a_time(tiny_model_dir, demo_dir, idk_normals_file, runs_dir):
+    a = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file), runs_dir)
+    b = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file), runs_dir)
+    assert a != b
+    sa = wait_state(a, {"completed"})
+    sb = wait_state(b, {"completed"})
+    # b started only after a ended (default: one job at a time)
+    assert sb["started_at"] >= sa["ended_at"]
+    assert sa["runner_pid"] == sb["runner_pid"]
+    assert jobs.runner_alive(runs_dir)
+
+
+def test_cancel_queued_and_running(tiny_model_dir, demo_dir, idk_normals_file, runs_dir):
+    long = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file, max_steps=5000),
+                       runs_dir)
+    queued = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file), runs_dir)
+    assert jobs.wait_until(lambda: (long / "metrics.jsonl").exists(), 90)
+    st = jobs.cancel(queued)
+    assert st["state"] in ("queued", "cancelled")
+    jobs.cancel(long)
+    s_long = wait_state(long, {"cancelled"})
+    assert 0 < s_long["step"] < 5000
+    s_q = wait_state(queued, {"cancelled"})
+    assert "started_at" not in s_q  # never started
+    assert not (queued / "train.log").exists()
+
+
+def test_killed_job_shows_failed(tiny_model_dir, demo_dir, idk_normals_file, runs_dir):
+    run = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file, max_steps=5000),
+                      runs_dir)
+    assert jobs.wait_until(lambda: read_status(run).get("pid"), 90)
+    assert jobs.wait_until(lambda: (run / "metrics.jsonl").exists(), 90)
+    os.kill(read_status(run)["pid"], signal.SIGKILL)
+    t0 = time.time()
+    st = wait_state(run, {"failed"}, timeout=10)
+    assert time.time() - t0 < 10
+    assert st["error"]
+
+
+def test_vanished_process_is_failed(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.yaml").write_text("method: sga\n")
+    write_status(run, "running", pid=proc.pid, launcher_pid=proc.pid)
+    st = effective_status(run)
+    assert st["state"] == "failed" and "vanished" in st["error"]
+
+
+def test_runner_escalates_cancel_to_sigterm_then_sigkill(tmp_path):
+    """A job that ignores the CANCEL file and SIGTERM is killed after two grace periods."""
+    from sga_core.runner import Runner
+
+    run = tmp_path / "stubborn"
+    run.mkdir()
+    write_status(run, "running")
+    proc = subprocess.Popen(
+        [sys.executable, "-c",
+         "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
+        start_new_session=True)
+    runner = Runner(tmp_path, grace_s=0.3)
+    runner.active[run] = proc
+    request_cancel(run)
+    t0 = time.time()
+    while proc.poll() is None and time.time() - t0 < 10:
+        runner.reap()
+        time.sleep(0.1)
+    assert proc.poll() == -signal.SIGKILL
+    assert runner.escalated[run] == 2
+    runner.reap()
+    assert read_status(run)["state"] == "cancelled"
+
+
+def test_delete_refuses_active_and_rerun_copies_config(tiny_model_dir, demo_dir,
+                                                       idk_normals_file, runs_dir):
+    from sga_core.runs import create_run
+
+    done = create_run(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file), runs_dir)
+    write_status(done, "running", pid=os.getpid())
+    with pytest.raises(RuntimeError, match="cancel it first"):
+        jobs.delete(done)
+    write_status(done, "completed")
+    again = jobs.rerun(done, runs_dir)
+    assert again != done
+    import yaml
+
+    a = yaml.safe_load((done / "config.yaml").read_text())
+    b = yaml.safe_load((again / "config.yaml").read_text())
+    for key in ("method", "method_args", "training", "model"):
+        assert a[key] == b[key]
+    jobs.delete(done)
+    assert not done.exists()
+    wait_state(again, {"completed"})
