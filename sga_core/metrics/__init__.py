@@ -1,0 +1,63 @@
+"""Unlearning metrics (SPEC 4), following the public open-unlearning definitions.
+
+Pure metric functions return a :class:`MetricResult` (aggregate ``value``, ``per_sample``
+values, and a ``reason`` when the metric cannot be computed). The model-side helpers in
+:mod:`sga_core.metrics.scoring` produce their inputs (candidate NLLs, token log-probs,
+greedy generations); torch is only imported when those run.
+"""
+
+from .muse import (
+    auc,
+    knowmem,
+    min_k_percent,
+    min_k_percent_score,
+    perplexity,
+    perplexity_from_logprobs,
+    privleak,
+    verbmem,
+)
+from .result import MetricResult
+from .rouge import rouge_l_f1, rouge_l_recall
+from .scoring import generate_answers, score_qa_candidates, split_scores, text_token_logprobs
+from .tofu import (
+    MODEL_UTILITY_KEYS,
+    MODEL_UTILITY_METRICS,
+    MODEL_UTILITY_SETS,
+    forget_quality,
+    harmonic_mean,
+    model_utility,
+    normalized_probability,
+    probability,
+    truth_ratio,
+    truth_ratio_forget_score,
+    truth_ratio_retain_score,
+)
+
+__all__ = [
+    "MODEL_UTILITY_KEYS",
+    "MODEL_UTILITY_METRICS",
+    "MODEL_UTILITY_SETS",
+    "MetricResult",
+    "auc",
+    "forget_quality",
+    "generate_answers",
+    "harmonic_mean",
+    "knowmem",
+    "min_k_percent",
+    "min_k_percent_score",
+    "model_utility",
+    "normalized_probability",
+    "perplexity",
+    "perplexity_from_logprobs",
+    "privleak",
+    "probability",
+    "rouge_l_f1",
+    "rouge_l_recall",
+    "score_qa_candidates",
+    "split_scores",
+    "text_token_logprobs",
+    "truth_ratio",
+    "truth_ratio_forget_score",
+    "truth_ratio_retain_score",
+    "verbmem",
+]

@@ -1,0 +1,200 @@
+"""TOFU-style QA metrics (SPEC 4), following the public open-unlearning definitions.
+
+Every input is a mean answer NLL (``nll``, SPEC 1) per candidate answer, so
+``P(a|q) = exp(-nll(a|q))`` is a length-normalised probability. Functions take plain lists
+(or a :class:`MetricResult`, whose ``per_sample`` is used) and return a :class:`MetricResult`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from .result import (
+    MetricResult,
+    is_number,
+    mean_or_none,
+    missing,
+    numbers,
+    safe_exp,
+    scalar_of,
+    values_of,
+)
+
+MODEL_UTILITY_SETS = ("retain", "real_authors", "world_facts")
+MODEL_UTILITY_METRICS = ("probability", "rouge", "truth_ratio")
+MODEL_UTILITY_KEYS = tuple(f"{s}_{m}" for s in MODEL_UTILITY_SETS for m in MODEL_UTILITY_METRICS)
+
+
+# ------------------------------------------------------------------------------------------
+# Probability
+
+
+def probability(nll_answer: Sequence[float | None] | MetricResult,
+                name: str = "probability") -> MetricResult:
+    """Mean of ``P(answer|q) = exp(-nll)``; per sample ``exp(-nll)``."""
+    nlls = values_of(nll_answer) or []
+    if not nlls:
+        return missing(name, "no rows to score")
+    per = [safe_exp(-float(x)) if is_number(x) else None for x in nlls]
+    value = mean_or_none(per)
+    if value is None:
+        return missing(name, "no answer NLLs", per)
+    return MetricResult(name, value, per)
+
+
+def _normalized(nll_a: float, nll_pert: Sequence[float]) -> float:
+    """``P(a) / (P(a) + sum_j P(pert_j))`` computed as a softmax over ``-nll`` (no overflow)."""
+    logs = [-float(nll_a)] + [-float(x) for x in nll_pert]
+    top = max(logs)
+    weights = [math.exp(v - top) for v in logs]
+    return weights[0] / sum(weights)
+
+
+def normalized_probability(nll_answer: Sequence[float | None],
+                           nll_perturbed_lists: Sequence[Sequence[float] | None],
+                           name: str = "probability") -> MetricResult:
+    """The "real world" probability: per row ``P(a) / (P(a) + sum_j P(perturbed_j))``.
+
+    A row without perturbed answers (or without an answer NLL) gets None and is skipped.
+    """
+    nll_answer = values_of(nll_answer) or []
+    nll_perturbed_lists = list(nll_perturbed_lists)
+    if len(nll_answer) != len(nll_perturbed_lists):
+        raise ValueError(f"{name}: {len(nll_answer)} answers but "
+                         f"{len(nll_perturbed_lists)} perturbed lists")
+    if not nll_answer:
+        return missing(name, "no rows to score")
+    per: list[float | None] = []
+    for a, pert in zip(nll_answer, nll_perturbed_lists):
+        pert = numbers(pert or [])
+        per.append(_normalized(a, pert) if is_number(a) and pert else None)
+    value = mean_or_none(per)
+    if value is None:
+        return missing(name, "no perturbed answers", per)
+    return MetricResult(name, value, per)
+
+
+# ------------------------------------------------------------------------------------------
+# Truth ratio
+
+
+def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
+                nll_paraphrased_or_answer: Sequence[float | None],
+                name: str = "truth_ratio") -> MetricResult:
+    """Per row ``TR = exp(-mean_j nll(perturbed_j)) / exp(-nll(paraphrased))``.
+
+    The numerator is the geometric mean of the perturbed answers' length-normalised
+    probabilities; the denominator uses the paraphrased answer, or the answer itself where
+    there is none (the caller passes whichever applies). TR > 1 means the model prefers the
+    perturbed (wrong) answers. ``value`` is the plain mean TR; use
+    :func:`truth_ratio_forget_score` / :func:`truth_ratio_retain_score` for the SPEC 4
+    aggregates. Rows lacking perturbed answers or a denominator get None.
+    """
+    perts = list(nll_perturbed_lists)
+    denoms = values_of(nll_paraphrased_or_answer) or []
+    if len(perts) != len(denoms):
+        raise ValueError(f"{name}: {len(perts)} perturbed lists but {len(denoms)} "
+                         "paraphrased/answer NLLs")
+    if not perts:
+        return missing(name, "no rows to score")
+    per: list[float | None] = []
+    for pert, d in zip(perts, denoms):
+        pert = numbers(pert or [])
+        if not pert or not is_number(d):
+            per.append(None)
+            continue
+        per.append(safe_exp(float(d) - sum(pert) / len(pert)))
+    if all(p is None for p in per):
+        reason = ("no perturbed answers" if all(not numbers(p or []) for p in perts)
+                  else "no paraphrased or answer NLLs")
+        return missing(name, reason, per)
+    return MetricResult(name, mean_or_none(per), per)
+
+
+def truth_ratio_forget_score(trs: Sequence[float | None] | MetricResult,
+                             name: str = "truth_ratio_forget") -> MetricResult:
+    """Forget-set aggregate ``mean(min(TR, 1/TR))`` (1 = no preference either way)."""
+    vals = numbers(values_of(trs) or [])
+    if not vals:
+        return missing(name, "no truth ratios")
+    per = [0.0 if t <= 0 or math.isinf(t) else min(t, 1.0 / t) for t in vals]
+    return MetricResult(name, sum(per) / len(per), per)
+
+
+def truth_ratio_retain_score(trs: Sequence[float | None] | MetricResult,
+                             name: str = "truth_ratio_retain") -> MetricResult:
+    """Retain / real-world aggregate ``mean(max(0, 1 - TR))`` (1 = strongly prefers the truth)."""
+    vals = numbers(values_of(trs) or [])
+    if not vals:
+        return missing(name, "no truth ratios")
+    per = [max(0.0, 1.0 - t) for t in vals]
+    return MetricResult(name, sum(per) / len(per), per)
+
+
+# ------------------------------------------------------------------------------------------
+# Forget quality and model utility
+
+
+def forget_quality(tr_unlearned: Sequence[float | None] | MetricResult | None,
+                   tr_reference: Sequence[float | None] | MetricResult | None,
+                   name: str = "forget_quality") -> MetricResult:
+    """``scipy.stats.ks_2samp(TR_forget(unlearned), TR_forget(reference)).pvalue``.
+
+    The reference model is one trained without the forget set (open-unlearning's
+    ``retain_model_logs``). Both inputs are raw per-row truth ratios of the forget set.
+    ``per_sample`` holds ``[KS statistic]``.
+    """
+    ref = numbers(values_of(tr_reference) or [])
+    if not ref:
+        return missing(name, "no retain-reference truth ratios")
+    unl = numbers(values_of(tr_unlearned) or [])
+    if not unl:
+        return missing(name, "no truth ratios for the unlearned model")
+    from scipy.stats import ks_2samp
+
+    res = ks_2samp(unl, ref)
+    return MetricResult(name, float(res.pvalue), [float(res.statistic)])
+
+
+def harmonic_mean(values: Sequence[float]) -> float:
+    """Harmonic mean of non-negative numbers; 0 when any is 0."""
+    vals = [float(v) for v in values]
+    if not vals:
+        raise ValueError("harmonic mean of no values")
+    if any(v < 0 for v in vals):
+        raise ValueError(f"harmonic mean needs non-negative values, got {vals}")
+    if any(v == 0 for v in vals):
+        return 0.0
+    return len(vals) / sum(1.0 / v for v in vals)
+
+
+def _component(values: Mapping, set_name: str, metric: str):
+    nested = values.get(set_name)
+    if isinstance(nested, Mapping):
+        return nested.get(metric)
+    return values.get(f"{set_name}_{metric}")
+
+
+def model_utility(values: Mapping[str, float | MetricResult | None],
+                  name: str = "model_utility") -> MetricResult:
+    """Harmonic mean of the 9 numbers {retain, real_authors, world_facts} x
+    {probability, rouge, truth_ratio} (keys ``MODEL_UTILITY_KEYS``, e.g.
+    ``"retain_probability"``, or nested ``{"retain": {"probability": ...}}``).
+
+    ``truth_ratio`` here is the retain-style score ``mean(max(0, 1 - TR))``; ``probability``
+    is normalised on the real-world sets. Any zero component gives 0; missing (or None/NaN)
+    components give None with a reason naming them. ``per_sample`` lists the 9 components in
+    ``MODEL_UTILITY_KEYS`` order.
+    """
+    comps: list[float | None] = []
+    absent: list[str] = []
+    for s in MODEL_UTILITY_SETS:
+        for m in MODEL_UTILITY_METRICS:
+            v = scalar_of(_component(values, s, m))
+            comps.append(v)
+            if v is None:
+                absent.append(f"{s}_{m}")
+    if absent:
+        return missing(name, "missing components: " + ", ".join(absent), comps)
+    return MetricResult(name, harmonic_mean(comps), comps)

@@ -1,0 +1,201 @@
+"""Named projects on disk: ``workspace/<project>/`` holds the chosen data, the normal-answer
+table with its version history, review marks and analysis results, so a reload or a server
+restart shows everything again. Every write is atomic.
+
+    project.json          name, kind (qa/text), sources, K, timestamps
+    forget.jsonl          validated forget rows
+    retain.jsonl          validated retain rows
+    eval/*.jsonl          extra evaluation sets (real-world utility sets, holdout texts)
+    normals.jsonl         the current normal-answer table
+    normals_history/      earlier versions of the table (restorable)
+    review.json           forget rows marked as reviewed
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from sga_core.data import DataError, Dataset, NormalTable, load_dataset, utc_now, write_dataset
+from sga_core.fileio import atomic_write_json, read_json
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+HISTORY_KEEP = 100
+
+
+class ProjectError(ValueError):
+    """A project that cannot be created or loaded; the message says why."""
+
+
+def workspace_root(path: str | os.PathLike | None = None) -> Path:
+    return Path(path or os.environ.get("SGA_WORKSPACE") or "workspace").resolve()
+
+
+def list_projects(root=None) -> list[str]:
+    root = workspace_root(root)
+    if not root.exists():
+        return []
+    return sorted(d.name for d in root.iterdir()
+                  if d.is_dir() and (d / "project.json").exists())
+
+
+def check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not NAME_RE.match(name):
+        raise ProjectError(f"project name {name!r}: use 1-64 lower-case letters, digits, '-' "
+                           "or '_', starting with a letter or digit")
+    return name
+
+
+@dataclass
+class Project:
+    name: str
+    path: Path
+
+    @property
+    def meta(self) -> dict:
+        return read_json(self.path / "project.json", default={}) or {}
+
+    @property
+    def kind(self) -> str:
+        return self.meta.get("kind", "qa")
+
+    @property
+    def k(self) -> int:
+        return int(self.meta.get("k", 4))
+
+    def update_meta(self, **fields) -> dict:
+        meta = {**self.meta, **fields, "updated_at": utc_now()}
+        atomic_write_json(self.path / "project.json", meta)
+        return meta
+
+    @property
+    def forget_path(self) -> Path:
+        return self.path / "forget.jsonl"
+
+    @property
+    def retain_path(self) -> Path:
+        return self.path / "retain.jsonl"
+
+    @property
+    def normals_path(self) -> Path:
+        return self.path / "normals.jsonl"
+
+    def forget(self) -> list[dict]:
+        return load_dataset(self.forget_path, kind=self.kind).rows
+
+    def retain(self) -> list[dict]:
+        return load_dataset(self.retain_path, kind=self.kind).rows if \
+            self.retain_path.exists() else []
+
+    def eval_sets(self) -> dict[str, Path]:
+        d = self.path / "eval"
+        return {p.stem: p for p in sorted(d.glob("*.jsonl"))} if d.exists() else {}
+
+    # -- normal answers ------------------------------------------------------------------
+    def normals(self) -> NormalTable | None:
+        if not self.normals_path.exists():
+            return None
+        return NormalTable.load(self.normals_path, k=self.k)
+
+    def save_normals(self, table: NormalTable, reason: str = "edit") -> Path:
+        """Save the table as the current one and as a new version in the history."""
+        hist = self.path / "normals_history"
+        hist.mkdir(exist_ok=True)
+        stamp = utc_now().replace(":", "").replace("-", "")
+        slug = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")[:40] or "edit"
+        n = len(list(hist.glob("*.jsonl")))
+        version = hist / f"{n + 1:05d}-{stamp}-{slug}.jsonl"
+        table.save(version)
+        table.save(self.normals_path)
+        if table.k != self.k:
+            self.update_meta(k=table.k)
+        for old in sorted(hist.glob("*.jsonl"))[:-HISTORY_KEEP]:
+            old.unlink()
+        return version
+
+    def history(self) -> list[Path]:
+        """Saved versions, newest first."""
+        hist = self.path / "normals_history"
+        return sorted(hist.glob("*.jsonl"), reverse=True) if hist.exists() else []
+
+    def restore(self, version: str | Path) -> NormalTable:
+        path = self.path / "normals_history" / Path(version).name
+        if not path.exists():
+            raise ProjectError(f"no saved version {Path(version).name!r}")
+        table = NormalTable.load(path)
+        self.save_normals(table, reason=f"restore {path.stem[:5]}")
+        return table
+
+    # -- review marks ----------------------------------------------------------------------
+    def reviewed(self) -> set[int]:
+        return set(read_json(self.path / "review.json", default={}).get("reviewed", []))
+
+    def set_reviewed(self, indices, reviewed: bool = True) -> set[int]:
+        cur = self.reviewed()
+        cur = cur | set(indices) if reviewed else cur - set(indices)
+        atomic_write_json(self.path / "review.json", {"reviewed": sorted(cur)})
+        return cur
+
+
+def load_project(name: str, root=None) -> Project:
+    path = workspace_root(root) / check_name(name)
+    if not (path / "project.json").exists():
+        raise ProjectError(f"no project named {name!r} in {path.parent}")
+    return Project(name, path)
+
+
+def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLike | None = None,
+                   kind: str = "auto", k: int = 4, root=None, overwrite: bool = False,
+                   eval_sets: dict[str, str | os.PathLike] | None = None,
+                   sources: dict[str, str] | None = None) -> Project:
+    """Validate the files and create the project in one step: a bad file raises
+    :class:`~sga_core.data.DataError` (file, row, field) and nothing is written."""
+    name = check_name(name)
+    root = workspace_root(root)
+    final = root / name
+    if final.exists() and not overwrite:
+        raise ProjectError(f"a project named {name!r} already exists")
+    f_ds: Dataset = load_dataset(forget, kind=kind)
+    r_ds = load_dataset(retain) if retain else None
+    if r_ds is not None and r_ds.kind != f_ds.kind:
+        raise DataError(f"retain data is {r_ds.kind} but forget data is {f_ds.kind}",
+                        file=Path(retain).name)
+    evals = {n: load_dataset(p) for n, p in (eval_sets or {}).items()}
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".creating-{name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        write_dataset(tmp / "forget.jsonl", f_ds.rows)
+        if r_ds is not None:
+            write_dataset(tmp / "retain.jsonl", r_ds.rows)
+        for n, ds in evals.items():
+            write_dataset(tmp / "eval" / f"{n}.jsonl", ds.rows)
+        src = sources or {}
+        atomic_write_json(tmp / "project.json", {
+            "name": name, "kind": f_ds.kind, "k": int(k), "created_at": utc_now(),
+            "updated_at": utc_now(),
+            "forget_source": src.get("forget", Path(forget).name),
+            "retain_source": src.get("retain", Path(retain).name if retain else None),
+            "n_forget": len(f_ds), "n_retain": len(r_ds) if r_ds else 0,
+        })
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Project(name, final)
+
+
+def create_demo_project(name: str = "demo", root=None, overwrite: bool = False) -> Project:
+    """The built-in demo: fictitious authors (QA), with the two real-world utility sets."""
+    demo = Path(__file__).resolve().parent.parent / "assets" / "demo"
+    return create_project(name, demo / "forget.jsonl", demo / "retain.jsonl", kind="qa",
+                          root=root, overwrite=overwrite,
+                          eval_sets={"real_authors": demo / "real_authors.jsonl",
+                                     "world_facts": demo / "world_facts.jsonl"})
