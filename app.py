@@ -1,12 +1,18 @@
 """SGA Workbench: the Streamlit entry point. Pages live in pages/, logic in sga_core/.
 
-The UI process imports no torch/transformers at start-up (SPEC 7).
+The UI process imports no torch/transformers at start-up (SPEC 7): heavy work runs in job
+subprocesses (training, evaluation) or lazily behind st.cache_resource.
 """
 
 import streamlit as st
 
 st.set_page_config(page_title="SGA Workbench", page_icon="🧽", layout="wide")
 
-home = st.Page("pages/home.py", title="Home", icon="🏠", default=True)
-nav = st.navigation({"Workbench": [home]})
-nav.run()
+pages = {
+    "Workbench": [
+        st.Page("pages/home.py", title="Home", icon="🏠", default=True),
+        st.Page("pages/train.py", title="Train", icon="🚀"),
+        st.Page("pages/runs.py", title="Runs", icon="📈"),
+    ],
+}
+st.navigation(pages).run()

@@ -28,14 +28,26 @@ def param(default: Any, help: str, *, min: float | None = None, max: float | Non
     return field(default=default, metadata=meta)
 
 
+def type_kind(typ) -> str:
+    """'bool', 'int', 'float', 'str', 'list' or 'dict' for an annotation (Optional unwrapped)."""
+    text = typ.__name__ if isinstance(typ, type) else str(typ)
+    for kind in ("bool", "int", "float", "str", "list", "dict"):
+        if text == kind or text.startswith(kind + "[") or text.startswith(kind + " "):
+            return kind
+    return "str"
+
+
 def field_specs(cls) -> list[dict]:
-    """Describe a config dataclass for form builders: name, type, default, help, bounds."""
+    """Describe a config dataclass for form builders: name, type, kind, optional, default,
+    help and bounds."""
     hints = get_type_hints(cls)
     specs = []
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-        specs.append({"name": f.name, "type": hints[f.name], "default": default, **f.metadata})
+        typ = hints[f.name]
+        specs.append({"name": f.name, "type": typ, "kind": type_kind(typ),
+                      "optional": "None" in str(typ), "default": default, **f.metadata})
     return specs
 
 
@@ -189,6 +201,38 @@ class LaunchConfig:
                                       "free one).", min=0, max=65535, advanced=True)
 
 
+# --- evaluation settings (sga_core.evaluate) -------------------------------------------------
+@dataclass
+class EvalConfig:
+    """How a run is evaluated after it completes (``python -m sga_core eval RUN_DIR``).
+
+    Paths (``reference``, ``sets``) are relative to the config file's folder, like the data
+    paths; :meth:`TrainConfig.validate` turns them into absolute paths, so the config.yaml
+    written into a run folder names the original files (they are not snapshotted: evaluation
+    runs where the files are, and a re-run keeps pointing at them).
+    """
+
+    enabled: bool = param(True, "Evaluate the run automatically when it completes "
+                                "(eval/summary.json, eval/per_sample.jsonl).",
+                          label="evaluate when done")
+    reference: str | None = param(None, "Retain-reference model folder, or its run folder "
+                                        "(prepare's <name>-retain-ref), for Forget Quality "
+                                        "(QA) and PrivLeak (text).")
+    sets: dict = param({}, "Extra evaluation sets, name -> file. QA: real-world utility sets "
+                           "(real_authors, world_facts). Text: holdout, forget_qa, "
+                           "retain_qa.")
+    max_new_tokens: int = param(48, "Tokens generated per QA answer (greedy). Text VerbMem "
+                                    "continuations always use 128 (MUSE).", min=1, max=4096)
+    max_retain_rows: int = param(40, "Evaluate at most this many retain rows: an evenly "
+                                     "spaced, deterministic subset (TOFU likewise evaluates "
+                                     "a retain subset); 0 = all.", min=0, max=10_000_000)
+    batch_size: int = param(16, "Sequences per forward pass when scoring, prompts per "
+                                "batch when generating.", min=1, max=4096, advanced=True)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
 @dataclass
 class TrainConfig:
     run_id: str = ""
@@ -198,6 +242,7 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     training: TrainingArgs = field(default_factory=TrainingArgs)
     launch: LaunchConfig = field(default_factory=LaunchConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     sweep: str | None = None
     notes: str = ""
     base_dir: str = field(default="", metadata={"internal": True})
@@ -229,7 +274,34 @@ class TrainConfig:
         for need in method.needs:
             if need in ("retain", "normals") and not getattr(self.data, need):
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
+        self._absolute_eval_paths()
         return self
+
+    def _absolute_eval_paths(self) -> None:
+        """Check ``eval.sets`` and make the eval paths absolute (relative ones are relative to
+        the config file's folder, or the working directory when there is none), so a config
+        copied into a run folder still names the same files. ``eval.reference`` is only
+        treated as a path when it exists or starts with '/', '.' or '~' (else a model id)."""
+        import os
+
+        ev = self.eval
+        if not isinstance(ev.sets, dict):
+            raise ConfigError("eval.sets: expected a mapping name -> file")
+        sets = {}
+        for name, path in ev.sets.items():
+            if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
+                raise ConfigError(f"eval.sets: set name {name!r} must be 1-64 letters, digits, "
+                                  "'_' or '-'")
+            if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+                raise ConfigError(f"eval.sets.{name}: expected a file path, got {path!r}")
+            sets[name] = str(Path(os.path.abspath(self.resolve(str(path)))))
+        ev.sets = sets
+        ref = (ev.reference or "").strip() or None
+        if ref is not None:
+            p = self.resolve(ref)
+            if p.exists() or ref.startswith(("/", ".", "~")):
+                ref = os.path.abspath(p)
+        ev.reference = ref
 
     def to_dict(self) -> dict:
         d = to_dict(self)

@@ -1,0 +1,90 @@
+"""Shared UI pieces (not a page): the project picker and forms built from typed configs.
+
+Forms come from the dataclasses' field metadata (help, bounds, choices), so a new option or
+a new method needs no page edits.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core.config import field_specs
+from sga_core.projects import ProjectError, create_demo_project, list_projects, load_project
+
+
+def current_project():
+    """Render the sidebar project picker and return the chosen project (None if none).
+
+    Every page calls this (rather than app.py once), so the picker's state survives on each
+    page however it is run. On a first start the built-in demo project is created.
+    """
+    names = list_projects()
+    if not names:
+        create_demo_project()
+        names = list_projects()
+    if st.session_state.get("project") not in names:
+        st.session_state["project"] = names[0]
+    name = st.sidebar.selectbox("Project", names, key="project")
+    try:
+        return load_project(name)
+    except ProjectError:
+        return None
+
+
+def _label(spec: dict) -> str:
+    return spec.get("label") or spec["name"].replace("_", " ")
+
+
+def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int = 3,
+                   advanced: bool | None = None, exclude: tuple = ()) -> dict:
+    """Render inputs for the fields of dataclass ``cls``; returns {field: value}.
+
+    ``advanced``: None = all fields, True/False = only fields with that flag.
+    """
+    values = values or {}
+    out = {}
+    specs = [s for s in field_specs(cls) if s["name"] not in exclude
+             and (advanced is None or bool(s.get("advanced")) == advanced)]
+    cols = st.columns(columns) if specs else []
+    for i, spec in enumerate(specs):
+        name, kind = spec["name"], spec["kind"]
+        val = values.get(name, spec["default"])
+        widget_key = f"{key}.{name}"
+        help_text = spec.get("help")
+        with cols[i % columns]:
+            if spec.get("choices"):
+                choices = list(spec["choices"])
+                out[name] = st.selectbox(_label(spec), choices, key=widget_key,
+                                         index=choices.index(val) if val in choices else 0,
+                                         help=help_text)
+            elif kind == "bool":
+                out[name] = st.checkbox(_label(spec), value=bool(val), key=widget_key,
+                                        help=help_text)
+            elif kind == "int":
+                out[name] = int(st.number_input(
+                    _label(spec), value=int(val), step=1, key=widget_key, help=help_text,
+                    min_value=None if spec.get("min") is None else int(spec["min"]),
+                    max_value=None if spec.get("max") is None else int(spec["max"])))
+            elif kind == "float":
+                out[name] = float(st.number_input(
+                    _label(spec), value=float(val), key=widget_key, help=help_text,
+                    format="%g", min_value=spec.get("min"), max_value=spec.get("max")))
+            elif kind == "list":
+                text = st.text_input(_label(spec), value=", ".join(str(v) for v in val or []),
+                                     key=widget_key, help=help_text)
+                out[name] = [v.strip() for v in text.split(",") if v.strip()]
+            else:
+                text = st.text_input(_label(spec), value="" if val is None else str(val),
+                                     key=widget_key, help=help_text)
+                out[name] = text if text or not spec["optional"] else None
+    return out
+
+
+def show_error(exc: Exception, what: str = "") -> None:
+    st.error(f"{what}{': ' if what else ''}{exc}")
+
+
+def state_badge(state: str | None) -> str:
+    return {"queued": "⏳ queued", "running": "🏃 running", "completed": "✅ completed",
+            "failed": "❌ failed", "cancelled": "⏹ cancelled",
+            "diverged": "💥 diverged"}.get(state or "", state or "?")

@@ -1,0 +1,111 @@
+"""Runs: every run with its state; the live view of one run (progress, losses, log, probe
+tokens) refreshes by itself while something runs; cancel, re-run, delete."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages._common import show_error, state_badge
+from sga_core import jobs
+from sga_core.live import fmt_seconds, latest_probes, metrics, progress, tail, tokens_html
+from sga_core.runs import list_runs, runs_root
+
+st.title("Runs")
+root = runs_root()
+runs = list_runs(root)
+if any(r["state"] == "queued" and r.get("mode") == "queue" for r in runs):
+    jobs.ensure_runner(root)  # e.g. after a server restart
+if not runs:
+    st.info("No runs yet. Launch one on the Train page.")
+    st.stop()
+
+active = any(r["state"] in ("queued", "running") for r in runs)
+
+
+@st.fragment(run_every=1.0 if active else None)
+def runs_table():
+    rows = list_runs(root)
+    table = []
+    for r in rows:
+        p = progress(r["path"])
+        table.append({"run": r["run_id"], "state": state_badge(r["state"]),
+                      "method": r["method"], "r": r["r"], "K": r["k"], "sweep": r["sweep"],
+                      "started": (r.get("started_at") or "").replace("T", " ")[:19],
+                      "duration": fmt_seconds(p["elapsed_s"]), "progress": p["text"]})
+    st.dataframe(table, hide_index=True, width="stretch")
+    if active and not any(r["state"] in ("queued", "running") for r in rows):
+        st.rerun()  # everything finished: re-render once, and stop refreshing
+
+
+runs_table()
+
+ids = [r["run_id"] for r in runs]
+default = st.session_state.get("runs.selected")
+selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,
+                        key="runs.select")
+st.session_state["runs.selected"] = selected
+run_dir = root / selected
+sel_active = next(r for r in runs if r["run_id"] == selected)["state"] in ("queued", "running")
+
+
+@st.fragment(run_every=1.0 if sel_active else None)
+def live_view():
+    p = progress(run_dir)
+    st.markdown(f"**{selected}** — {state_badge(p['state'])}")
+    st.progress(p["fraction"], text=f"{p['text']} · elapsed {fmt_seconds(p['elapsed_s'])}"
+                                    f" · ETA {fmt_seconds(p['eta_s'])}")
+    if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:
+        (st.error if p["state"] == "failed" else st.warning)(p["error"])
+    nll = p["status"]
+    if nll.get("nll_before"):
+        after = nll.get("nll_after") or {}
+        st.caption("mean answer NLL " + " · ".join(
+            f"{k}: {v:.3f}" + (f" → {after[k]:.3f}" if k in after else "")
+            for k, v in nll["nll_before"].items()))
+    m = metrics(run_dir)
+    if m:
+        import plotly.graph_objects as go
+
+        fig = go.Figure()
+        for key in ("loss", "forget_nll", "normal_nll", "retain_nll"):
+            ys = [row.get(key) for row in m]
+            if any(y is not None for y in ys):
+                fig.add_scatter(x=[row["step"] for row in m], y=ys, mode="lines", name=key)
+        fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
+                          xaxis_title="step", title="losses")
+        st.plotly_chart(fig, key=f"loss-{selected}")
+    probes = latest_probes(run_dir)
+    if probes:
+        st.markdown("**Probe answers** (token colour = probability, red low, green high)")
+        for idx, recs in probes.items():
+            rec = recs[-1]
+            st.markdown(f"forget row {idx} · step {rec['step']}", help="hover a token for p")
+            st.html(tokens_html(rec["tokens"], rec["probs"]))
+    with st.expander("log", expanded=p["state"] == "failed"):
+        st.code(tail(run_dir / "train.log", 30) or "(empty)")
+    if sel_active and p["state"] not in ("queued", "running"):
+        st.rerun()
+
+
+live_view()
+
+c1, c2, c3 = st.columns(3)
+if c1.button("Cancel", key="runs.cancel", disabled=not sel_active):
+    st.toast(f"cancel requested: {jobs.cancel(run_dir).get('state')}")
+if c2.button("Re-run with the same config", key="runs.rerun"):
+    try:
+        new = jobs.rerun(run_dir, root)
+        st.session_state["runs.selected"] = new.name
+        st.rerun()
+    except Exception as exc:  # shown, never a crash
+        show_error(exc, "cannot re-run")
+with c3:
+    confirm = st.checkbox("confirm delete", key="runs.confirm_delete")
+    if st.button("Delete", key="runs.delete", disabled=not confirm):
+        try:
+            jobs.delete(run_dir)
+            st.session_state.pop("runs.selected", None)
+            st.session_state["runs.confirm_delete"] = False
+            st.rerun()
+        except RuntimeError as exc:
+            show_error(exc)

@@ -1,0 +1,218 @@
+"""Train: choose the model, method, r, K and settings; preview the exact command; launch a
+background run or queue a sweep over r."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+import yaml
+
+from pages._common import current_project, dataclass_form, show_error
+from sga_core import jobs
+from sga_core.config import ConfigError, LaunchConfig, TrainingArgs, dump_config
+from sga_core.losses import describe_coefficients
+from sga_core.methods import get_method, method_names
+from sga_core.project_runs import (
+    build_config,
+    default_eval,
+    parse_r_values,
+    prepared_model,
+    submit_prepare,
+)
+from sga_core.runs import command_text, make_run_id, runs_root
+
+PRESETS = Path(__file__).resolve().parent.parent / "assets" / "presets"
+
+st.title("Train")
+project = current_project()
+if project is None:
+    st.warning("Create or choose a project on the Data page first.")
+    st.stop()
+
+root = runs_root()
+
+# ---------------------------------------------------------------- presets -------------------
+preset_files = sorted(PRESETS.glob("*.yaml")) + sorted((project.path / "presets").glob("*.yaml"))
+with st.expander("Presets (YAML)"):
+    c1, c2 = st.columns(2)
+    choice = c1.selectbox("preset", ["(none)"] + [p.name for p in preset_files],
+                          key="train.preset_choice")
+    if c1.button("Load preset", key="train.preset_load") and choice != "(none)":
+        path = next(p for p in preset_files if p.name == choice)
+        try:
+            st.session_state["train.loaded"] = yaml.safe_load(path.read_text()) or {}
+            for k in [k for k in st.session_state if k.startswith("train.f.")]:
+                del st.session_state[k]
+            st.rerun()
+        except yaml.YAMLError as exc:
+            show_error(exc, f"cannot read {choice}")
+    preset_name = c2.text_input("save as (name)", key="train.preset_name")
+    save_preset = c2.button("Save preset", key="train.preset_save")
+
+loaded = st.session_state.get("train.loaded", {})
+
+# ---------------------------------------------------------------- model ---------------------
+st.subheader("Model")
+original = prepared_model(project, root)
+options = (["prepared original"] if original else []) + ["other model"]
+mode = st.radio("model to unlearn", options, horizontal=True, key="train.model_mode")
+if mode == "prepared original":
+    model = str(original)
+    st.caption(f"`{model}`")
+else:
+    model = st.text_input("model (HF id, local folder, or embedded:smollm2)",
+                          value=loaded.get("model", "embedded:smollm2"), key="train.model")
+if not original:
+    st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
+            "base model on forget + retain (the model to unlearn) and on retain only (the "
+            "reference for Forget Quality); both run as queued jobs on the Runs page.")
+    if st.button("Prepare models", key="train.prepare"):
+        try:
+            dirs = submit_prepare(project, model=model if mode == "other model" else
+                                  "embedded:smollm2", root=root)
+            st.success("Queued: " + ", ".join(d.name for d in dirs) + " (see Runs)")
+        except (ConfigError, ValueError) as exc:
+            show_error(exc, "cannot prepare")
+
+# ---------------------------------------------------------------- method --------------------
+st.subheader("Method")
+names = method_names(unlearning_only=True)
+method = st.selectbox("method", names, key="train.method",
+                      index=names.index(loaded.get("method", "sga")) if
+                      loaded.get("method", "sga") in names else 0,
+                      format_func=lambda n: get_method(n).title or n)
+cls = get_method(method)
+margs_loaded = loaded.get("method_args", {}) if loaded.get("method") == method else {}
+method_args = {}
+if method == "sga":
+    if "train.r" not in st.session_state:
+        st.session_state["train.r"] = float(margs_loaded.get("r", -0.8))
+        st.session_state["train.r_slider"] = max(-10.0, st.session_state["train.r"])
+        st.session_state["train.r_number"] = st.session_state["train.r"]
+
+    def _from_slider():
+        st.session_state["train.r"] = st.session_state["train.r_number"] = \
+            st.session_state["train.r_slider"]
+
+    def _from_number():
+        v = st.session_state["train.r_number"]
+        st.session_state["train.r"] = v
+        st.session_state["train.r_slider"] = min(1.0, max(-10.0, v))
+
+    c1, c2 = st.columns([3, 1])
+    c1.slider("smoothing rate r", -10.0, 1.0, step=0.05, key="train.r_slider",
+              on_change=_from_slider, help="r = 0 is plain gradient ascent; negative r learns "
+                                           "the normal answers.")
+    c2.number_input("r (exact)", max_value=1.0, min_value=-100.0, step=0.1, format="%g",
+                    key="train.r_number", on_change=_from_number)
+    method_args["r"] = float(st.session_state["train.r"])
+method_args.update(dataclass_form(cls.Config, margs_loaded, key=f"train.f.m.{method}",
+                                  exclude=("r",)))
+if method == "sga":
+    st.info("**Coefficients:** " + describe_coefficients(method_args["r"], method_args["k"],
+                                                         method_args["convention"]))
+
+normals = None
+if "normals" in cls.needs:
+    table = project.normals()
+    k_needed = method_args.get("k", 1)
+    problems = table.problems(len(project.forget())) if table else ["no normal answers yet"]
+    if table is not None and table.k < k_needed:
+        problems = [f"the table has {table.k - 1} normal answers per row, K={k_needed} needs "
+                    f"{k_needed - 1}"] + problems
+    if table is not None and not problems:
+        normals = str(project.normals_path)
+        st.caption(f"Normal answers: {project.normals_path.name} (K={table.k}, complete)")
+    else:
+        st.warning("Normal answers are not ready: " + "; ".join(problems[:5]) +
+                   (" ..." if len(problems) > 5 else "") +
+                   ". Fix them on the Normal answers page, or train with generated "
+                   "\"I don't know\" answers.")
+        if st.checkbox("use generated \"I don't know\" normal answers instead",
+                       key="train.idk_fallback"):
+            from sga_core.normals.idk import idk_normals
+
+            idk_path = project.path / "idk_normals.jsonl"
+            idk_normals(len(project.forget()), max(2, k_needed)).save(idk_path)
+            normals = str(idk_path)
+
+# ---------------------------------------------------------------- settings ------------------
+st.subheader("Training")
+training = dataclass_form(TrainingArgs, loaded.get("training"), key="train.f.t", advanced=False)
+with st.expander("Advanced training settings"):
+    training.update(dataclass_form(TrainingArgs, loaded.get("training"), key="train.f.ta",
+                                   advanced=True))
+with st.expander("Accelerate (processes, precision, DeepSpeed/FSDP config)"):
+    launch = dataclass_form(LaunchConfig, loaded.get("launch"), key="train.f.l")
+
+if "train.run_id" not in st.session_state:
+    st.session_state["train.run_id"] = ""
+run_id = st.text_input("run id (empty = automatic)", key="train.run_id")
+
+
+def make_cfg(run_id_value: str, sweep=None, r=None):
+    args = dict(method_args)
+    if r is not None:
+        args["r"] = r
+    return build_config(project, method=method, method_args=args, training=training,
+                        launch=launch, model=model, run_id=run_id_value, sweep=sweep,
+                        normals=normals, eval_cfg=default_eval(project, root))
+
+
+def resolved_id(cfg) -> str:
+    return cfg.run_id or make_run_id(cfg, root)
+
+
+if save_preset:
+    try:
+        cfg = make_cfg("")
+        name = "".join(ch for ch in preset_name if ch.isalnum() or ch in "-_") or "preset"
+        from sga_core.fileio import atomic_write_text
+
+        data = cfg.to_dict()
+        for key in ("run_id", "data", "sweep"):
+            data.pop(key, None)
+        atomic_write_text(project.path / "presets" / f"{name}.yaml",
+                          yaml.safe_dump(data, sort_keys=False))
+        st.success(f"Saved preset {name}.yaml")
+    except (ConfigError, ValueError) as exc:
+        show_error(exc, "cannot save preset")
+
+c1, c2 = st.columns(2)
+if c1.button("Preview command", key="train.preview"):
+    try:
+        cfg = make_cfg(run_id)
+        cfg.run_id = resolved_id(cfg)
+        st.session_state["train.run_id_pending"] = cfg.run_id
+        st.code(command_text(cfg, root / cfg.run_id), language="bash")
+        with st.expander("config.yaml"):
+            st.code(dump_config(cfg), language="yaml")
+    except (ConfigError, ValueError) as exc:
+        show_error(exc, "invalid settings")
+
+if c2.button("Launch", type="primary", key="train.launch"):
+    try:
+        cfg = make_cfg(run_id or st.session_state.pop("train.run_id_pending", ""))
+        run_dir = jobs.submit(cfg, root)
+        st.success(f"Queued run **{run_dir.name}**. Watch it on the Runs page.")
+        st.session_state["runs.selected"] = run_dir.name
+    except (ConfigError, ValueError, OSError) as exc:
+        show_error(exc, "cannot launch")
+
+if method == "sga":
+    with st.expander("Sweep over r"):
+        text = st.text_input("r values: a list (-1, -0.8, 0, 0.4) or a range start:stop:step",
+                             value="-1, -0.8, -0.4, 0, 0.4", key="train.sweep_values")
+        sweep_name = st.text_input("sweep name", value="sweep", key="train.sweep_name")
+        if st.button("Queue sweep", key="train.sweep"):
+            try:
+                values = parse_r_values(text)
+                from datetime import datetime
+
+                group = f"{sweep_name}-{datetime.now():%Y%m%d-%H%M%S}"
+                queued = [jobs.submit(make_cfg("", sweep=group, r=v), root) for v in values]
+                st.success(f"Queued {len(queued)} runs as sweep **{group}**: " +
+                           ", ".join(q.name for q in queued))
+            except (ConfigError, ValueError) as exc:
+                show_error(exc, "cannot queue sweep")

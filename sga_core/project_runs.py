@@ -1,0 +1,122 @@
+"""Turning a project plus form values into run configs, sweeps and queued jobs: the logic
+behind the Train page, kept here so the page stays thin and the CLI can share it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sga_core.config import ConfigError, TrainConfig
+from sga_core.projects import Project
+from sga_core.runs import runs_root
+
+
+def original_run_id(project: Project) -> str:
+    return f"{project.name}-original"
+
+
+def reference_run_id(project: Project) -> str:
+    return f"{project.name}-retain-ref"
+
+
+def prepared_model(project: Project, root=None) -> Path | None:
+    """The project's prepared original model folder, if ``prepare`` has produced it."""
+    path = runs_root(root) / original_run_id(project) / "model"
+    return path if (path / "config.json").exists() else None
+
+
+def prepared_reference(project: Project, root=None) -> Path | None:
+    path = runs_root(root) / reference_run_id(project)
+    return path if (path / "model" / "config.json").exists() else None
+
+
+def parse_r_values(text: str) -> list[float]:
+    """Sweep values: a list ``-1, -0.5, 0, 0.4`` or a range ``start:stop:step`` (inclusive)."""
+    text = (text or "").strip()
+    if not text:
+        raise ConfigError("sweep: enter r values, e.g. '-1, -0.5, 0' or '-1:0.4:0.2'")
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise ConfigError(f"sweep: range {text!r} must be start:stop:step")
+        try:
+            start, stop, step = (float(p) for p in parts)
+        except ValueError:
+            raise ConfigError(f"sweep: range {text!r} has a value that is not a number") from None
+        if step == 0 or (stop - start) / step < 0:
+            raise ConfigError(f"sweep: step {step:g} never reaches {stop:g} from {start:g}")
+        n = int(round((stop - start) / step)) + 1
+        if n > 100:
+            raise ConfigError(f"sweep: {n} runs is too many (at most 100)")
+        values = [round(start + i * step, 10) for i in range(n)]
+    else:
+        values = []
+        for tok in re.split(r"[,\s;]+", text):
+            if not tok:
+                continue
+            try:
+                values.append(float(tok))
+            except ValueError:
+                raise ConfigError(f"sweep: {tok!r} is not a number") from None
+    bad = [v for v in values if v > 1]
+    if bad:
+        raise ConfigError(f"sweep: r must be <= 1, got {bad[0]:g}")
+    return list(dict.fromkeys(values))
+
+
+def build_config(project: Project, *, method: str, method_args: dict, training: dict,
+                 launch: dict, model: str, run_id: str = "", sweep: str | None = None,
+                 normals: str | None = None, eval_cfg: dict | None = None,
+                 notes: str = "") -> TrainConfig:
+    """A validated TrainConfig for a project's data (data files are snapshotted into the run
+    folder when it is created)."""
+    data = {"task": project.kind, "forget": str(project.forget_path)}
+    if project.retain_path.exists():
+        data["retain"] = str(project.retain_path)
+    if normals:
+        data["normals"] = str(normals)
+    raw = {"run_id": run_id, "model": model, "method": method, "method_args": method_args,
+           "data": data, "training": training, "launch": launch, "sweep": sweep,
+           "notes": notes}
+    if eval_cfg is not None:
+        raw["eval"] = eval_cfg
+    return TrainConfig.from_dict(raw)
+
+
+def default_eval(project: Project, root=None) -> dict | None:
+    """Evaluation settings for a project's runs: its extra sets and its retain reference."""
+    from sga_core.config import TrainConfig as _TC
+
+    if "eval" not in {f for f in _TC.__dataclass_fields__}:
+        return None
+    ref = prepared_reference(project, root)
+    return {"reference": str(ref) if ref else None,
+            "sets": {name: str(path) for name, path in project.eval_sets().items()}}
+
+
+def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
+                   training: dict | None = None) -> list[Path]:
+    """Queue the project's two prepare runs (original, then retain reference)."""
+    import shutil
+
+    from sga_core import jobs
+    from sga_core.prepare import PREPARE_DEFAULTS
+
+    root = runs_root(root)
+    out = []
+    for run_id, include_forget in ((original_run_id(project), True),
+                                   (reference_run_id(project), False)):
+        if (root / run_id).exists():
+            from sga_core.runs import effective_status
+
+            if effective_status(root / run_id).get("state") in ("queued", "running"):
+                raise ConfigError(f"{run_id} is already queued or running")
+            shutil.rmtree(root / run_id)
+        cfg = build_config(project, method="finetune",
+                           method_args={"include_forget": include_forget},
+                           training={**PREPARE_DEFAULTS, **(training or {})}, launch={},
+                           model=model, run_id=run_id,
+                           notes="prepare: " + ("original" if include_forget else
+                                                "retain reference"))
+        out.append(jobs.submit(cfg, root))
+    return out

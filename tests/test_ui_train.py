@@ -1,0 +1,121 @@
+"""AppTest flows for the Train and Runs pages (issue 4)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def ui_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("SGA_WORKSPACE", str(tmp_path / "workspace"))
+    monkeypatch.setenv("SGA_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def open_page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def fill_tiny_form(at: AppTest, model_dir: Path) -> AppTest:
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(model_dir)).run()
+    at.checkbox(key="train.idk_fallback").check().run()
+    at.number_input(key="train.f.t.max_steps").set_value(2).run()
+    at.number_input(key="train.f.t.batch_size").set_value(4).run()
+    at.checkbox(key="train.f.t.eval_nll").uncheck().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_train_form_launch_and_complete(ui_env, tiny_model_dir):
+    at = fill_tiny_form(open_page("pages/train.py"), tiny_model_dir)
+    # r slider and number box stay in sync, coefficients follow in words
+    at.number_input(key="train.r_number").set_value(-2.0).run()
+    assert at.slider(key="train.r_slider").value == -2.0
+    assert any("push down x2.50" in i.value for i in at.info)  # K=4: 1 + 2*(3/4)
+    at.slider(key="train.r_slider").set_value(-0.8).run()
+    assert at.number_input(key="train.r_number").value == -0.8
+    assert any("push down x1.60" in i.value and "learn x0.20" in i.value for i in at.info)
+
+    at.button(key="train.preview").click().run()
+    preview = at.code[0].value
+    assert preview.startswith("accelerate launch") and "-m sga_core.train" in preview
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = sorted((ui_env / "runs").iterdir())
+    runs = [r for r in runs if not r.name.startswith(".")]
+    assert len(runs) == 1
+    run_dir = runs[0]
+    assert (run_dir / "command.sh").read_text().strip().splitlines()[-1] == preview
+
+    at = open_page("pages/runs.py")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        table = at.dataframe[0].value
+        if "completed" in str(table["state"].iloc[0]):
+            break
+        time.sleep(1)
+    assert "completed" in str(table["state"].iloc[0]), table
+    assert table["run"].iloc[0] == run_dir.name
+    assert any("completed" in m.value for m in at.markdown)
+
+
+def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
+    at = open_page("pages/train.py")
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    # no normal answers and no IDK fallback: SGA must refuse with a clear message
+    at.button(key="train.launch").click().run()
+    assert not at.exception
+    assert any("normals" in e.value for e in at.error), [e.value for e in at.error]
+    at.text_input(key="train.run_id").set_value("Bad ID!").run()
+    at.checkbox(key="train.idk_fallback").check().run()
+    at.button(key="train.launch").click().run()
+    assert any("run_id" in e.value for e in at.error)
+    assert not [p for p in (ui_env / "runs").glob("*") if not p.name.startswith(".")]
+
+
+def test_sweep_queues_one_run_per_r(ui_env, tiny_model_dir):
+    from sga_core.runs import list_runs
+
+    at = fill_tiny_form(open_page("pages/train.py"), tiny_model_dir)
+    at.text_input(key="train.sweep_values").set_value("-1:0:0.5").run()
+    at.button(key="train.sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    rows = list_runs(ui_env / "runs")
+    assert sorted(r["r"] for r in rows) == [-1.0, -0.5, 0.0]
+    assert len({r["sweep"] for r in rows}) == 1
+    for r in rows:  # do not leave the queue busy
+        from sga_core import jobs
+
+        jobs.cancel(r["path"])
+
+
+def test_preset_save_and_load(ui_env, tiny_model_dir):
+    at = fill_tiny_form(open_page("pages/train.py"), tiny_model_dir)
+    at.number_input(key="train.r_number").set_value(-3.5).run()
+    at.text_input(key="train.preset_name").set_value("mine").run()
+    at.button(key="train.preset_save").click().run()
+    assert any("Saved preset" in s.value for s in at.success)
+    preset = ui_env / "workspace" / "demo" / "presets" / "mine.yaml"
+    assert "r: -3.5" in preset.read_text()
+    at2 = open_page("pages/train.py")
+    at2.selectbox(key="train.preset_choice").set_value("mine.yaml").run()
+    at2.button(key="train.preset_load").click().run()
+    assert at2.number_input(key="train.f.t.max_steps").value == 2
