@@ -28,10 +28,9 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, dest_prefix: str,
         if name in seen:
             continue
         seen.add(name)
-        typ = str(spec["type"])
         help_text = f"{spec.get('help') or ''} (default: {spec['default']!r})"
         kwargs = {"dest": f"{dest_prefix}{name}", "default": None, "help": help_text}
-        if typ.startswith("bool"):
+        if spec["kind"] == "bool":
             parser.add_argument(_flag(name), action=argparse.BooleanOptionalAction, **kwargs)
         else:
             if spec.get("choices"):
@@ -56,21 +55,44 @@ def cmd_demo_data(args) -> int:
 
 
 def cmd_normals(args) -> int:
+    import time
+
     from sga_core.data import load_dataset
+    from sga_core.normals import generate_normals
 
     forget = load_dataset(args.forget, kind=args.task)
-    if args.backend == "idk":
-        from sga_core.normals.idk import idk_normals
+    options: dict = {"seed": args.seed}
+    if args.backend == "retrieval":
+        if not args.retain:
+            raise ConfigError("--backend retrieval needs --retain (the retain set to search)")
+        options.update(retain_rows=load_dataset(args.retain, kind=forget.kind).rows,
+                       embedding_model=args.embedding_model, threshold=args.threshold)
+    elif args.backend in ("openai", "local"):
+        options.update(model=args.model, template=args.template)
+        if args.backend == "openai":
+            # the key only ever comes from the environment (OPENAI_API_KEY), never a flag
+            options.update(base_url=args.base_url, max_concurrency=args.max_concurrency,
+                           timeout=args.timeout)
+        else:
+            options.update(max_new_tokens=args.max_new_tokens)
+    state: dict = {"last": 0.0, "shown": None}
 
-        table = idk_normals(len(forget), args.k, seed=args.seed)
-    else:
-        raise ConfigError(f"--backend {args.backend}: not available in this build")
-    table.save(args.out)
-    print(f"wrote {len(table)} normal answers ({args.k - 1} per forget row) to {args.out}")
-    problems = table.problems(len(forget))
-    for p in problems:
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if (done, total) != state["shown"] and (done >= total or now - state["last"] >= 2.0):
+            state.update(last=now, shown=(done, total))
+            print(f"progress: {done}/{total}", file=sys.stderr, flush=True)
+
+    options["progress"] = progress
+    result = generate_normals(args.backend, forget, forget.kind, args.k, **options)
+    result.table.save(args.out)
+    print(f"wrote {len(result.table)} normal answers ({args.k - 1} per forget row) "
+          f"to {args.out}")
+    for line in result.summary_lines():
+        print(line)
+    for p in result.table.problems(len(forget)):
         print(f"warning: {p}", file=sys.stderr)
-    return 0
+    return 1 if result.errors else 0
 
 
 def build_train_config(args) -> dict:
@@ -101,9 +123,110 @@ def build_train_config(args) -> dict:
             raise ConfigError(f"{_flag(bad[0])}: not a setting of method {method!r} "
                               f"(its settings: {sorted(known) or 'none'})")
         base["method_args"].update(margs)
+    apply_eval_flags(base, args)
     if args.demo:
         demo_defaults(base, args)
     return base
+
+
+# --- evaluation (sga_core.evaluate) ----------------------------------------------------------
+
+DEMO_EVAL_SETS = {
+    "qa": {"real_authors": "real_authors.jsonl", "world_facts": "world_facts.jsonl"},
+    "text": {"holdout": "text_holdout.jsonl", "forget_qa": "text_forget_qa.jsonl",
+             "retain_qa": "text_retain_qa.jsonl"},
+}
+
+
+def demo_eval_sets(task: str = "qa") -> dict[str, str]:
+    """The demo's evaluation sets for a data kind (real-world QA sets; text holdout + QA)."""
+    return {name: str(DEMO_DIR / file) for name, file in DEMO_EVAL_SETS[task].items()}
+
+
+def parse_sets(items: list[str] | None) -> dict[str, str]:
+    """``--set name=path`` flags -> {name: path}."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"--set {item!r}: expected NAME=PATH")
+        out[name.strip()] = path.strip()
+    return out
+
+
+def apply_eval_flags(base: dict, args) -> None:
+    """``train``'s --eval/--no-eval, --eval-reference and --eval-set into ``base['eval']``."""
+    ev = base.setdefault("eval", {})
+    if getattr(args, "eval_enabled", None) is not None:
+        ev["enabled"] = args.eval_enabled
+    if getattr(args, "eval_reference", None):
+        ev["reference"] = args.eval_reference
+    sets = parse_sets(getattr(args, "eval_set", None))
+    if sets:
+        ev["sets"] = {**(ev.get("sets") or {}), **sets}
+    if not ev:
+        base.pop("eval")
+
+
+def _eval_progress():
+    """A progress printer for evaluations: '[HH:MM:SS] eval: stage done/total' lines (the
+    format run_foreground echoes), at most one per stage every 2 seconds."""
+    import time
+
+    state = {"stage": None, "t": 0.0}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if stage != state["stage"] or done >= total or now - state["t"] >= 2.0:
+            state.update(stage=stage, t=now)
+            print(f"[{time.strftime('%H:%M:%S')}] eval: {stage} {done}/{total}", flush=True)
+
+    return progress
+
+
+def cmd_eval(args) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sga_core.evaluate import EvalSettings, evaluate_model, evaluate_run, format_summary
+    from sga_core.runs import runs_root
+
+    target = Path(args.target).expanduser()
+    if not target.exists() and (runs_root(args.runs_dir) / args.target / "config.yaml").exists():
+        target = runs_root(args.runs_dir) / args.target  # a run id
+    sets = parse_sets(args.set)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+    if (target / "config.yaml").exists():
+        if args.forget or args.retain:
+            raise ConfigError("--forget/--retain: a run folder is evaluated on its own data "
+                              "(its config); give a model folder to evaluate other data")
+        overrides = {"sets": sets, "reference": args.reference,
+                     "max_new_tokens": args.max_new_tokens,
+                     "max_retain_rows": args.max_retain_rows, "batch_size": args.batch_size,
+                     "device": args.device}
+        summary = evaluate_run(target, _eval_progress(), overrides=overrides, out_dir=args.out)
+        out = Path(args.out) if args.out else target / "eval"
+    else:
+        if not args.forget or not args.out:
+            raise ConfigError(f"{args.target} is not a run folder: evaluating a model needs "
+                              "--forget, --retain and --out")
+        settings = EvalSettings(
+            max_new_tokens=args.max_new_tokens or 48,
+            max_retain_rows=40 if args.max_retain_rows is None else args.max_retain_rows,
+            batch_size=args.batch_size or 16, max_length=args.max_length or 256,
+            system_prompt=args.system_prompt, dtype=args.dtype, device=args.device or "auto")
+        summary = evaluate_model(args.target, args.out, args.forget, args.retain, sets,
+                                 args.reference, task=args.task, settings=settings,
+                                 progress=_eval_progress())
+        out = Path(args.out)
+    print(format_summary(summary))
+    print(f"wrote {out / 'summary.json'} and {out / 'per_sample.jsonl'}")
+    return 0
 
 
 def demo_defaults(base: dict, args) -> None:
@@ -119,6 +242,12 @@ def demo_defaults(base: dict, args) -> None:
             raise ConfigError("--demo: no prepared model at "
                               f"{original}; run `python -m sga_core prepare --demo` first")
         base["model"] = str(original)
+    ev = base.setdefault("eval", {})
+    if not ev.get("sets") and data.get("task", "qa") in DEMO_EVAL_SETS:
+        ev["sets"] = demo_eval_sets(data.get("task", "qa"))
+    reference = runs_root(args.runs_dir) / "demo-retain-ref"
+    if not ev.get("reference") and (reference / "model" / "config.json").exists():
+        ev["reference"] = str(reference)
 
 
 def cmd_train(args) -> int:
@@ -161,13 +290,18 @@ def write_idk_normals(base: dict, out: Path) -> str:
 def cmd_prepare(args) -> int:
     from sga_core.prepare import prepare
 
-    forget = args.forget or (str(DEMO_DIR / "forget.jsonl") if args.demo else None)
-    retain = args.retain or (str(DEMO_DIR / "retain.jsonl") if args.demo else None)
+    prefix = "text_" if args.task == "text" else ""
+    forget = args.forget or (str(DEMO_DIR / f"{prefix}forget.jsonl") if args.demo else None)
+    retain = args.retain or (str(DEMO_DIR / f"{prefix}retain.jsonl") if args.demo else None)
     if not forget or not retain:
         raise ConfigError("prepare needs --forget and --retain (or --demo)")
-    results = prepare(forget=forget, retain=retain, model=args.model, name=args.name,
+    eval_sets = {**(demo_eval_sets(args.task) if args.demo else {}), **parse_sets(args.set)}
+    name = args.name or (("demo-text" if args.task == "text" else "demo") if args.demo
+                         else None)
+    results = prepare(forget=forget, retain=retain, model=args.model, name=name,
                       runs_dir=args.runs_dir, training=collect(args, "training."),
-                      launch=collect(args, "launch."), task=args.task, which=args.which)
+                      launch=collect(args, "launch."), task=args.task, which=args.which,
+                      evaluate=args.eval, eval_sets=eval_sets)
     print(json.dumps(results, indent=2))
     return 0 if all(r["state"] == "completed" for r in results.values()) else 1
 
@@ -217,13 +351,37 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("out_dir")
     s.set_defaults(func=cmd_demo_data)
 
-    s = sub.add_parser("normals", help="generate normal answers")
-    s.add_argument("--backend", choices=["idk"], default="idk")
+    s = sub.add_parser("normals", help="generate normal answers",
+                       description="Generate K-1 normal answers per forget row. The openai "
+                                   "backend reads its API key from the environment variable "
+                                   "OPENAI_API_KEY only.")
+    s.add_argument("--backend", choices=["retrieval", "openai", "local", "idk"], default="idk",
+                   help="retrieval: answers of similar retain rows; openai: an "
+                        "OpenAI-compatible chat API; local: a local instruct model; idk: "
+                        "'I don't know' templates (default: idk)")
     s.add_argument("--forget", required=True)
+    s.add_argument("--retain", help="retain set to search (retrieval)")
     s.add_argument("--task", choices=["auto", "qa", "text"], default="auto")
     s.add_argument("--k", type=int, default=4, help="K (K-1 normal answers per row)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", required=True, help="output JSONL")
+    s.add_argument("--embedding-model", help="retrieval: sentence-transformers model folder "
+                                             "or cached name (default: the embedded "
+                                             "all-MiniLM-L6-v2)")
+    s.add_argument("--threshold", type=float, default=0.5,
+                   help="retrieval: a neighbour's cosine similarity must be above this "
+                        "(default: 0.5)")
+    s.add_argument("--model", help="openai: model name (default gpt-4o-mini); local: model "
+                                   "spec (default embedded:smollm2)")
+    s.add_argument("--base-url", help="openai: base URL of an OpenAI-compatible server")
+    s.add_argument("--template", help="openai/local: prompt template name in assets/prompts "
+                                      "or a YAML path (default: by data kind)")
+    s.add_argument("--max-concurrency", type=int, default=4,
+                   help="openai: parallel requests (default: 4)")
+    s.add_argument("--timeout", type=float, default=60.0,
+                   help="openai: seconds per request (default: 60)")
+    s.add_argument("--max-new-tokens", type=int, default=64,
+                   help="local: tokens generated per answer (default: 64)")
     s.set_defaults(func=cmd_normals)
 
     s = sub.add_parser("train", help="create a run folder and launch it",
@@ -241,6 +399,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--idk-normals", action=argparse.BooleanOptionalAction, default=True,
                    help="for SGA without --normals, generate 'I don't know' normals")
     s.add_argument("--no-launch", action="store_true", help="only create the run folder")
+    s.add_argument("--eval", dest="eval_enabled", action=argparse.BooleanOptionalAction,
+                   default=None, help="evaluate the run when it completes (eval.enabled; "
+                                      "default: on)")
+    s.add_argument("--eval-reference", help="retain-reference model or run folder "
+                                            "(eval.reference; with --demo: "
+                                            "runs/demo-retain-ref when prepared)")
+    s.add_argument("--eval-set", action="append", metavar="NAME=PATH",
+                   help="an extra evaluation set (eval.sets), repeatable")
     from sga_core.config import DataConfig
 
     add_dataclass_flags(s, DataConfig, "data.")
@@ -264,9 +430,47 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--which", choices=["both", "original", "retain-ref"], default="both")
     s.add_argument("--runs-dir")
     s.add_argument("--demo", action="store_true", help="use the demo data")
+    s.add_argument("--eval", action=argparse.BooleanOptionalAction, default=True,
+                   help="evaluate both models afterwards (default: on)")
+    s.add_argument("--set", action="append", metavar="NAME=PATH",
+                   help="an extra evaluation set (eval.sets), repeatable; --demo adds the "
+                        "demo's")
     add_dataclass_flags(s, TrainingArgs, "training.")
     add_dataclass_flags(s, LaunchConfig, "launch.")
     s.set_defaults(func=cmd_prepare)
+
+    s = sub.add_parser(
+        "eval", help="evaluate a run or a model",
+        description="Evaluate a run folder (its model, data and eval settings; writes "
+                    "RUN_DIR/eval/summary.json and per_sample.jsonl) or a model folder / hub "
+                    "id / embedded:smollm2 on --forget/--retain data into --out. QA data: "
+                    "TOFU metrics (probability, truth ratio, ROUGE-L, Model Utility, Forget "
+                    "Quality vs --reference). Text data: MUSE metrics (VerbMem, KnowMem, "
+                    "Min-K% AUC, PrivLeak vs --reference, perplexity).")
+    s.add_argument("target", metavar="RUN_DIR|MODEL",
+                   help="a run folder (or run id), or a model to evaluate")
+    s.add_argument("--forget", help="forget data (a model only)")
+    s.add_argument("--retain", help="retain data (a model only)")
+    s.add_argument("--task", choices=["auto", "qa", "text"], default="auto",
+                   help="data kind for a model (default: from the forget data)")
+    s.add_argument("--set", action="append", metavar="NAME=PATH",
+                   help="an extra evaluation set, repeatable (QA: real_authors, world_facts; "
+                        "text: holdout, forget_qa, retain_qa)")
+    s.add_argument("--reference", help="retain-reference model or run folder (Forget "
+                                       "Quality / PrivLeak)")
+    s.add_argument("--out", help="output folder (required for a model; default for a run: "
+                                 "RUN_DIR/eval)")
+    s.add_argument("--max-new-tokens", type=int, help="tokens per QA answer (default 48)")
+    s.add_argument("--max-retain-rows", type=int,
+                   help="evaluate at most N retain rows, evenly spaced (default 40; 0 = all)")
+    s.add_argument("--batch-size", type=int, help="sequences per batch (default 16)")
+    s.add_argument("--max-length", type=int, help="a model only: truncate to N tokens "
+                                                  "(default 256)")
+    s.add_argument("--system-prompt", help="a model only: system prompt for chat templates")
+    s.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    s.add_argument("--device", help="cpu, cuda, ... (default: a run's launch.cpu, else auto)")
+    s.add_argument("--runs-dir", help="where to look up a run id")
+    s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("runs", help="list, show or cancel runs")
     s.add_argument("action", choices=["list", "show", "cancel"])

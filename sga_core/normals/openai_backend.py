@@ -1,0 +1,317 @@
+"""The OpenAI backend: the paper's GPT-4o-mini recipe, with any OpenAI-compatible server.
+
+For each forget row the prompt template (``assets/prompts``) is rendered into chat messages and
+K-1 answers are asked for: one request with ``n=K-1`` where the server honours ``n``; when a
+reply brings fewer choices, more requests ask for the rest (a server that rejects ``n`` with
+HTTP 400 is then asked one answer per request). Rows run concurrently (``max_concurrency``
+threads). Rate limits (429), timeouts, connection errors and server errors (5xx, 408, 409) are
+retried with exponential backoff and jitter, a bounded number of times; ``Retry-After`` is
+honoured up to ``retry_max_delay``. A malformed reply (no choices, empty content, a body that
+is not JSON) or an exhausted retry budget fails that row only; the other rows go on. An
+authentication error (401/403) stops the rows not yet started, since they would fail alike.
+
+The API key comes from ``api_key`` or the environment (``OPENAI_API_KEY``). It is held in
+memory only: never written, never logged, and scrubbed from every error message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+from sga_core.data import NormalAnswer, NormalTable
+from sga_core.normals import GenerationResult, Progress
+from sga_core.normals.templates import Template, default_template, load_template, render
+
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "MalformedReply",
+    "RetriesExhausted",
+    "openai_normals",
+    "scrub",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+_RETRY_STATUS = {408, 409, 429}
+_KEYLIKE = re.compile(r"\b(sk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
+_BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
+
+
+class MalformedReply(RuntimeError):
+    """A reply without usable choices (no choices, empty content, not a JSON body)."""
+
+
+class RetriesExhausted(RuntimeError):
+    """A request that kept failing with retryable errors until the retry budget ran out."""
+
+
+class _Fatal(RuntimeError):
+    """An error every other row would hit too (bad key, no permission)."""
+
+
+def _row_error(exc: BaseException, secret: str | None) -> str:
+    """The message recorded for a failed row (the key scrubbed)."""
+    from sga_core.normals.templates import TemplateError
+
+    if isinstance(exc, MalformedReply):
+        return scrub(f"malformed reply: {exc}", secret)
+    if isinstance(exc, (RetriesExhausted, _Fatal)):
+        return scrub(str(exc), secret)
+    if isinstance(exc, TemplateError):
+        return scrub(f"template: {exc}", secret)
+    return _describe(exc, secret)
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """``text`` with the secret, pieces of it, bearer tokens and key-like strings masked."""
+    out = str(text)
+    if secret:
+        out = out.replace(secret, "***")
+        if len(secret) >= 12:  # servers echo masked keys such as "sk-proj-****...abcd"
+            out = out.replace(secret[:8], "***").replace(secret[-6:], "***")
+    out = _BEARER.sub(r"\1***", out)
+    return _KEYLIKE.sub("***", out)
+
+
+def _describe(exc: BaseException, secret: str | None) -> str:
+    status = getattr(exc, "status_code", None)
+    message = str(exc) or type(exc).__name__
+    head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
+    return scrub(f"{head}: {message}"[:500], secret)
+
+
+def _retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRY_STATUS or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _Runner:
+    def __init__(self, client, model: str, template: Template, kind: str, need: int,
+                 params: dict[str, Any], max_retries: int, base_delay: float,
+                 max_delay: float, use_n: bool, secret: str | None, seed: int | None) -> None:
+        self.client = client
+        self.model = model
+        self.template = template
+        self.kind = kind
+        self.need = need
+        self.params = params
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.use_n = use_n
+        self.secret = secret
+        self.lock = threading.Lock()
+        self.tokens = {"prompt": 0, "completion": 0, "total": 0}
+        self.fatal: str | None = None
+        self.rng = random.Random(seed)
+
+    def _sleep(self, attempt: int, exc: BaseException) -> None:
+        delay = min(self.max_delay, self.base_delay * (2 ** attempt))
+        with self.lock:
+            delay *= 0.5 + self.rng.random()  # jitter: 0.5x .. 1.5x
+        after = _retry_after(exc)
+        if after is not None:
+            delay = max(delay, min(after, self.max_delay))
+        time.sleep(delay)
+
+    def _count(self, usage: Any) -> None:
+        if usage is None:
+            return
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        total = int(getattr(usage, "total_tokens", 0) or 0) or prompt + completion
+        with self.lock:
+            self.tokens["prompt"] += prompt
+            self.tokens["completion"] += completion
+            self.tokens["total"] += total
+
+    def _request(self, messages: list[dict[str, str]], n: int) -> list[str]:
+        """One request with retries; the non-empty contents of its choices."""
+        import openai
+
+        extra = {"n": n} if n > 1 else {}
+        attempt = 0
+        while True:
+            if self.fatal is not None:
+                raise _Fatal(self.fatal)
+            try:
+                reply = self.client.chat.completions.create(
+                    model=self.model, messages=messages, **extra, **self.params)
+                break
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                message = _describe(exc, self.secret)
+                with self.lock:
+                    self.fatal = self.fatal or message
+                raise _Fatal(message) from None
+            except openai.BadRequestError:
+                if n > 1:  # perhaps the server rejects n > 1: ask one answer at a time
+                    self.use_n = False
+                raise
+            except ValueError as exc:  # a 200 reply whose body is not JSON
+                raise MalformedReply(f"the reply is not valid JSON ({exc})") from None
+            except Exception as exc:
+                if not _retryable(exc) or attempt >= self.max_retries:
+                    if _retryable(exc):
+                        raise RetriesExhausted(f"gave up after {attempt + 1} attempts: "
+                                           f"{_describe(exc, self.secret)}") from None
+                    raise
+                log.info("retrying after %s (attempt %d of %d)",
+                         _describe(exc, self.secret), attempt + 1, self.max_retries + 1)
+                self._sleep(attempt, exc)
+                attempt += 1
+        choices = getattr(reply, "choices", None)
+        if not isinstance(choices, list):
+            raise MalformedReply("the reply is not a chat completion (not a JSON object with "
+                                 "'choices')")
+        self._count(getattr(reply, "usage", None))
+        if not choices:
+            raise MalformedReply("the reply has no choices")
+        texts = []
+        for choice in choices:
+            message = getattr(choice, "message", None)
+            content = getattr(message, "content", None)
+            if isinstance(content, str) and content.strip():
+                texts.append(content.strip())
+        if not texts:
+            raise MalformedReply("the reply's choices have no content")
+        return texts
+
+    def row(self, row: dict[str, Any]) -> list[str]:
+        """K-1 answers for one forget row (raises on failure)."""
+        import openai
+
+        messages = render(self.template, row, self.kind)
+        texts: list[str] = []
+        requests = 0
+        budget = self.need + 2  # requests per row, so a server ignoring n ends too
+        while len(texts) < self.need:
+            if requests >= budget:
+                raise MalformedReply(f"got only {len(texts)} of {self.need} answers in "
+                                     f"{requests} requests")
+            want = self.need - len(texts)
+            n = want if self.use_n else 1
+            requests += 1
+            try:
+                texts += self._request(messages, n)
+            except openai.BadRequestError:
+                if n > 1:
+                    continue  # retry the same row asking one answer per request
+                raise
+        return texts[: self.need]
+
+
+def _make_client(api_key: str, base_url: str | None, timeout: float):
+    import openai
+
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+
+
+def openai_normals(
+    forget_rows: list[dict[str, Any]],
+    kind: str,
+    k: int,
+    *,
+    template: str | Template | None = None,
+    model: str = DEFAULT_OPENAI_MODEL,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    temperature: float = 1.0,
+    top_p: float | None = None,
+    max_tokens: int = 256,
+    timeout: float = 60.0,
+    max_retries: int = 4,
+    retry_base_delay: float = 1.0,
+    retry_max_delay: float = 30.0,
+    max_concurrency: int = 4,
+    use_n: bool = True,
+    seed: int | None = None,
+    progress: Progress | None = None,
+    client: Any = None,
+) -> GenerationResult:
+    """K-1 answers per forget row from a chat model behind an OpenAI-compatible API.
+
+    ``template`` is a shipped template name, a YAML path or a :class:`Template` (default: by
+    ``kind``, see :func:`default_template`). ``base_url`` points at any compatible server
+    (default: the client's, i.e. ``OPENAI_BASE_URL`` or api.openai.com). ``max_retries`` is
+    the number of retries per request after the first attempt. ``client`` replaces the
+    ``openai.OpenAI`` client (tests). Rows that fail are left out of the table and listed in
+    ``errors``; ``tokens`` sums the ``usage`` of every reply received.
+    """
+    if kind not in ("qa", "text"):
+        raise ValueError(f"kind must be 'qa' or 'text', not {kind!r}")
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+    start = time.perf_counter()
+    tmpl = load_template(template or default_template(kind, forget_rows))
+    tmpl.check(kind)
+    secret = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if client is None:
+        if not secret:
+            raise ValueError("no API key: set the environment variable OPENAI_API_KEY (a local "
+                             "OpenAI-compatible server accepts any non-empty value)")
+        client = _make_client(secret, base_url, timeout)
+    params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if top_p is not None:
+        params["top_p"] = top_p
+    if seed is not None:
+        params["seed"] = seed
+    need = k - 1
+    runner = _Runner(client, model, tmpl, kind, need, params, max_retries, retry_base_delay,
+                     retry_max_delay, use_n, secret, seed)
+    total = len(forget_rows)
+    results: dict[int, list[str]] = {}
+    errors: dict[int, str] = {}
+    if need > 0 and total:
+        done = 0
+        if progress is not None:
+            progress(0, total)
+
+        def work(i: int) -> list[str]:
+            return runner.row(forget_rows[i])
+
+        with ThreadPoolExecutor(max_workers=min(max_concurrency, total),
+                                thread_name_prefix="normals-openai") as pool:
+            futures = {pool.submit(work, i): i for i in range(total)}
+            for future in as_completed(futures):
+                i = futures[future]
+                try:
+                    results[i] = future.result()
+                except Exception as exc:
+                    errors[i] = _row_error(exc, secret)
+                    log.info("forget row %d failed: %s", i, errors[i])
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    elif progress is not None:
+        progress(total, total)
+    answers = [NormalAnswer(forget_index=i, k=slot, text=text, source="openai")
+               for i in sorted(results) for slot, text in enumerate(results[i], start=1)]
+    return GenerationResult("openai", NormalTable(answers, k), total, errors=errors,
+                            tokens=dict(runner.tokens), elapsed_s=time.perf_counter() - start)

