@@ -11,6 +11,8 @@ st.set_page_config(page_title="SGA Workbench", page_icon="🧽", layout="wide")
 pages = {
     "Workbench": [
         st.Page("pages/home.py", title="Home", icon="🏠", default=True),
+        st.Page("pages/data.py", title="Data", icon="📂"),
+        st.Page("pages/normals.py", title="Normal answers", icon="📝"),
         st.Page("pages/train.py", title="Train", icon="🚀"),
         st.Page("pages/runs.py", title="Runs", icon="📈"),
     ],

@@ -22,6 +22,9 @@ def current_project():
     if not names:
         create_demo_project()
         names = list_projects()
+    pending = st.session_state.pop("project_next", None)
+    if pending in names:
+        st.session_state["project"] = pending
     if st.session_state.get("project") not in names:
         st.session_state["project"] = names[0]
     name = st.sidebar.selectbox("Project", names, key="project")
@@ -29,6 +32,11 @@ def current_project():
         return load_project(name)
     except ProjectError:
         return None
+
+
+def select_project(name: str) -> None:
+    """Switch the sidebar picker to ``name`` on the next run (then call st.rerun())."""
+    st.session_state["project_next"] = name
 
 
 def _label(spec: dict) -> str:

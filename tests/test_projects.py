@@ -7,8 +7,13 @@ import json
 import pytest
 
 from sga_core.data import DataError, NormalAnswer, NormalTable
-from sga_core.projects import (ProjectError, create_demo_project, create_project,
-                               list_projects, load_project)
+from sga_core.projects import (
+    ProjectError,
+    create_demo_project,
+    create_project,
+    list_projects,
+    load_project,
+)
 
 
 def test_demo_project_roundtrip(tmp_path):
