@@ -6,15 +6,15 @@ subprocesses (training, evaluation) or lazily behind st.cache_resource.
 
 import streamlit as st
 
-st.set_page_config(page_title="SGA Workbench", page_icon="🧽", layout="wide")
+st.set_page_config(page_title="SGA Workbench", page_icon=":material/cleaning_services:", layout="wide")
 
 pages = {
     "Workbench": [
-        st.Page("pages/home.py", title="Home", icon="🏠", default=True),
-        st.Page("pages/data.py", title="Data", icon="📂"),
-        st.Page("pages/normals.py", title="Normal answers", icon="📝"),
-        st.Page("pages/train.py", title="Train", icon="🚀"),
-        st.Page("pages/runs.py", title="Runs", icon="📈"),
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("pages/data.py", title="Data", icon=":material/folder_open:"),
+        st.Page("pages/normals.py", title="Normal answers", icon=":material/edit_note:"),
+        st.Page("pages/train.py", title="Train", icon=":material/rocket_launch:"),
+        st.Page("pages/runs.py", title="Runs", icon=":material/monitoring:"),
     ],
 }
 st.navigation(pages).run()

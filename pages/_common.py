@@ -12,12 +12,27 @@ from sga_core.config import field_specs
 from sga_core.projects import ProjectError, create_demo_project, list_projects, load_project
 
 
+def _leave_pages_folder_mode() -> None:
+    """Streamlit treats an app with a ``pages/`` folder beside its main script as an old-style
+    (v1) multipage app until some run calls ``st.navigation``; a deep link to a fresh server
+    would then run a page alone with a file-name sidebar. Switch to app.py's navigation and
+    rerun (once per server). PagesManager is internal, hence the guard."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a future Streamlit without it
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def current_project():
     """Render the sidebar project picker and return the chosen project (None if none).
 
     Every page calls this (rather than app.py once), so the picker's state survives on each
     page however it is run. On a first start the built-in demo project is created.
     """
+    _leave_pages_folder_mode()
     names = list_projects()
     if not names:
         create_demo_project()

@@ -134,7 +134,7 @@ if not indices:
 
 def label(i: int) -> str:
     q = forget[i].get("question") or forget[i].get("prompt") or forget[i].get("text", "")
-    return f"{'✅' if i in reviewed else '⬜'} {i}: {q[:80]}"
+    return f"{'✓' if i in reviewed else '·'} {i}: {q[:80]}"
 
 
 row = st.selectbox("forget row", indices, format_func=label, key="normals.row")

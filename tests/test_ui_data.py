@@ -94,7 +94,7 @@ def test_generate_idk_apply_review_and_restore(ui_env):
     assert p.reviewed() == {0}
     at.toggle(key="normals.only_open").set_value(True).run()
     options = at.selectbox(key="normals.row").options
-    assert len(options) == 9 and not any(o.startswith("✅ 0:") for o in options)
+    assert len(options) == 9 and not any(o.startswith("✓ 0:") for o in options)
     assert at.selectbox(key="normals.row").value == 1
 
     # regenerate row 1 only with idk: the other rows stay untouched

@@ -1,0 +1,100 @@
+"""Real-browser helpers: Debian's headless Chromium driven by Playwright, against the app
+started on a free loopback port. Never a downloaded browser build."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-dev-shm-usage"]
+
+
+def browser_available() -> bool:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return False
+    return Path(CHROMIUM).exists()
+
+
+needs_browser = pytest.mark.skipif(
+    not browser_available() and not os.environ.get("CI"),
+    reason="Debian chromium is not installed (make test installs it)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def streamlit_app(tmp_path: Path, env_extra: dict | None = None):
+    """Start the workbench on a free loopback port; yields its base URL."""
+    port = free_port()
+    env = {**os.environ, "SGA_WORKSPACE": str(tmp_path / "workspace"),
+           "SGA_RUNS_DIR": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1",
+           **(env_extra or {})}
+    log = open(tmp_path / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.headless", "true"],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("streamlit did not start: " +
+                               (tmp_path / "streamlit.log").read_text()[-2000:])
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@contextmanager
+def chromium_page(viewport=(1400, 1000)):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            page.set_default_timeout(30000)
+            yield page
+        finally:
+            browser.close()
+
+
+def wait_idle(page, ms: int = 400) -> None:
+    """Wait until Streamlit has finished the current script run."""
+    page.wait_for_timeout(ms)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30000)
+
+
+__all__ = ["chromium_page", "needs_browser", "shutil", "streamlit_app", "wait_idle"]

@@ -1,0 +1,58 @@
+"""Real browser (issue 3): edit a normal answer in the table, reload, find the edit."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.browser import chromium_page, needs_browser, streamlit_app, wait_idle
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
+
+
+def test_edit_normal_answer_survives_reload(tmp_path):
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project, load_project
+
+    project = create_demo_project(root=tmp_path / "workspace")
+    project.save_normals(idk_normals(10, 4), "seed")
+    first = project.normals().texts_for(0)[0]
+    new_text = "Edited in a real browser: no idea who that is."
+    with streamlit_app(tmp_path) as url, chromium_page() as page:
+        page.goto(url + "/normals")
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        grid.wait_for()
+        wait_idle(page)
+        assert first in grid.inner_html()  # the accessible grid holds the cell texts
+        box = grid.bounding_box()
+        # first data row of the first ("normal answer") column
+        page.mouse.click(box["x"] + 80, box["y"] + 35 + 17)
+        page.wait_for_timeout(300)
+        page.keyboard.press("Enter")  # open the cell editor
+        editor = page.locator("textarea").first
+        editor.wait_for(state="visible")
+        editor.fill(new_text)
+        page.wait_for_timeout(300)
+        page.keyboard.press("Enter")  # commit: Streamlit reruns and the page saves
+
+        def saved_text():
+            return load_project("demo", tmp_path / "workspace").normals().texts_for(0)[0]
+
+        deadline = time.time() + 20
+        while saved_text() != new_text and time.time() < deadline:
+            page.wait_for_timeout(250)
+        assert saved_text() == new_text
+        page.get_by_text("Saved row 0").wait_for()
+        wait_idle(page)
+        page.reload()
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        grid.wait_for()
+        wait_idle(page)
+        page.wait_for_function(
+            "t => document.querySelector('[data-testid=\"stDataFrame\"]').innerHTML"
+            ".includes(t)", arg=new_text, timeout=20000)
+        page.screenshot(path=str(tmp_path / "after_reload.png"))
+    saved = load_project("demo", tmp_path / "workspace").normals()
+    assert saved.get(0, 1).source == "manual" and saved.get(0, 1).edited
+    assert saved.texts_for(0)[1:] == idk_normals(10, 4).texts_for(0)[1:]
