@@ -43,15 +43,15 @@ def test_edit_normal_answer_survives_reload(tmp_path):
         while saved_text() != new_text and time.time() < deadline:
             page.wait_for_timeout(250)
         assert saved_text() == new_text
-        page.get_by_text("Saved row 0").wait_for()
+        has_text = ("t => document.querySelector('[data-testid=\"stDataFrame\"]').innerHTML"
+                    ".includes(t)")
+        page.wait_for_function(has_text, arg=new_text, timeout=20000)
         wait_idle(page)
         page.reload()
         grid = page.locator('[data-testid="stDataFrame"]').first
         grid.wait_for()
         wait_idle(page)
-        page.wait_for_function(
-            "t => document.querySelector('[data-testid=\"stDataFrame\"]').innerHTML"
-            ".includes(t)", arg=new_text, timeout=20000)
+        page.wait_for_function(has_text, arg=new_text, timeout=20000)
         page.screenshot(path=str(tmp_path / "after_reload.png"))
     saved = load_project("demo", tmp_path / "workspace").normals()
     assert saved.get(0, 1).source == "manual" and saved.get(0, 1).edited
