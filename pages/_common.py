@@ -21,8 +21,10 @@ def _leave_pages_folder_mode() -> None:
         from streamlit.runtime.pages_manager import PagesManager
     except ImportError:  # pragma: no cover - a future Streamlit without it
         return
-    if PagesManager.uses_pages_directory:
+    # only on a session's first run, where no widget event can be lost by the rerun
+    if PagesManager.uses_pages_directory and not st.session_state.get("_nav_fixed"):
         PagesManager.uses_pages_directory = False
+        st.session_state["_nav_fixed"] = True
         st.rerun()
 
 
@@ -58,10 +60,36 @@ def _label(spec: dict) -> str:
     return spec.get("label") or spec["name"].replace("_", " ")
 
 
+def _widget_value(spec: dict, val):
+    """A config value as the widget holds it (lists as comma text, None as '')."""
+    kind = spec["kind"]
+    if kind == "list":
+        return ", ".join(str(v) for v in val or [])
+    if kind == "int":
+        return int(val)
+    if kind == "float":
+        return float(val)
+    if kind == "bool":
+        return bool(val)
+    return "" if val is None else val
+
+
+def set_form_values(cls, values: dict, key: str, advanced: bool | None = None) -> None:
+    """Write ``values`` into the widgets of ``dataclass_form(cls, key=key)`` before they are
+    created (the way Streamlit lets code change widget values, browser included)."""
+    for spec in field_specs(cls):
+        if spec["name"] in values and (advanced is None or
+                                       bool(spec.get("advanced")) == advanced):
+            st.session_state[f"{key}.{spec['name']}"] = _widget_value(spec,
+                                                                     values[spec["name"]])
+
+
 def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int = 3,
                    advanced: bool | None = None, exclude: tuple = ()) -> dict:
     """Render inputs for the fields of dataclass ``cls``; returns {field: value}.
 
+    Session state is the single source of each widget's value (initialised from ``values``
+    or the field default), so :func:`set_form_values` can change them later.
     ``advanced``: None = all fields, True/False = only fields with that flag.
     """
     values = values or {}
@@ -71,34 +99,27 @@ def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int 
     cols = st.columns(columns) if specs else []
     for i, spec in enumerate(specs):
         name, kind = spec["name"], spec["kind"]
-        val = values.get(name, spec["default"])
-        widget_key = f"{key}.{name}"
-        help_text = spec.get("help")
+        wkey = f"{key}.{name}"
+        if wkey not in st.session_state:
+            st.session_state[wkey] = _widget_value(spec, values.get(name, spec["default"]))
+        common = {"label": _label(spec), "key": wkey, "help": spec.get("help")}
         with cols[i % columns]:
             if spec.get("choices"):
-                choices = list(spec["choices"])
-                out[name] = st.selectbox(_label(spec), choices, key=widget_key,
-                                         index=choices.index(val) if val in choices else 0,
-                                         help=help_text)
+                out[name] = st.selectbox(options=list(spec["choices"]), **common)
             elif kind == "bool":
-                out[name] = st.checkbox(_label(spec), value=bool(val), key=widget_key,
-                                        help=help_text)
+                out[name] = st.checkbox(**common)
             elif kind == "int":
                 out[name] = int(st.number_input(
-                    _label(spec), value=int(val), step=1, key=widget_key, help=help_text,
-                    min_value=None if spec.get("min") is None else int(spec["min"]),
-                    max_value=None if spec.get("max") is None else int(spec["max"])))
+                    step=1, min_value=None if spec.get("min") is None else int(spec["min"]),
+                    max_value=None if spec.get("max") is None else int(spec["max"]), **common))
             elif kind == "float":
-                out[name] = float(st.number_input(
-                    _label(spec), value=float(val), key=widget_key, help=help_text,
-                    format="%g", min_value=spec.get("min"), max_value=spec.get("max")))
+                out[name] = float(st.number_input(format="%g", min_value=spec.get("min"),
+                                                  max_value=spec.get("max"), **common))
             elif kind == "list":
-                text = st.text_input(_label(spec), value=", ".join(str(v) for v in val or []),
-                                     key=widget_key, help=help_text)
+                text = st.text_input(**common)
                 out[name] = [v.strip() for v in text.split(",") if v.strip()]
             else:
-                text = st.text_input(_label(spec), value="" if val is None else str(val),
-                                     key=widget_key, help=help_text)
+                text = st.text_input(**common)
                 out[name] = text if text or not spec["optional"] else None
     return out
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 import yaml
 
-from pages._common import current_project, dataclass_form, show_error
+from pages._common import current_project, dataclass_form, set_form_values, show_error
 from sga_core import jobs
 from sga_core.config import ConfigError, LaunchConfig, TrainingArgs, dump_config
 from sga_core.losses import describe_coefficients
@@ -33,6 +33,27 @@ if project is None:
 root = runs_root()
 
 # ---------------------------------------------------------------- presets -------------------
+def apply_preset(preset: dict) -> None:
+    """Set every form widget from a preset (a config.yaml without run-specific fields)."""
+    if not isinstance(preset, dict):
+        raise ValueError("a preset must be a YAML mapping")
+    st.session_state["train.loaded"] = preset
+    if preset.get("model"):
+        st.session_state["train.model_mode"] = "other model"
+        st.session_state["train.model"] = str(preset["model"])
+    method_name = preset.get("method", "sga")
+    st.session_state["train.method"] = get_method(method_name).name
+    margs = preset.get("method_args") or {}
+    if "r" in margs:
+        r = float(margs["r"])
+        st.session_state["train.r"] = st.session_state["train.r_number"] = r
+        st.session_state["train.r_slider"] = min(1.0, max(-10.0, r))
+    set_form_values(get_method(method_name).Config, margs, f"train.f.m.{method_name}")
+    set_form_values(TrainingArgs, preset.get("training") or {}, "train.f.t", advanced=False)
+    set_form_values(TrainingArgs, preset.get("training") or {}, "train.f.ta", advanced=True)
+    set_form_values(LaunchConfig, preset.get("launch") or {}, "train.f.l")
+
+
 preset_files = sorted(PRESETS.glob("*.yaml")) + sorted((project.path / "presets").glob("*.yaml"))
 with st.expander("Presets (YAML)"):
     c1, c2 = st.columns(2)
@@ -41,12 +62,10 @@ with st.expander("Presets (YAML)"):
     if c1.button("Load preset", key="train.preset_load") and choice != "(none)":
         path = next(p for p in preset_files if p.name == choice)
         try:
-            st.session_state["train.loaded"] = yaml.safe_load(path.read_text()) or {}
-            for k in [k for k in st.session_state if k.startswith("train.f.")]:
-                del st.session_state[k]
+            apply_preset(yaml.safe_load(path.read_text()) or {})
             st.rerun()
-        except yaml.YAMLError as exc:
-            show_error(exc, f"cannot read {choice}")
+        except (yaml.YAMLError, KeyError, ValueError) as exc:
+            show_error(exc, f"cannot load {choice}")
     preset_name = c2.text_input("save as (name)", key="train.preset_name")
     save_preset = c2.button("Save preset", key="train.preset_save")
 
@@ -61,8 +80,8 @@ if mode == "prepared original":
     model = str(original)
     st.caption(f"`{model}`")
 else:
-    model = st.text_input("model (HF id, local folder, or embedded:smollm2)",
-                          value=loaded.get("model", "embedded:smollm2"), key="train.model")
+    st.session_state.setdefault("train.model", "embedded:smollm2")
+    model = st.text_input("model (HF id, local folder, or embedded:smollm2)", key="train.model")
 if not original:
     st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
             "base model on forget + retain (the model to unlearn) and on retain only (the "
@@ -78,9 +97,8 @@ if not original:
 # ---------------------------------------------------------------- method --------------------
 st.subheader("Method")
 names = method_names(unlearning_only=True)
+st.session_state.setdefault("train.method", "sga")
 method = st.selectbox("method", names, key="train.method",
-                      index=names.index(loaded.get("method", "sga")) if
-                      loaded.get("method", "sga") in names else 0,
                       format_func=lambda n: get_method(n).title or n)
 cls = get_method(method)
 margs_loaded = loaded.get("method_args", {}) if loaded.get("method") == method else {}

@@ -40,8 +40,20 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def finite_json(obj: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by None, recursively."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+    text = json.dumps(finite_json(obj), indent=indent, ensure_ascii=False, allow_nan=False)
+    return atomic_write_text(path, text + "\n")
 
 
 def dumps_jsonl(rows: Iterable[Any]) -> str:
@@ -60,7 +72,7 @@ def append_jsonl(path: str | os.PathLike, obj: Any) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(obj, ensure_ascii=False) + "\n"
+    line = json.dumps(finite_json(obj), ensure_ascii=False, allow_nan=False) + "\n"
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(line)
         fh.flush()

@@ -102,6 +102,13 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> None:
             continue
         if not src.exists():
             raise ConfigError(f"data.{name}: file {src} does not exist")
+        # a bad file is reported (file, row, field) before any run folder exists (SPEC 3)
+        from sga_core.data import NormalTable, load_dataset
+
+        if name == "normals":
+            NormalTable.load(src)
+        else:
+            load_dataset(src, kind=cfg.data.task)
         dst = data_dir / f"{name}{src.suffix}"
         tmp = dst.with_name(f".{dst.name}.tmp")
         shutil.copyfile(src, tmp)

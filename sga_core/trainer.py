@@ -162,7 +162,12 @@ class Trainer:
                                gradient_accumulation_steps=t.grad_accum)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         set_seed(t.seed)
-        self.status("running", pid=os.getpid(), started_at=now_iso(),
+        from sga_core.runs import read_status
+
+        # keep the launcher's start time (the run started when its process was launched)
+        prev = read_status(self.run_dir) if self.acc.is_main_process else {}
+        started = prev.get("started_at") if prev.get("state") == "running" else None
+        self.status("running", pid=os.getpid(), started_at=started or now_iso(),
                     num_processes=self.acc.num_processes, error=None)
         self.log(f"run {cfg.run_id}: method={cfg.method} args={cfg.method_args} "
                  f"processes={self.acc.num_processes} device={self.acc.device}")
@@ -248,9 +253,10 @@ class Trainer:
         return bool(bad.item() == 0)
 
     def micro_batches(self, batch: list[int]) -> list[list[int]]:
-        ga = self.cfg.training.grad_accum
-        size = math.ceil(len(batch) / ga)
-        return [batch[s:s + size] for s in range(0, len(batch), size)] or [batch]
+        # exactly grad_accum micro-batches per step (some may be empty when the batch is
+        # smaller), so accelerate's accumulation counter syncs at the last one of every step
+        ga, n = self.cfg.training.grad_accum, len(batch)
+        return [batch[j * n // ga:(j + 1) * n // ga] for j in range(ga)]
 
     def train_step(self, batch: list[int]) -> dict:
         """One optimizer step over a global batch; returns the global step statistics."""
@@ -269,7 +275,7 @@ class Trainer:
             with acc.accumulate(self.model):
                 local = shard(mb, rank, world)
                 dummy = not local  # keep collectives in step: forward a unit with weight 0
-                units = [self.units[i] for i in (local or mb[:1])]
+                units = [self.units[i] for i in (local or mb[:1] or batch[:1])]
                 seqs, ids = flatten(units)
                 stats = forward_stats(self.model, seqs, ids, self.enc.pad_id, acc.device,
                                       keep_logits=self.method.needs_logits)
@@ -318,15 +324,21 @@ class Trainer:
                     if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
                         self.opt.zero_grad(set_to_none=True)
                         raise StopTraining("diverged", "the gradient became non-finite")
-                    # a finite gradient can still give non-finite weights (e.g. AdamW on
-                    # float16 weights: eps underflows to 0); undo such an update
-                    backup = [p.detach().clone() for p in self.model.parameters()]
+                    # a finite gradient can still give non-finite weights with reduced-
+                    # precision weights (AdamW on float16: eps underflows to 0), so those keep
+                    # a copy to undo such an update; float32 weights only pay for the check
+                    backup = ([p.detach().clone() for p in self.model.parameters()]
+                              if t.dtype != "float32" else None)
                     self.opt.step()
                     if not self.weights_finite():
+                        self.opt.zero_grad(set_to_none=True)
+                        if backup is None:
+                            self.weights_broken = True
+                            raise StopTraining("diverged", "the update made the weights "
+                                                           "non-finite (NaN/inf); model not saved")
                         with torch.no_grad():
                             for p, b in zip(self.model.parameters(), backup):
                                 p.copy_(b)
-                        self.opt.zero_grad(set_to_none=True)
                         raise StopTraining("diverged", "the update made the weights non-finite "
                                                        "(NaN/inf); the weights before it are kept")
                     del backup
@@ -411,7 +423,7 @@ class Trainer:
             nll_after = self.data_nll()
             self.status(nll_after=nll_after)
             self.log("answer NLL after:  " + _fmt_nll(nll_after))
-        if t.save_model:
+        if t.save_model and not getattr(self, "weights_broken", False):
             self.log("saving model")
             self.save_model()
         self.status(state, step=step, ended_at=now_iso(), exit_code=0,

@@ -74,6 +74,26 @@ def streamlit_app(tmp_path: Path, env_extra: dict | None = None):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+        stop_jobs(tmp_path / "runs")
+
+
+def stop_jobs(runs: Path) -> None:
+    """Jobs deliberately outlive the UI; a test must not leave its runner or jobs behind."""
+    import json
+    import signal
+
+    pids = []
+    info = runs / ".runner.json"
+    if info.exists():
+        pids.append(json.loads(info.read_text()).get("pid"))
+    for status in runs.glob("*/status.json"):
+        st = json.loads(status.read_text())
+        pids += [st.get("launcher_pid"), st.get("pid")]
+    for pid in filter(None, pids):
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @contextmanager

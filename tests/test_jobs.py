@@ -24,6 +24,7 @@ def tiny_cfg(model_dir, demo_dir, normals, **training):
         "data": {"forget": str(demo_dir / "forget.jsonl"), "normals": str(normals)},
         "training": {"batch_size": 4, "max_steps": 3, "probe_every": 0, "lr": 1e-3,
                      "eval_nll": False, **training},
+        "eval": {"enabled": False},  # no follow-up evaluation (tests/test_evaluate.py does it)
     })
 
 

@@ -119,3 +119,5 @@ def test_preset_save_and_load(ui_env, tiny_model_dir):
     at2.selectbox(key="train.preset_choice").set_value("mine.yaml").run()
     at2.button(key="train.preset_load").click().run()
     assert at2.number_input(key="train.f.t.max_steps").value == 2
+    assert at2.number_input(key="train.r_number").value == -3.5
+    assert at2.text_input(key="train.model").value == str(tiny_model_dir)
