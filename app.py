@@ -13,6 +13,7 @@ pages = {
         st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
         st.Page("pages/data.py", title="Data", icon=":material/folder_open:"),
         st.Page("pages/normals.py", title="Normal answers", icon=":material/edit_note:"),
+        st.Page("pages/rstar.py", title="Choose r (r*)", icon=":material/insights:"),
         st.Page("pages/train.py", title="Train", icon=":material/rocket_launch:"),
         st.Page("pages/runs.py", title="Runs", icon=":material/monitoring:"),
     ],

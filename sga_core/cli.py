@@ -306,6 +306,50 @@ def cmd_prepare(args) -> int:
     return 0 if all(r["state"] == "completed" for r in results.values()) else 1
 
 
+def cmd_rstar(args) -> int:
+    """Per-sample r* (SPEC 2) for a forget set and its normal answers."""
+    from sga_core.data import NormalTable, load_dataset
+    from sga_core.fileio import atomic_write_json
+    from sga_core.rstar import run_analysis
+
+    if args.project:
+        from sga_core import rstar_job
+        from sga_core.projects import load_project
+
+        project = load_project(args.project)
+        forget, kind = project.forget(), project.kind
+        normals_path = args.normals or project.normals_path
+        out = args.out or rstar_job.job_dir(project) / "result.json"
+    else:
+        if not args.forget or not args.normals:
+            raise ConfigError("rstar needs --forget and --normals (or --project)")
+        ds = load_dataset(args.forget, kind=args.task)
+        forget, kind, normals_path, out = ds.rows, ds.kind, args.normals, args.out
+    normals = NormalTable.load(normals_path)
+
+    def progress(done, total):
+        print(f"\r{done}/{total} rows", end="", file=sys.stderr, flush=True)
+
+    res = run_analysis(args.model, forget, normals, kind, args.k, args.convention, args.subset,
+                       args.last_n_layers, progress=progress)
+    print(file=sys.stderr)
+    for row in res["rows"]:
+        r = row["r_star"]
+        print(f"row {row['forget_index']:4d}  r*={'undefined' if r is None else f'{r:+.4f}'}"
+              f"  cos(a,b)={row['cos_ab'] if row['cos_ab'] is None else round(row['cos_ab'], 4)}"
+              f"  |a|={row['norm_a']:.4g}  |b|={row['norm_b']:.4g}")
+    s = res["summary"]
+    if s.get("n"):
+        print(f"r* > 0: {s['n_positive']}, r* < 0: {s['n_negative']}; median {s['median']:.4g},"
+              f" IQR [{s['q1']:.4g}, {s['q3']:.4g}] (suggested range); {res['elapsed_s']} s")
+    else:
+        print(s.get("reason"))
+    if out:
+        atomic_write_json(out, res)
+        print(f"saved {out}")
+    return 0
+
+
 def cmd_runs(args) -> int:
     from sga_core import runs
 
@@ -471,6 +515,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", help="cpu, cuda, ... (default: a run's launch.cpu, else auto)")
     s.add_argument("--runs-dir", help="where to look up a run id")
     s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("rstar", help="per-sample r* analysis (SPEC 2)",
+                       description="For each forget row: the gradient a of its answer NLL, the"
+                                   " mean gradient b of its normal answers' NLLs, r*, its sign,"
+                                   " cos(a, b), |a| and |b|.")
+    s.add_argument("--model", default="embedded:smollm2")
+    s.add_argument("--project", help="a workbench project (uses its data; saves the result "
+                                     "with it)")
+    s.add_argument("--forget")
+    s.add_argument("--normals")
+    s.add_argument("--task", choices=["auto", "qa", "text"], default="auto")
+    s.add_argument("--k", type=int, default=4)
+    s.add_argument("--convention", choices=["label", "objective"], default="label")
+    s.add_argument("--subset", default="all",
+                   help="'all' trainable parameters, or a regex on parameter names")
+    s.add_argument("--last-n-layers", type=int, default=0,
+                   help="only the last N decoder layers (+ final norm and head)")
+    s.add_argument("--out", help="write the result JSON here")
+    s.set_defaults(func=cmd_rstar)
 
     s = sub.add_parser("runs", help="list, show or cancel runs")
     s.add_argument("action", choices=["list", "show", "cancel"])

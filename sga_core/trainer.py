@@ -173,6 +173,15 @@ class Trainer:
                  f"processes={self.acc.num_processes} device={self.acc.device}")
         method_cls = get_method(cfg.method)
         self.method = method_cls(cfg.method_config())
+        if getattr(self.method.cfg, "adaptive", False):
+            from accelerate.utils import DistributedType
+
+            if t.grad_accum > 1:
+                raise ValueError("adaptive r needs grad_accum = 1 (it combines two gradients "
+                                 "per step)")
+            if self.acc.distributed_type == DistributedType.DEEPSPEED:
+                raise ValueError("adaptive r edits gradients directly, which DeepSpeed does not"
+                                 " allow; use DDP or FSDP")
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
@@ -258,6 +267,75 @@ class Trainer:
         ga, n = self.cfg.training.grad_accum, len(batch)
         return [batch[j * n // ga:(j + 1) * n // ga] for j in range(ga)]
 
+    def apply_update(self, step_loss: float):
+        """Clip, check and apply the gradients of one step; returns the gradient norm.
+        Raises StopTraining('diverged') instead of applying a bad update."""
+        import torch
+
+        t = self.cfg.training
+        if t.diverge_loss and abs(step_loss) > t.diverge_loss:
+            # checked before the update, so the model kept is the last good one
+            self.opt.zero_grad(set_to_none=True)
+            raise StopTraining("diverged", f"|loss| {abs(step_loss):.3g} exceeded "
+                                           f"diverge_loss {t.diverge_loss:g}")
+        if t.max_grad_norm > 0:
+            grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
+        else:
+            grad_norm = torch.sqrt(sum((p.grad.detach().float() ** 2).sum()
+                                       for p in self.model.parameters() if p.grad is not None))
+        if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
+            self.opt.zero_grad(set_to_none=True)
+            raise StopTraining("diverged", "the gradient became non-finite")
+        # a finite gradient can still give non-finite weights with reduced-precision weights
+        # (AdamW on float16: eps underflows to 0), so those keep a copy to undo such an
+        # update; float32 weights only pay for the check
+        backup = ([p.detach().clone() for p in self.model.parameters()]
+                  if t.dtype != "float32" else None)
+        self.opt.step()
+        if not self.weights_finite():
+            self.opt.zero_grad(set_to_none=True)
+            if backup is None:
+                self.weights_broken = True
+                raise StopTraining("diverged", "the update made the weights non-finite "
+                                               "(NaN/inf); model not saved")
+            with torch.no_grad():
+                for p, b in zip(self.model.parameters(), backup):
+                    p.copy_(b)
+            raise StopTraining("diverged", "the update made the weights non-finite (NaN/inf);"
+                                           " the weights before it are kept")
+        del backup
+        self.sched.step()
+        self.opt.zero_grad(set_to_none=True)
+        return grad_norm
+
+    def adaptive_step(self, batch: list[int]) -> dict:
+        """An SGA step whose r is this batch's clipped r* (see sga_core.adaptive)."""
+        import torch
+
+        from sga_core.adaptive import adaptive_gradient
+
+        acc, cfg = self.acc, self.method.cfg
+        world, rank = acc.num_processes, acc.process_index
+        local = shard(batch, rank, world)
+        units = [self.units[i] for i in (local or batch[:1])]
+        info = adaptive_gradient(
+            self.model, units, k=cfg.k, convention=cfg.convention,
+            bounds=(cfg.r_min, cfg.r_max), fallback_r=cfg.r, pad_id=self.enc.pad_id,
+            device=acc.device, scale=world / len(batch), backward=acc.backward,
+            reduce=lambda x: acc.reduce(x, "sum"), weight=1.0 if local else 0.0)
+        f_sum, f_n, n_sum, n_n = info["sums"].tolist()
+        forget_nll, normal_nll = f_sum / f_n, n_sum / n_n
+        loss = info["c_f"] * forget_nll + (cfg.k - 1) * info["c_n"] * normal_nll
+        if not torch.isfinite(torch.tensor(loss)):
+            raise StopTraining("diverged", "the loss became non-finite (NaN/inf)")
+        cfg.r = info["r"]  # later fixed-r steps use it too
+        grad_norm = self.apply_update(loss)
+        tokens = acc.reduce(torch.tensor([float(info["tokens"]) if local else 0.0],
+                                         dtype=torch.float64, device=acc.device), "sum")
+        return {"loss": loss, "forget_nll": forget_nll, "normal_nll": normal_nll,
+                "retain_nll": None, "tokens": tokens.item(), "r_star": info["r_star"],
+                "grad_norm": float(grad_norm) if grad_norm is not None else None}
+
     def train_step(self, batch: list[int]) -> dict:
         """One optimizer step over a global batch; returns the global step statistics."""
         import torch
@@ -308,42 +386,7 @@ class Trainer:
                 tot += acc.reduce(part, "sum")
                 acc.backward(loss)
                 if acc.sync_gradients:
-                    step_loss = tot[0].item() / n_global
-                    if t.diverge_loss and abs(step_loss) > t.diverge_loss:
-                        # checked before the update, so the model kept is the last good one
-                        self.opt.zero_grad(set_to_none=True)
-                        raise StopTraining("diverged", f"|loss| {abs(step_loss):.3g} exceeded "
-                                                       f"diverge_loss {t.diverge_loss:g}")
-                    if t.max_grad_norm > 0:
-                        grad_norm = acc.clip_grad_norm_(self.model.parameters(),
-                                                        t.max_grad_norm)
-                    else:
-                        grad_norm = torch.sqrt(sum((p.grad.detach().float() ** 2).sum()
-                                                   for p in self.model.parameters()
-                                                   if p.grad is not None))
-                    if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
-                        self.opt.zero_grad(set_to_none=True)
-                        raise StopTraining("diverged", "the gradient became non-finite")
-                    # a finite gradient can still give non-finite weights with reduced-
-                    # precision weights (AdamW on float16: eps underflows to 0), so those keep
-                    # a copy to undo such an update; float32 weights only pay for the check
-                    backup = ([p.detach().clone() for p in self.model.parameters()]
-                              if t.dtype != "float32" else None)
-                    self.opt.step()
-                    if not self.weights_finite():
-                        self.opt.zero_grad(set_to_none=True)
-                        if backup is None:
-                            self.weights_broken = True
-                            raise StopTraining("diverged", "the update made the weights "
-                                                           "non-finite (NaN/inf); model not saved")
-                        with torch.no_grad():
-                            for p, b in zip(self.model.parameters(), backup):
-                                p.copy_(b)
-                        raise StopTraining("diverged", "the update made the weights non-finite "
-                                                       "(NaN/inf); the weights before it are kept")
-                    del backup
-                    self.sched.step()
-                    self.opt.zero_grad(set_to_none=True)
+                    grad_norm = self.apply_update(tot[0].item() / n_global)
         vals = tot.tolist()
         out = {"loss": vals[0] / n_global,
                "forget_nll": vals[1] / vals[2] if vals[2] else None,
@@ -393,13 +436,16 @@ class Trainer:
                     if self.should_cancel():
                         raise StopTraining("cancelled", "cancelled by request")
                     ts = time.time()
-                    out = self.train_step(batch)
+                    adaptive = getattr(self.method, "adaptive_due", None)
+                    out = (self.adaptive_step(batch) if adaptive and adaptive(step)
+                           else self.train_step(batch))
                     step += 1
                     dt = time.time() - ts
                     rec = {"step": step, "epoch": round(step / self.steps_per_epoch, 4),
                            "loss": out["loss"], "forget_nll": out["forget_nll"],
                            "normal_nll": out["normal_nll"], "retain_nll": out["retain_nll"],
-                           "r": r, "lr": self.sched.get_last_lr()[0],
+                           "r": getattr(self.method.cfg, "r", r),
+                           "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
                            "grad_norm": out["grad_norm"],
                            "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
                            "elapsed_s": round(time.time() - t0, 3)}

@@ -21,6 +21,16 @@ class SGAConfig:
     convention: str = param("label", "'label' smooths the GA label (SPEC 1, default); "
                                       "'objective' is the paper's literal equation 3.",
                             choices=CONVENTIONS)
+    adaptive: bool = param(False, "Adaptive r: every `adaptive_every` steps set r to this "
+                                  "batch's r* (SPEC 2), clipped to [r_min, r_max]; r above is "
+                                  "the starting value. Costs a second backward pass on those "
+                                  "steps.", advanced=True)
+    adaptive_every: int = param(1, "Recompute r* every N steps (adaptive r).", min=1,
+                                max=100000, advanced=True)
+    r_min: float = param(-5.0, "Lower bound for adaptive r.", min=-100.0, max=1.0,
+                         advanced=True)
+    r_max: float = param(1.0, "Upper bound for adaptive r (at most 1).", min=-100.0, max=1.0,
+                         advanced=True)
 
 
 @register
@@ -29,6 +39,10 @@ class SGA(Method):
     title = "SGA (smoothed gradient ascent)"
     Config = SGAConfig
     needs = frozenset({"normals"})
+
+    def adaptive_due(self, step: int) -> bool:
+        """Whether optimizer step ``step`` (0-based) recomputes r from the gradients."""
+        return bool(self.cfg.adaptive) and step % self.cfg.adaptive_every == 0
 
     def coefficients(self) -> tuple[float, float]:
         return sga_coefficients(self.cfg.r, self.cfg.k, self.cfg.convention)
