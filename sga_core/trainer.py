@@ -100,33 +100,14 @@ def flatten(units: list[Unit]) -> tuple[list[Sequence], list[int]]:
 def probe_records(model, enc: Encoder, units_by_index: dict[int, Unit], rows: list[int],
                   device, step: int, top_k: int = 5) -> list[dict]:
     """Per-token probability of each probe row's forget answer (plus top-k alternatives)."""
-    import torch
+    from sga_core.tokenprobs import token_records
 
     seqs = [units_by_index[i].seqs[0] for i in rows if i in units_by_index]
-    if not seqs:
-        return []
-    batch = {k: v.to(device) for k, v in collate(seqs, enc.pad_id).items()}
-    with torch.no_grad():
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                       use_cache=False).logits.float()
-    probs = torch.softmax(logits[:, :-1], dim=-1)
     records = []
-    for b, s in enumerate(seqs):
-        labels = batch["labels"][b, 1:]
-        pos = (labels != -100).nonzero().flatten()
-        tok_ids = labels[pos]
-        p = probs[b, pos].gather(-1, tok_ids.unsqueeze(-1)).squeeze(-1)
-        top_p, top_i = probs[b, pos].topk(top_k, dim=-1)
-        records.append({
-            "step": step,
-            "sample_id": f"forget-{s.meta.get('forget_index', s.meta.get('row_index', b))}",
-            "forget_index": s.meta.get("forget_index", s.meta.get("row_index")),
-            "tokens": [enc.tok.decode([t]) for t in tok_ids.tolist()],
-            "token_ids": tok_ids.tolist(),
-            "probs": [round(x, 6) for x in p.tolist()],
-            "top": [[[enc.tok.decode([t]), round(q, 5)] for t, q in zip(ti, tp)]
-                    for ti, tp in zip(top_i.tolist(), top_p.tolist())],
-        })
+    for s, rec in zip(seqs, token_records(model, enc, seqs, device, top_k) if seqs else []):
+        index = s.meta.get("forget_index", s.meta.get("row_index"))
+        records.append({"step": step, "sample_id": f"forget-{index}", "forget_index": index,
+                        **rec})
     return records
 
 

@@ -205,7 +205,8 @@ def test_end_to_end_run_folder(baseline, tiny_model_dir, demo_dir, normals_file)
     # config.yaml round-trips; data/ is a snapshot the config points at
     cfg = baseline.cfg
     assert cfg.model == str(tiny_model_dir) and cfg.method == "sga"
-    assert cfg.method_args == {"r": -0.8, "k": 4, "convention": "label"}
+    assert {k: cfg.method_args[k] for k in ("r", "k", "convention", "adaptive")} == {
+        "r": -0.8, "k": 4, "convention": "label", "adaptive": False}
     assert cfg.data.forget == "data/forget.jsonl" and cfg.data.normals == "data/normals.jsonl"
     assert (run_dir / "data" / "forget.jsonl").read_bytes() == \
         (demo_dir / "forget.jsonl").read_bytes()
