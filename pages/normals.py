@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._common import current_project, show_error
+from sga_core import bgjob
 from sga_core.data import DataError, NormalAnswer, NormalTable
 from sga_core.fileio import dumps_jsonl
 from sga_core.normals import BACKEND_DESCRIPTIONS
@@ -109,9 +110,7 @@ def job_panel():
             merged = gen.merge(project.normals(), new, rows)
             project.save_normals(merged, reason=f"generate {js.get('backend')}")
             project.update_meta(k=merged.k)
-            from sga_core.fileio import atomic_write_json
-
-            atomic_write_json(gen.job_dir(project) / "status.json", {**js, "applied": True})
+            bgjob.update(project, gen.NAME, applied=True)
             st.session_state["normals.version"] = st.session_state.get("normals.version", 0) + 1
             st.rerun(scope="app")
     if job.get("state") == "running" and js["state"] != "running":

@@ -1,0 +1,165 @@
+"""Turning evaluated run folders into evidence: a table like the paper's Table 1 (one row per
+run, plus the Original and Retained rows), metric-versus-r series for a sweep, config diffs.
+No Streamlit here; the Results page renders what these functions return."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from sga_core.fileio import read_json, read_jsonl
+from sga_core.runs import list_runs, runs_root
+
+# column -> (summary metric name, higher is better)
+QA_COLUMNS = {
+    "FQ": ("forget_quality", True),
+    "MU": ("model_utility", True),
+    "forget ROUGE-L": ("forget_rouge", False),
+    "retain ROUGE-L": ("retain_rouge", True),
+    "forget prob": ("forget_probability", False),
+    "retain prob": ("retain_probability", True),
+}
+TEXT_COLUMNS = {
+    "VerbMem": ("verbmem", False),
+    "KnowMem forget": ("knowmem_forget", False),
+    "KnowMem retain": ("knowmem_retain", True),
+    "PrivLeak": ("privleak", None),
+    "PPL": ("perplexity", False),
+}
+
+
+def rows_hash(path: Path) -> str | None:
+    """A content hash of a data file's rows (independent of how the file was written)."""
+    from sga_core.data import DataError, load_records
+
+    try:
+        rows = load_records(path)
+    except (DataError, OSError):
+        return None
+    return hashlib.sha1(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+
+
+def _forget_file(run_dir: Path) -> Path | None:
+    files = sorted((run_dir / "data").glob("forget.*"))
+    return files[0] if files else None
+
+
+def project_runs(project, root=None) -> list[dict]:
+    """Runs trained on the same forget rows as ``project`` (so their metrics compare)."""
+    target = rows_hash(project.forget_path)
+    out = []
+    for r in list_runs(root):
+        f = _forget_file(Path(r["path"]))
+        if f is not None and rows_hash(f) == target:
+            out.append(r)
+    return out
+
+
+def summary_of(run_dir: Path) -> dict | None:
+    return read_json(Path(run_dir) / "eval" / "summary.json", default=None)
+
+
+def metric_value(summary: dict | None, name: str):
+    entry = ((summary or {}).get("metrics") or {}).get(name) or {}
+    return entry.get("value"), entry.get("reason")
+
+
+def run_label(r: dict, project=None) -> str:
+    if project is not None and r["run_id"] == f"{project.name}-original":
+        return "Original"
+    if project is not None and r["run_id"] == f"{project.name}-retain-ref":
+        return "Retained"
+    return r["run_id"]
+
+
+def results_table(project, root=None, kind: str = "qa") -> list[dict]:
+    """One dict per evaluated run: label, method, r, K, sweep, state and each metric; the
+    Original and Retained rows first. A metric that could not be computed is None, and
+    its reason is kept under ``<column> (why)``."""
+    columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+    rows = []
+    for r in project_runs(project, root):
+        summ = summary_of(r["path"])
+        if summ is None:
+            continue
+        row = {"run": run_label(r, project), "run_id": r["run_id"],
+               "method": r["method"] if r["method"] != "finetune" else "-",
+               "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"]}
+        for col, (name, _) in columns.items():
+            value, reason = metric_value(summ, name)
+            row[col] = value
+            if value is None and reason:
+                row[f"{col} (why)"] = reason
+        rows.append(row)
+    order = {"Original": 0, "Retained": 1}
+    rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
+                             x["r"] if x["r"] is not None else 0, x["run_id"]))
+    return rows
+
+
+def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
+    """The best value of each metric among the unlearning runs (Original/Retained excluded)."""
+    columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+    runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
+    best = {}
+    for col, (_, higher) in columns.items():
+        vals = [r[col] for r in runs if r.get(col) is not None]
+        if vals and higher is not None:
+            best[col] = max(vals) if higher else min(vals)
+        elif vals:  # PrivLeak: closest to 0 is best
+            best[col] = min(vals, key=abs)
+    return best
+
+
+def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
+    """Metric-versus-r points of one sweep, sorted by r."""
+    columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+    pts = sorted((r for r in rows if r.get("sweep") == sweep and r.get("r") is not None),
+                 key=lambda r: r["r"])
+    return {"r": [p["r"] for p in pts], **{c: [p.get(c) for p in pts] for c in columns}}
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in (d or {}).items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_diff(run_a: Path, run_b: Path) -> list[dict]:
+    """The settings that differ between two runs (flattened keys)."""
+    import yaml
+
+    a = _flatten(yaml.safe_load((Path(run_a) / "config.yaml").read_text()) or {})
+    b = _flatten(yaml.safe_load((Path(run_b) / "config.yaml").read_text()) or {})
+    skip = {"run_id"}
+    return [{"setting": k, Path(run_a).name: a.get(k), Path(run_b).name: b.get(k)}
+            for k in sorted(set(a) | set(b)) if k not in skip and a.get(k) != b.get(k)]
+
+
+def token_table(run_dir: Path, set_name: str = "forget") -> dict[int, dict]:
+    """``eval/tokens.jsonl`` of a run: per row index, its token probabilities."""
+    return {r["index"]: r for r in read_jsonl(Path(run_dir) / "eval" / "tokens.jsonl")
+            if r.get("set") == set_name}
+
+
+def per_sample(run_dir: Path) -> list[dict]:
+    return read_jsonl(Path(run_dir) / "eval" / "per_sample.jsonl")
+
+
+def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[int, float]]:
+    """(step, probability) of the answer token at ``position`` across a run's probes."""
+    pts = []
+    for rec in read_jsonl(Path(run_dir) / "probes.jsonl"):
+        if rec.get("forget_index") == forget_index and position < len(rec.get("probs", [])):
+            pts.append((rec["step"], rec["probs"][position]))
+    return pts
+
+
+__all__ = ["best_values", "config_diff", "follow_token", "per_sample", "project_runs",
+           "results_table", "runs_root", "summary_of", "sweep_series", "token_table"]
