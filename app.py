@@ -16,6 +16,9 @@ pages = {
         st.Page("pages/rstar.py", title="Choose r (r*)", icon=":material/insights:"),
         st.Page("pages/train.py", title="Train", icon=":material/rocket_launch:"),
         st.Page("pages/runs.py", title="Runs", icon=":material/monitoring:"),
+        st.Page("pages/results.py", title="Results", icon=":material/table_chart:"),
+        st.Page("pages/tokens.py", title="Token probabilities", icon=":material/bar_chart:"),
+        st.Page("pages/probe.py", title="Before / after probe", icon=":material/quiz:"),
     ],
 }
 st.navigation(pages).run()

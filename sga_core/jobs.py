@@ -147,3 +147,11 @@ def wait_until(pred, timeout: float, interval: float = 0.2) -> bool:
 
 __all__ = ["CANCEL_FILE", "cancel", "delete", "ensure_runner", "kill_group", "pid_alive",
            "queued_runs", "rerun", "runner_alive", "runner_info", "submit", "wait_until"]
+
+
+def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> dict:
+    """Queue the evaluation of a completed run; the runner starts it when a slot is free."""
+    run_dir = Path(run_dir)
+    st = write_status(run_dir, eval_state="queued", eval_error=None)
+    ensure_runner(root or run_dir.parent)
+    return st

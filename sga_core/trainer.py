@@ -238,8 +238,12 @@ class Trainer:
     def weights_finite(self) -> bool:
         import torch
 
-        ok = torch.stack([torch.isfinite(p.detach()).all() for p in self.model.parameters()])
-        bad = self.acc.reduce((~ok).sum().float().reshape(1), "sum")
+        params = [p.detach() for p in self.model.parameters() if p.numel()]
+        # one fused pass: a finite norm means every weight is finite (the per-parameter
+        # isfinite().all() loop cost ~5% of a SmolLM2 step on CPU)
+        norms = torch._foreach_norm(params) if params else []
+        ok = torch.isfinite(torch.stack(norms)).all() if norms else torch.tensor(True)
+        bad = self.acc.reduce((~ok).float().reshape(1).to(self.acc.device), "sum")
         return bool(bad.item() == 0)
 
     def micro_batches(self, batch: list[int]) -> list[list[int]]:

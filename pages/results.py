@@ -1,0 +1,116 @@
+"""Results: the paper's Table 1 for your runs (with the Original and Retained rows), metrics
+versus r for a sweep, loss curves overlaid, config diffs, downloads."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages._common import current_project
+from sga_core import jobs
+from sga_core.results import (
+    QA_COLUMNS,
+    TEXT_COLUMNS,
+    best_values,
+    config_diff,
+    project_runs,
+    results_table,
+    sweep_series,
+)
+from sga_core.runs import metrics, runs_root
+
+st.title("Results")
+project = current_project()
+if project is None:
+    st.stop()
+root = runs_root()
+kind = project.kind
+columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+rows = results_table(project, root, kind)
+all_runs = project_runs(project, root)
+
+if not rows:
+    st.info("No evaluated run of this project yet. Runs are evaluated automatically when they "
+            "complete (Train page → prepare, then launch runs); the Original and Retained rows"
+            " come from the prepared models.")
+else:
+    df = pd.DataFrame(rows)
+    shown = ["run", "method", "r", "K"] + list(columns)
+    best = best_values(rows, kind)
+
+    def highlight(col):
+        b = best.get(col.name)
+        return ["font-weight: bold; background-color: #d8f3dc" if b is not None and v == b
+                and df.loc[i, "run"] not in ("Original", "Retained") else ""
+                for i, v in col.items()]
+
+    fmt = {c: "{:.4g}" for c in columns}
+    st.dataframe(df[shown].style.apply(highlight, subset=list(columns)).format(
+        fmt, na_rep="—"), hide_index=True, width="stretch")
+    st.caption("Best unlearning value per metric in bold. FQ = Forget Quality (KS test p-value "
+               "against the retain reference; higher is closer to a model that never saw the "
+               "forget set), MU = Model Utility (harmonic mean of 9 numbers). " +
+               "— = cannot be computed; why:")
+    whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns
+            if f"{c} (why)" in r}
+    if whys:
+        with st.expander(f"{len(whys)} metrics could not be computed"):
+            for k, v in whys.items():
+                st.write(f"**{k}** — {v}")
+    c1, c2 = st.columns(2)
+    c1.download_button("Download CSV", df.to_csv(index=False), f"{project.name}-results.csv",
+                       "text/csv", key="results.csv")
+    c2.download_button("Download JSON", json.dumps(rows, indent=1), f"{project.name}-results"
+                       ".json", "application/json", key="results.json")
+
+    sweeps = sorted({r["sweep"] for r in rows if r.get("sweep")})
+    if sweeps:
+        st.subheader("Metrics versus r")
+        sweep = st.selectbox("sweep", sweeps, key="results.sweep")
+        series = sweep_series(rows, sweep, kind)
+        fig = go.Figure()
+        for col in columns:
+            if any(v is not None for v in series[col]):
+                fig.add_scatter(x=series["r"], y=series[col], mode="lines+markers", name=col)
+        for ref in ("Original", "Retained"):
+            row = next((r for r in rows if r["run"] == ref), None)
+            if row and row.get("FQ") is not None:
+                fig.add_hline(y=row["FQ"], line_dash="dot", annotation_text=f"{ref} FQ")
+        fig.update_layout(height=380, xaxis_title="r", margin=dict(l=10, r=10, t=30, b=10))
+        st.plotly_chart(fig, key="results.sweep_plot")
+
+st.subheader("Loss curves")
+trained = [r["run_id"] for r in all_runs if r["method"] != "finetune"]
+chosen = st.multiselect("runs", trained, default=trained[:3], key="results.curves")
+metric = st.selectbox("curve", ["forget_nll", "loss", "normal_nll", "retain_nll", "r"],
+                      key="results.curve_metric")
+if chosen:
+    fig = go.Figure()
+    for run_id in chosen:
+        m = metrics(root / run_id)
+        fig.add_scatter(x=[p["step"] for p in m], y=[p.get(metric) for p in m], mode="lines",
+                        name=run_id)
+    fig.update_layout(height=320, xaxis_title="step", yaxis_title=metric,
+                      margin=dict(l=10, r=10, t=30, b=10))
+    st.plotly_chart(fig, key="results.curves_plot")
+
+st.subheader("Config diff")
+ids = [r["run_id"] for r in all_runs]
+if len(ids) >= 2:
+    c1, c2 = st.columns(2)
+    a = c1.selectbox("run A", ids, key="results.diff_a")
+    b = c2.selectbox("run B", ids, index=1, key="results.diff_b")
+    diff = config_diff(root / a, root / b)
+    st.dataframe(diff, hide_index=True) if diff else st.write("Same settings.")
+
+pending = [r["run_id"] for r in all_runs if r["state"] == "completed" and
+           not (root / r["run_id"] / "eval" / "summary.json").exists()]
+if pending:
+    st.caption(f"Not evaluated yet: {', '.join(pending)}")
+    if st.button("Evaluate them now (queued jobs)", key="results.eval"):
+        for run_id in pending:
+            jobs.request_eval(root / run_id)
+        st.rerun()

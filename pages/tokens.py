@@ -1,0 +1,101 @@
+"""Token probabilities (the paper's Figure 3): how the probability of each answer token (say
+"French") moves under the original model and each run, and across training steps."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages._common import current_project
+from sga_core.live import tokens_html
+from sga_core.project_runs import original_run_id
+from sga_core.results import follow_token, per_sample, project_runs, token_table
+from sga_core.runs import runs_root
+
+st.title("Token probabilities")
+project = current_project()
+if project is None:
+    st.stop()
+root = runs_root()
+forget = project.forget()
+runs = [r for r in project_runs(project, root)
+        if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
+original = root / original_run_id(project)
+if not runs:
+    st.info("No evaluated runs with token tables yet: runs are evaluated when they complete "
+            "(the prepared Original model too).")
+    st.stop()
+
+
+def row_label(i: int) -> str:
+    q = forget[i].get("question") or forget[i].get("prompt", "")
+    french = " ★" if "French" in (forget[i].get("answer") or "") else ""
+    return f"{i}: {q[:90]}{french}"
+
+
+row = st.selectbox("forget row", list(range(len(forget))), format_func=row_label,
+                   key="tokens.row")
+ids = [r["run_id"] for r in runs]
+default = [i for i in ids if i == original.name] + [i for i in ids if i != original.name][:3]
+chosen = st.multiselect("models (the Original first)", ids, default=default,
+                        key="tokens.runs")
+tables = {run_id: token_table(root / run_id).get(row) for run_id in chosen}
+tables = {k: v for k, v in tables.items() if v}
+if not tables:
+    st.warning("No token table for this row in the chosen runs.")
+    st.stop()
+ref = next(iter(tables.values()))
+tokens = ref["tokens"]
+st.markdown("**Answer:** " + html.escape(forget[row].get("answer") or
+                                         forget[row].get("continuation", "")))
+candidates = [f"{j}: {t.strip() or repr(t)}" for j, t in enumerate(tokens)]
+default_tok = next((j for j, t in enumerate(tokens) if t.strip() == "French"), 0)
+mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,
+                    format_func=lambda j: candidates[j], key="tokens.mark")
+
+labels = [("Original" if k == original.name else k) for k in tables]
+z = [t["probs"] for t in tables.values()]
+hover = [[f"{html.escape(tokens[j])} p={t['probs'][j]:.3f}<br>top-5: " +
+          ", ".join(f"{html.escape(a)!s} {p:.2f}" for a, p in t["top"][j])
+          for j in range(len(t["probs"]))] for t in tables.values()]
+fig = go.Figure(go.Heatmap(z=z, x=[f"{j}:{tok}" for j, tok in enumerate(tokens)], y=labels,
+                           text=hover, hoverinfo="text", colorscale="RdYlGn", zmin=0, zmax=1,
+                           colorbar=dict(title="p")))
+fig.add_vline(x=mark, line_color="#1f4fff", line_width=2)
+fig.update_layout(height=120 + 40 * len(labels), margin=dict(l=10, r=10, t=30, b=10),
+                  title="probability of each answer token (hover: top-5 alternatives)")
+st.plotly_chart(fig, key="tokens.heatmap")
+
+for label, t in zip(labels, tables.values()):
+    st.markdown(f"**{label}** — p({tokens[mark].strip()!r}) = {t['probs'][mark]:.3f}")
+    st.html(tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
+
+st.subheader(f"{tokens[mark].strip()!r} across training steps")
+fig = go.Figure()
+for run_id in tables:
+    pts = follow_token(root / run_id, row, mark)
+    if pts and run_id != original.name:
+        fig.add_scatter(x=[s for s, _ in pts], y=[p for _, p in pts], mode="lines+markers",
+                        name=run_id)
+if fig.data:
+    fig.update_layout(height=300, xaxis_title="step", yaxis_title="probability",
+                      yaxis_range=[0, 1], margin=dict(l=10, r=10, t=30, b=10))
+    st.plotly_chart(fig, key="tokens.steps")
+else:
+    st.caption("No probes of this row in the chosen runs (set probe rows on the Train page).")
+
+st.subheader("Greedy answers side by side")
+which = st.radio("set", ["forget", "retain"], horizontal=True, key="tokens.set")
+answers = {}
+for run_id in chosen:
+    for rec in per_sample(root / run_id):
+        if rec["set"] == which:
+            answers.setdefault(rec["index"], {"question": rec["question"],
+                                              "reference": rec["answer"]})[
+                "Original" if run_id == original.name else run_id] = rec["generated"]
+if answers:
+    pick = st.selectbox("row", sorted(answers), key="tokens.answer_row",
+                        format_func=lambda i: f"{i}: {answers[i]['question'][:80]}")
+    st.table({k: [v] for k, v in answers[pick].items()})
