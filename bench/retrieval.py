@@ -16,7 +16,6 @@ The last line is machine-readable: ``retrieval_demo_s=<total>``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -26,10 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DEMO = ROOT / "assets" / "demo"
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+from sga_core.offline import set_offline_defaults  # noqa: E402
+
+set_offline_defaults()
 
 
 def main() -> None:

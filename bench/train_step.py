@@ -18,7 +18,6 @@ The last line is machine-readable:
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -29,10 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DEMO = ROOT / "assets" / "demo"
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+from sga_core.offline import set_offline_defaults  # noqa: E402
+
+set_offline_defaults()
 
 K = 4
 R = -0.8  # the SGA default (coefficients only change weights, not the cost)

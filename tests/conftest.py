@@ -3,17 +3,25 @@ session offline in a few seconds, and the shipped demo data."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from sga_core.offline import set_offline_defaults
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo"
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+set_offline_defaults()
+
+
+@pytest.fixture()
+def ui_env(tmp_path, monkeypatch):
+    """A workspace and a runs folder of the test's own, for AppTest pages."""
+    monkeypatch.setenv("SGA_WORKSPACE", str(tmp_path / "workspace"))
+    monkeypatch.setenv("SGA_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

@@ -6,28 +6,12 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from sga_core.projects import list_projects, load_project
+from tests.ui import open_page
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-@pytest.fixture()
-def ui_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("SGA_WORKSPACE", str(tmp_path / "workspace"))
-    monkeypatch.setenv("SGA_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def open_page(page: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
 
 
 def test_demo_project_is_created_and_previewed(ui_env):

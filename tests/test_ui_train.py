@@ -8,26 +8,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.ui import open_page
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture()
-def ui_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("SGA_WORKSPACE", str(tmp_path / "workspace"))
-    monkeypatch.setenv("SGA_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def open_page(page: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
 
 
 def fill_tiny_form(at: AppTest, model_dir: Path) -> AppTest:

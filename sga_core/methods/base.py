@@ -92,6 +92,13 @@ class Method:
         return torch.tensor([r in roles for r in stats.roles], device=stats.mean_nll.device)
 
 
+def forget_with_retain(data: MethodData, enc: Encoder, with_retain: bool = True) -> list[Unit]:
+    """One unit per forget row: its forget answer, plus its paired retain row if asked."""
+    return [Unit(i, [enc.row(row, data.kind, role="forget", forget_index=i)] +
+                 ([paired_retain(data, enc, i)] if with_retain else []))
+            for i, row in enumerate(data.forget)]
+
+
 def paired_retain(data: MethodData, enc: Encoder, i: int, role: str = "retain") -> Sequence:
     """The retain row paired with forget row ``i`` (cycled through the retain set)."""
     if not data.retain:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sga_core.methods import register
-from sga_core.methods.base import Method, MethodData, SeqStats, Unit
+from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
 
 
 @dataclass
@@ -20,8 +20,7 @@ class GA(Method):
     Config = GAConfig
 
     def build_units(self, data: MethodData, enc) -> list[Unit]:
-        return [Unit(i, [enc.row(row, data.kind, role="forget", forget_index=i)])
-                for i, row in enumerate(data.forget)]
+        return forget_with_retain(data, enc, with_retain=False)
 
     def unit_losses(self, stats: SeqStats, n_units: int):
         return self.weighted_sum(stats, [-1.0] * len(stats.roles), n_units)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sga_core.config import param
 from sga_core.methods import register
-from sga_core.methods.base import Method, MethodData, SeqStats, Unit, paired_retain
+from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
 
 
 @dataclass
@@ -22,9 +22,7 @@ class GradDiff(Method):
     needs = frozenset({"retain"})
 
     def build_units(self, data: MethodData, enc) -> list[Unit]:
-        return [Unit(i, [enc.row(row, data.kind, role="forget", forget_index=i),
-                         paired_retain(data, enc, i)])
-                for i, row in enumerate(data.forget)]
+        return forget_with_retain(data, enc)
 
     def unit_losses(self, stats: SeqStats, n_units: int):
         w = [-1.0 if r == "forget" else self.cfg.retain_weight for r in stats.roles]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sga_core.config import param
 from sga_core.methods import register
-from sga_core.methods.base import Method, MethodData, SeqStats, Unit, paired_retain
+from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
 
 
 @dataclass
@@ -26,13 +26,7 @@ class NPO(Method):
     needs = frozenset({"reference"})
 
     def build_units(self, data: MethodData, enc) -> list[Unit]:
-        units = []
-        for i, row in enumerate(data.forget):
-            seqs = [enc.row(row, data.kind, role="forget", forget_index=i)]
-            if self.cfg.retain_weight > 0:
-                seqs.append(paired_retain(data, enc, i))
-            units.append(Unit(i, seqs))
-        return units
+        return forget_with_retain(data, enc, with_retain=self.cfg.retain_weight > 0)
 
     def unit_losses(self, stats: SeqStats, n_units: int):
         import torch
