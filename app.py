@@ -6,7 +6,8 @@ subprocesses (training, evaluation) or lazily behind st.cache_resource.
 
 import streamlit as st
 
-st.set_page_config(page_title="SGA Workbench", page_icon=":material/cleaning_services:", layout="wide")
+st.set_page_config(page_title="SGA Workbench", page_icon=":material/cleaning_services:",
+                   layout="wide")
 
 pages = {
     "Workbench": [

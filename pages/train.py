@@ -38,6 +38,8 @@ def apply_preset(preset: dict) -> None:
     if not isinstance(preset, dict):
         raise ValueError("a preset must be a YAML mapping")
     st.session_state["train.loaded"] = preset
+    if isinstance(preset.get("eval"), dict) and "enabled" in preset["eval"]:
+        st.session_state["train.eval"] = bool(preset["eval"]["enabled"])
     if preset.get("model"):
         st.session_state["train.model_mode"] = "other model"
         st.session_state["train.model"] = str(preset["model"])
@@ -164,6 +166,10 @@ with st.expander("Advanced training settings"):
 with st.expander("Accelerate (processes, precision, DeepSpeed/FSDP config)"):
     launch = dataclass_form(LaunchConfig, loaded.get("launch"), key="train.f.l")
 
+st.session_state.setdefault("train.eval", True)
+evaluate = st.checkbox("evaluate when the run completes (TOFU/MUSE metrics, token tables; "
+                       "takes about as long as a short run)", key="train.eval")
+
 if "train.run_id" not in st.session_state:
     st.session_state["train.run_id"] = ""
 run_id = st.text_input("run id (empty = automatic)", key="train.run_id")
@@ -175,7 +181,7 @@ def make_cfg(run_id_value: str, sweep=None, r=None):
         args["r"] = r
     return build_config(project, method=method, method_args=args, training=training,
                         launch=launch, model=model, run_id=run_id_value, sweep=sweep,
-                        normals=normals, eval_cfg=default_eval(project, root))
+                        normals=normals, eval_cfg=default_eval(project, root, evaluate))
 
 
 def resolved_id(cfg) -> str:

@@ -3,6 +3,11 @@
 - ``<name>-original``: the base model fine-tuned on forget + retain rows (the model to unlearn);
 - ``<name>-retain-ref``: the base model fine-tuned on retain rows only (the reference for
   Forget Quality: what a model that never saw the forget set looks like).
+
+Both are then evaluated (the "Original" and "Retained" rows of a results table): the retain
+reference first, so its forget truth ratios (QA) or Min-K% AUC (text) are in its
+eval/summary.json, then the original with ``eval.reference`` = the retain-ref run. Runs
+trained later from the original should use the same reference.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ PREPARE_DEFAULTS = {"lr": 1e-4, "epochs": 4, "batch_size": 8, "probe_count": 0,
 def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str | None = None,
             runs_dir=None, training: dict | None = None, launch: dict | None = None,
             task: str = "qa", which: str = "both", overwrite: bool = True,
-            echo=print) -> dict:
-    """Train the original and/or the retain reference; returns {run_id: {state, path}}."""
+            echo=print, evaluate: bool = True, eval_sets: dict | None = None) -> dict:
+    """Train the original and/or the retain reference, then (``evaluate``) evaluate them;
+    returns {run_id: {state, path, model, error, eval_state, eval_error}}.
+
+    ``eval_sets`` are the extra evaluation sets (``eval.sets``: real-world QA sets, or the
+    text holdout / forget_qa / retain_qa sets) recorded in both runs' configs."""
     name = name or "prepared"
     root = runs_root(runs_dir)
+    ref_dir = root / f"{name}-retain-ref"
     plan = []
     if which in ("both", "original"):
         plan.append((f"{name}-original", True))
@@ -40,14 +50,27 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             "data": {"task": task, "forget": forget, "retain": retain},
             "training": {**PREPARE_DEFAULTS, **(training or {})},
             "launch": launch or {},
+            # the original is compared with the retain reference (Forget Quality, PrivLeak)
+            "eval": {"sets": dict(eval_sets or {}),
+                     "reference": str(ref_dir) if include_forget else None},
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
         })
         run_dir = create_run(cfg, root)
         echo(f"== {run_id}: fine-tuning {model} ({cfg.notes})")
-        status = run_foreground(run_dir, echo=echo)
+        status = run_foreground(run_dir, echo=echo, evaluate=False)  # evaluated below
         results[run_id] = {"state": status.get("state"), "path": str(run_dir),
                            "model": str(run_dir / "model"), "error": status.get("error")}
         if status.get("state") != "completed":
             break
+    if evaluate:
+        from sga_core.launch import run_eval_foreground
+
+        # the reference first: the original's Forget Quality reuses its forget truth ratios
+        for run_id in sorted(results, key=lambda r: not r.endswith("-retain-ref")):
+            if results[run_id]["state"] != "completed":
+                continue
+            st = run_eval_foreground(results[run_id]["path"], echo=echo)
+            results[run_id].update(eval_state=st.get("eval_state"),
+                                   eval_error=st.get("eval_error"))
     return results

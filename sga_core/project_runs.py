@@ -83,14 +83,12 @@ def build_config(project: Project, *, method: str, method_args: dict, training: 
     return TrainConfig.from_dict(raw)
 
 
-def default_eval(project: Project, root=None) -> dict | None:
+def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
     """Evaluation settings for a project's runs: its extra sets and its retain reference."""
-    from sga_core.config import TrainConfig as _TC
-
-    if "eval" not in {f for f in _TC.__dataclass_fields__}:
-        return None
     ref = prepared_reference(project, root)
-    return {"reference": str(ref) if ref else None,
+    if ref is None and (runs_root(root) / reference_run_id(project)).exists():
+        ref = runs_root(root) / reference_run_id(project)  # queued or training: used later
+    return {"enabled": enabled, "reference": str(ref) if ref else None,
             "sets": {name: str(path) for name, path in project.eval_sets().items()}}
 
 
@@ -104,8 +102,9 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
 
     root = runs_root(root)
     out = []
-    for run_id, include_forget in ((original_run_id(project), True),
-                                   (reference_run_id(project), False)):
+    # the reference first: the original's Forget Quality compares against it
+    for run_id, include_forget in ((reference_run_id(project), False),
+                                   (original_run_id(project), True)):
         if (root / run_id).exists():
             from sga_core.runs import effective_status
 
@@ -115,7 +114,7 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
         cfg = build_config(project, method="finetune",
                            method_args={"include_forget": include_forget},
                            training={**PREPARE_DEFAULTS, **(training or {})}, launch={},
-                           model=model, run_id=run_id,
+                           model=model, run_id=run_id, eval_cfg=default_eval(project, root),
                            notes="prepare: " + ("original" if include_forget else
                                                 "retain reference"))
         out.append(jobs.submit(cfg, root))

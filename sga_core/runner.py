@@ -31,6 +31,9 @@ class Runner:
         self.idle_exit_s = idle_exit_s
         self.poll_s = poll_s
         self.active: dict[Path, object] = {}  # run_dir -> Popen
+        # follow-up evaluations (python -m sga_core eval RUN_DIR) of completed runs: they
+        # hold a slot like a training job, since evaluation is CPU/GPU heavy too
+        self.evals: dict[Path, object] = {}  # run_dir -> Popen
         self.escalated: dict[Path, int] = {}
         self.stop = False
 
@@ -51,6 +54,33 @@ class Runner:
             self.log(f"{run_dir.name}: {read_status(run_dir).get('state')} "
                      f"(exit {proc.returncode})")
             del self.active[run_dir]
+            self.start_eval(run_dir)
+        self.reap_evals()
+
+    def busy(self) -> int:
+        return len(self.active) + len(self.evals)
+
+    def start_eval(self, run_dir: Path) -> None:
+        """Evaluate a run that just completed, when its config's eval.enabled is true."""
+        if not launch.should_evaluate(run_dir):
+            return
+        try:
+            proc = launch.start_eval(run_dir)
+        except Exception as exc:  # evaluation problems never stop the queue
+            write_status(run_dir, eval_state="failed", eval_ended_at=now_iso(),
+                         eval_error=f"cannot start the evaluation: {exc}")
+            return
+        self.evals[run_dir] = proc
+        self.log(f"{run_dir.name}: evaluating (pid {proc.pid})")
+
+    def reap_evals(self) -> None:
+        for run_dir, proc in list(self.evals.items()):
+            if proc.poll() is None:
+                continue
+            st = launch.finish_eval(run_dir, proc.returncode)
+            self.log(f"{run_dir.name}: evaluation {st.get('eval_state')} "
+                     f"(exit {proc.returncode})")
+            del self.evals[run_dir]
 
     def escalate(self, run_dir: Path, proc, waited: float) -> None:
         level = self.escalated.get(run_dir, 0)
@@ -65,7 +95,7 @@ class Runner:
 
     def start_queued(self) -> None:
         for run_dir in queued_runs(self.root):
-            if len(self.active) >= self.max_parallel:
+            if self.busy() >= self.max_parallel:
                 return
             if run_dir in self.active:
                 continue
@@ -82,12 +112,29 @@ class Runner:
             self.active[run_dir] = proc
             self.log(f"{run_dir.name}: started (pid {proc.pid})")
 
+    def start_requested_evals(self) -> None:
+        """Evaluations asked for by hand (jobs.request_eval: eval_state 'queued')."""
+        from sga_core.runs import list_runs
+
+        for r in list_runs(self.root):
+            if self.busy() >= self.max_parallel:
+                return
+            run_dir = Path(r["path"])
+            if r["state"] == "completed" and run_dir not in self.evals and \
+                    read_status(run_dir).get("eval_state") == "queued":
+                try:
+                    self.evals[run_dir] = launch.start_eval(run_dir)
+                    self.log(f"{run_dir.name}: evaluating on request")
+                except Exception as exc:  # never stops the queue
+                    write_status(run_dir, eval_state="failed", eval_error=str(exc))
+
     def run(self) -> int:
         idle_since = time.time()
         while not self.stop:
             self.reap()
             self.start_queued()
-            if self.active:
+            self.start_requested_evals()
+            if self.active or self.evals:
                 idle_since = time.time()
             elif time.time() - idle_since > self.idle_exit_s:
                 break

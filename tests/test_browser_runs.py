@@ -56,6 +56,7 @@ def test_live_progress_cancel_and_killed_job(tmp_path, tiny_model_dir):
         "method_args": {"r": -0.8, "k": 4, "convention": "label"},
         "training": {"max_steps": 100000, "batch_size": 2, "probe_every": 50,
                      "eval_nll": False, "save_model": False, "lr": 1e-4},
+        "eval": {"enabled": False},
     }))
     runs = tmp_path / "runs"
     with streamlit_app(tmp_path) as url, chromium_page() as page:

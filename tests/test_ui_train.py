@@ -23,6 +23,7 @@ def fill_tiny_form(at: AppTest, model_dir: Path) -> AppTest:
     at.number_input(key="train.f.t.max_steps").set_value(2).run()
     at.number_input(key="train.f.t.batch_size").set_value(4).run()
     at.checkbox(key="train.f.t.eval_nll").uncheck().run()
+    at.checkbox(key="train.eval").uncheck().run()
     assert not at.exception, at.exception
     return at
 
