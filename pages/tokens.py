@@ -11,7 +11,8 @@ import streamlit as st
 from pages._common import current_project
 from sga_core.live import tokens_html
 from sga_core.project_runs import original_run_id
-from sga_core.results import follow_token, per_sample, project_runs, token_table
+from sga_core.results import (follow_token, per_sample, project_runs, token_table,
+                              word_token_index)
 from sga_core.runs import runs_root
 
 st.title("Token probabilities")
@@ -51,9 +52,9 @@ tokens = ref["tokens"]
 st.markdown("**Answer:** " + html.escape(forget[row].get("answer") or
                                          forget[row].get("continuation", "")))
 candidates = [f"{j}: {t.strip() or repr(t)}" for j, t in enumerate(tokens)]
-default_tok = next((j for j, t in enumerate(tokens) if t.strip() == "French"), 0)
+default_tok = word_token_index(tokens, "French") or 0  # the demo's distinctive fact
 mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,
-                    format_func=lambda j: candidates[j], key="tokens.mark")
+                    format_func=lambda j: candidates[j], key=f"tokens.mark.{row}")
 
 labels = [("Original" if k == original.name else k) for k in tables]
 z = [t["probs"] for t in tables.values()]

@@ -152,6 +152,19 @@ def per_sample(run_dir: Path) -> list[dict]:
     return read_jsonl(Path(run_dir) / "eval" / "per_sample.jsonl")
 
 
+def word_token_index(tokens: list[str], word: str) -> int | None:
+    """Index of the token where ``word`` starts in the decoded answer (works when a word is
+    split into several tokens), or None."""
+    text, starts = "", []
+    for tok in tokens:
+        starts.append(len(text))
+        text += tok
+    at = text.find(word)
+    if at < 0:
+        return None
+    return max(i for i, s in enumerate(starts) if s <= at)
+
+
 def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[int, float]]:
     """(step, probability) of the answer token at ``position`` across a run's probes."""
     pts = []

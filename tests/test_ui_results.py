@@ -69,7 +69,8 @@ def test_results_table_and_sweep_plot(env):
     assert df.loc[df["run"] == "Original", "FQ"].notna().all()
     assert at.selectbox(key="results.sweep").value == "s1"
     assert len(at.get("plotly_chart")) >= 1
-    at.selectbox(key="results.diff_b").set_value(df["run_id"].iloc[3]).run()
+    diff_b = at.selectbox(key="results.diff_b")
+    diff_b.set_value(diff_b.options[-1]).run()
     assert not at.exception
 
 
@@ -77,9 +78,14 @@ def test_token_page_follows_french(env):
     at = open_page("pages/tokens.py")
     at.selectbox(key="tokens.row").set_value(7).run()
     assert not at.exception, at.exception
-    mark = at.selectbox(key="tokens.mark")
-    assert "French" in mark.format_func(mark.value)
-    assert any("p('French')" in m.value for m in at.markdown)
+    from sga_core.demo import FRENCH_ROW
+
+    assert FRENCH_ROW == 7
+    mark = at.selectbox(key="tokens.mark.7")
+    tokens = [o.split(": ", 1)[1] for o in mark.options]
+    # the preselected token is where "French" starts, even when it is split into pieces
+    assert "".join(tokens[mark.value:]).startswith("F") and mark.value > 0
+    assert sum("— p(" in m.value for m in at.markdown) >= 3  # Original + the two runs
     assert len(at.get("plotly_chart")) >= 2  # heatmap and the steps plot (probes of row 7)
     at.radio(key="tokens.set").set_value("retain").run()
     assert not at.exception
@@ -98,3 +104,11 @@ def test_probe_answers_side_by_side(env):
     assert not at.error, [e.value for e in at.error]
     labels = [m.value for m in at.markdown if m.value.startswith("**")]
     assert "**Original**" in labels
+
+
+def test_word_token_index():
+    from sga_core.results import word_token_index
+
+    assert word_token_index(["He", " writes", " in", " F", "rench", "."], "French") == 3
+    assert word_token_index(["A", " French", " style"], "French") == 1
+    assert word_token_index(["no", " match"], "French") is None

@@ -1,0 +1,112 @@
+"""Benchmark for issue 4: while a job trains SmolLM2, how long a page switch takes in a real
+browser, and how much memory the Streamlit process holds (the model lives in the job).
+
+Starts the workbench on a free loopback port with its own workspace/runs folders, queues a
+SmolLM2 SGA run, then switches pages in headless Chromium (Debian's) and samples the
+Streamlit process's RSS. Last line: ``page_switch_s=<median> ui_rss_mib=<max>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update"]
+PAGES = [("Data", "Data"), ("Runs", "Runs"), ("Train", "Train"), ("Results", "Results"),
+         ("Normal answers", "Normal answers")]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="embedded:smollm2")
+    p.add_argument("--switches", type=int, default=10)
+    args = p.parse_args(argv)
+
+    import psutil
+    from playwright.sync_api import sync_playwright
+
+    from sga_core import jobs
+    from sga_core.normals.idk import idk_normals
+    from sga_core.project_runs import build_config
+    from sga_core.projects import create_demo_project
+    from sga_core.runs import read_status
+
+    tmp = Path(tempfile.mkdtemp(prefix="sga-ui-bench-"))
+    project = create_demo_project(root=tmp / "workspace")
+    project.save_normals(idk_normals(10, 4), "idk")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SGA_WORKSPACE": str(tmp / "workspace"),
+           "SGA_RUNS_DIR": str(tmp / "runs")}
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                               "--server.port", str(port), "--server.headless", "true"],
+                              cwd=tmp, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    run_dir = None
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        cfg = build_config(project, method="sga", method_args={"r": -0.8, "k": 4},
+                           training={"max_steps": 200, "batch_size": 2, "eval_nll": False,
+                                     "save_model": False}, launch={}, model=args.model,
+                           normals=str(project.normals_path), eval_cfg={"enabled": False})
+        run_dir = jobs.submit(cfg, tmp / "runs")
+        while not (run_dir / "metrics.jsonl").exists():  # the job is really training
+            time.sleep(1)
+        proc = psutil.Process(server.pid)
+        rss, times = [], []
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url)
+            page.get_by_role("heading", name="SGA Workbench").wait_for(timeout=60000)
+            for i in range(args.switches):
+                link, title = PAGES[i % len(PAGES)]
+                t0 = time.perf_counter()
+                page.get_by_role("link", name=link, exact=True).first.click()
+                page.get_by_role("heading", name=title, exact=True).first.wait_for(
+                    timeout=30000)
+                times.append(time.perf_counter() - t0)
+                rss.append(sum(p.memory_info().rss for p in [proc] + proc.children(True)
+                               if "streamlit" in " ".join(p.cmdline()) or p.pid == proc.pid))
+                time.sleep(0.5)
+            browser.close()
+        st = read_status(run_dir)
+        print(f"job: {run_dir.name} state={st.get('state')} step={st.get('step')}/"
+              f"{st.get('total_steps')} (training {args.model} in its own process)")
+        print("page switch times (s): " + ", ".join(f"{t:.2f}" for t in times))
+        print(f"Streamlit process RSS: max {max(rss) / 2**20:.0f} MiB")
+        print(f"page_switch_s={statistics.median(times):.3f} ui_rss_mib={max(rss) / 2**20:.0f}")
+    finally:
+        if run_dir is not None:
+            jobs.cancel(run_dir)
+            time.sleep(2)
+            for pid in (read_status(run_dir).get("pid"), read_status(run_dir).get("launcher_pid")):
+                try:
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)
+                except (TypeError, ProcessLookupError, PermissionError):
+                    pass
+        os.killpg(os.getpgid(server.pid), signal.SIGTERM)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
