@@ -22,18 +22,14 @@ def main(argv=None) -> int:
                    "exists, else embedded:smollm2")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--steps", type=int, default=4, help="measured steps per variant")
+    p.add_argument("--skip-analysis", action="store_true",
+                   help="only the adaptive/fixed step-time ratio")
     args = p.parse_args(argv)
 
-    import torch
-
-    from sga_core.adaptive import adaptive_gradient
     from sga_core.data import load_qa
-    from sga_core.encoding import Encoder
-    from sga_core.methods import MethodData, get_method
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.models import load_model
     from sga_core.normals.idk import idk_normals
     from sga_core.rstar import run_analysis
-    from sga_core.trainer import flatten, forward_stats
 
     model_spec = args.model or (str(ROOT / "runs/demo-original/model")
                                 if (ROOT / "runs/demo-original/model/config.json").exists()
@@ -42,17 +38,35 @@ def main(argv=None) -> int:
     normals = idk_normals(len(forget), 4)
     load_model(model_spec)  # convert/cache once, outside the timing
 
-    t0 = time.time()
-    res = run_analysis(model_spec, forget, normals, "qa", 4)
-    rstar_s = time.time() - t0
-    s = res["summary"]
     print(f"model: {model_spec}")
-    print(f"r* analysis over {len(forget)} forget rows (all parameters): {rstar_s:.1f} s "
+    rstar_s = float("nan")
+    if not args.skip_analysis:
+        t0 = time.time()
+        res = run_analysis(model_spec, forget, normals, "qa", 4)
+        rstar_s = time.time() - t0
+        report_analysis(res, rstar_s, len(forget))
+    step_ratio(model_spec, forget, normals, args, rstar_s)
+    return 0
+
+
+def report_analysis(res, rstar_s, n) -> None:
+    s = res["summary"]
+    print(f"r* analysis over {n} forget rows (all parameters): {rstar_s:.1f} s "
           f"(model load included)")
     print("r* per row: " + ", ".join(f"{r['r_star']:+.3f}" for r in res["rows"]
                                       if r["r_star"] is not None))
     print(f"r* > 0: {s['n_positive']}  r* < 0: {s['n_negative']}  median {s['median']:+.3f}  "
           f"IQR [{s['q1']:+.3f}, {s['q3']:+.3f}]")
+
+
+def step_ratio(model_spec, forget, normals, args, rstar_s) -> None:
+    import torch
+
+    from sga_core.adaptive import adaptive_gradient
+    from sga_core.encoding import Encoder
+    from sga_core.methods import MethodData, get_method
+    from sga_core.models import load_model, load_tokenizer
+    from sga_core.trainer import flatten, forward_stats
 
     tok = load_tokenizer(model_spec)
     model = load_model(model_spec)
@@ -91,7 +105,6 @@ def main(argv=None) -> int:
     print(f"step time over {len(units)} forget rows x K=4: fixed {f_med:.2f} s, adaptive "
           f"{a_med:.2f} s (median of {args.steps})")
     print(f"rstar_demo_s={rstar_s:.3f} adaptive_step_ratio={ratio:.3f}")
-    return 0
 
 
 if __name__ == "__main__":
