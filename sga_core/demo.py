@@ -767,7 +767,10 @@ def _author_rows(index: int, rng: random.Random) -> list[dict]:
                 "question": _fill(q_t, base),
                 "answer": _fill(a_t, base),
                 "paraphrased_answer": _fill(p_t, base),
-                "perturbed_answer": [_fill(a_t, _context(author, **s)) for s in swaps],
+                # as in TOFU, a perturbed answer changes the fact inside the PARAPHRASE's
+                # wording: the truth ratio then compares like with like (a model that only
+                # memorised the answer's wording must not prefer the perturbed answers)
+                "perturbed_answer": [_fill(p_t, _context(author, **s)) for s in swaps],
             }
         )
     q, a, p, wrong = author["quirk"]
