@@ -51,7 +51,8 @@ def main(argv=None) -> int:
     if not args.skip_prepare:
         t0 = time.time()
         res = prepare(str(project.forget_path), str(project.retain_path), name=project.name,
-                      runs_dir=root)
+                      runs_dir=root, eval_sets={k: str(v) for k, v in
+                                                project.eval_sets().items()})
         report["prepare_total_s"] = round(time.time() - t0, 1)
         for run_id in (original_run_id(project), reference_run_id(project)):
             st = read_status(root / run_id)
