@@ -8,6 +8,7 @@ loading a model; the trainer's probes use the same function during training.
 from __future__ import annotations
 
 from sga_core.encoding import Encoder, Sequence, collate
+from sga_core.scoring import inference, length_batches
 
 
 def token_records(model, enc: Encoder, seqs: list[Sequence], device="cpu", top_k: int = 5,
@@ -16,12 +17,8 @@ def token_records(model, enc: Encoder, seqs: list[Sequence], device="cpu", top_k
     import torch
 
     out: list[dict | None] = [None] * len(seqs)
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        for s in range(0, len(order), batch_size):
-            idx = order[s:s + batch_size]
+    with inference(model):
+        for idx in length_batches([len(x) for x in seqs], batch_size):
             b = {k: v.to(device) for k, v in collate([seqs[i] for i in idx], enc.pad_id).items()}
             logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
                            use_cache=False).logits.float()
@@ -39,8 +36,6 @@ def token_records(model, enc: Encoder, seqs: list[Sequence], device="cpu", top_k
                     "top": [[[enc.tok.decode([t]), round(q, 5)] for t, q in zip(ti, tp)]
                             for ti, tp in zip(top_i.tolist(), top_p.tolist())],
                 }
-    if was_training:
-        model.train()
     return out  # type: ignore[return-value]
 
 
