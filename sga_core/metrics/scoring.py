@@ -98,31 +98,21 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
     ``include_eos``. For Min-K% (:func:`~sga_core.metrics.min_k_percent_score`) and perplexity
     (:func:`~sga_core.metrics.perplexity_from_logprobs`).
     """
-    import torch
-
     from sga_core.losses import token_logprobs
+    from sga_core.scoring import inference, length_batches
 
     enc = _as_encoder(encoder)
     seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     out: list[list[float]] = [[] for _ in seqs]
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for s in range(0, len(order), max(1, batch_size)):
-                idx = order[s:s + batch_size]
-                b = {k: v.to(device)
-                     for k, v in collate([seqs[i] for i in idx], enc.pad_id).items()}
-                logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                               use_cache=False).logits
-                lp = token_logprobs(logits, b["labels"]).cpu()
-                mask = (b["labels"][:, 1:] != IGNORE).cpu()
-                for j, i in enumerate(idx):
-                    out[i] = lp[j][mask[j]].tolist()
-    finally:
-        if was_training:
-            model.train()
+    with inference(model):
+        for idx in length_batches([len(x) for x in seqs], batch_size):
+            b = {k: v.to(device) for k, v in collate([seqs[i] for i in idx], enc.pad_id).items()}
+            logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
+                           use_cache=False).logits
+            lp = token_logprobs(logits, b["labels"]).cpu()
+            mask = (b["labels"][:, 1:] != IGNORE).cpu()
+            for j, i in enumerate(idx):
+                out[i] = lp[j][mask[j]].tolist()
     return out
 
 
@@ -155,10 +145,11 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
 
     import torch
 
+    from sga_core.scoring import inference, length_batches
+
     enc = _as_encoder(encoder)
     limit = max_prompt_tokens or enc.max_length
     ids = [_prompt_ids(enc, p, kind)[-limit:] for p in prompts]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = [""] * len(ids)
     gen_cfg = copy.deepcopy(model.generation_config)
     gen_cfg.do_sample = False
@@ -170,28 +161,20 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
     gen_cfg.max_length = None
     gen_cfg.pad_token_id = enc.pad_id
     gen_cfg.eos_token_id = enc.eos_id
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for s in range(0, len(order), max(1, batch_size)):
-                idx = order[s:s + batch_size]
-                width = max(len(ids[i]) for i in idx)
-                input_ids = torch.full((len(idx), width), enc.pad_id, dtype=torch.long)
-                mask = torch.zeros((len(idx), width), dtype=torch.long)
-                for j, i in enumerate(idx):
-                    n = len(ids[i])
-                    input_ids[j, width - n:] = torch.tensor(ids[i])
-                    mask[j, width - n:] = 1
-                gen = model.generate(input_ids=input_ids.to(device),
-                                     attention_mask=mask.to(device),
-                                     generation_config=gen_cfg)
-                for j, i in enumerate(idx):
-                    new = gen[j, width:].tolist()
-                    if enc.eos_id in new:
-                        new = new[:new.index(enc.eos_id)]
-                    out[i] = enc.tok.decode(new, skip_special_tokens=True).strip()
-    finally:
-        if was_training:
-            model.train()
+    with inference(model):
+        for idx in length_batches([len(x) for x in ids], batch_size):
+            width = max(len(ids[i]) for i in idx)
+            input_ids = torch.full((len(idx), width), enc.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for j, i in enumerate(idx):
+                n = len(ids[i])
+                input_ids[j, width - n:] = torch.tensor(ids[i])
+                mask[j, width - n:] = 1
+            gen = model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                                 generation_config=gen_cfg)
+            for j, i in enumerate(idx):
+                new = gen[j, width:].tolist()
+                if enc.eos_id in new:
+                    new = new[:new.index(enc.eos_id)]
+                out[i] = enc.tok.decode(new, skip_special_tokens=True).strip()
     return out
