@@ -11,8 +11,7 @@ import streamlit as st
 from pages._common import current_project
 from sga_core.live import tokens_html
 from sga_core.project_runs import original_run_id
-from sga_core.results import (follow_token, per_sample, project_runs, token_table,
-                              word_token_index)
+from sga_core.results import follow_token, per_sample, project_runs, token_table, word_token_index
 from sga_core.runs import runs_root
 
 st.title("Token probabilities")

@@ -17,6 +17,7 @@ from sga_core.project_runs import (
     build_config,
     default_eval,
     parse_r_values,
+    pending_model,
     prepared_model,
     submit_prepare,
 )
@@ -76,15 +77,17 @@ loaded = st.session_state.get("train.loaded", {})
 # ---------------------------------------------------------------- model ---------------------
 st.subheader("Model")
 original = prepared_model(project, root)
-options = (["prepared original"] if original else []) + ["other model"]
+pending = pending_model(project, root)
+options = (["prepared original"] if original or pending else []) + ["other model"]
 mode = st.radio("model to unlearn", options, horizontal=True, key="train.model_mode")
 if mode == "prepared original":
-    model = str(original)
-    st.caption(f"`{model}`")
+    model = str(original or pending)
+    st.caption(f"`{model}`" + (" (being prepared now: runs you launch are queued behind it "
+                                "and start once it is ready)" if pending else ""))
 else:
     st.session_state.setdefault("train.model", "embedded:smollm2")
     model = st.text_input("model (HF id, local folder, or embedded:smollm2)", key="train.model")
-if not original:
+if not original and not pending:
     st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
             "base model on forget + retain (the model to unlearn) and on retain only (the "
             "reference for Forget Quality); both run as queued jobs on the Runs page.")

@@ -25,6 +25,18 @@ def prepared_model(project: Project, root=None) -> Path | None:
     return path if (path / "config.json").exists() else None
 
 
+def pending_model(project: Project, root=None) -> Path | None:
+    """The original's model folder while its prepare run is queued or running (a run queued
+    now starts after it, the queue being one job at a time by default)."""
+    from sga_core.runs import effective_status
+
+    run_dir = runs_root(root) / original_run_id(project)
+    if prepared_model(project, root) or not run_dir.exists():
+        return None
+    state = effective_status(run_dir).get("state")
+    return run_dir / "model" if state in ("queued", "running") else None
+
+
 def prepared_reference(project: Project, root=None) -> Path | None:
     path = runs_root(root) / reference_run_id(project)
     return path if (path / "model" / "config.json").exists() else None

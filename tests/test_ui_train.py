@@ -108,3 +108,39 @@ def test_preset_save_and_load(ui_env, tiny_model_dir):
     assert at2.number_input(key="train.f.t.max_steps").value == 2
     assert at2.number_input(key="train.r_number").value == -3.5
     assert at2.text_input(key="train.model").value == str(tiny_model_dir)
+
+
+def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model_dir):
+    """A new user presses Prepare, then launches an SGA run at once: the page offers the
+    original being prepared, and the queue runs the SGA run after it, on its model."""
+    from sga_core.config import load_config
+    from sga_core.normals.idk import idk_normals
+    from sga_core.project_runs import original_run_id, submit_prepare
+    from sga_core.projects import create_demo_project
+    from sga_core.runs import list_runs, read_status
+
+    project = create_demo_project(root=ui_env / "workspace")
+    project.save_normals(idk_normals(len(project.forget()), 4), "idk")
+    prep = submit_prepare(project, model=str(tiny_model_dir), root=ui_env / "runs",
+                          training={"epochs": 1, "batch_size": 16, "eval_nll": False})
+    at = open_page("pages/train.py")
+    assert at.radio(key="train.model_mode").options == ["prepared original", "other model"]
+    at.radio(key="train.model_mode").set_value("prepared original").run()
+    original = ui_env / "runs" / original_run_id(project) / "model"
+    assert any(str(original) in c.value and "being prepared" in c.value for c in at.caption)
+    assert not any("no prepared original" in i.value for i in at.info)
+    at.number_input(key="train.f.t.max_steps").set_value(2).run()
+    at.checkbox(key="train.eval").uncheck().run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    sga = [r for r in list_runs(ui_env / "runs") if r["method"] == "sga"]
+    assert len(sga) == 1
+    assert load_config(Path(sga[0]["path"]) / "config.yaml").model == str(original)
+    deadline = time.time() + 240
+    while time.time() < deadline and read_status(Path(sga[0]["path"])).get("state") not in (
+            "completed", "failed", "cancelled"):
+        time.sleep(1)
+    st = read_status(Path(sga[0]["path"]))
+    assert st.get("state") == "completed", st
+    prepared = read_status(prep[-1])
+    assert prepared["state"] == "completed" and prepared["ended_at"] <= st["started_at"]
