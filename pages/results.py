@@ -17,6 +17,7 @@ from sga_core.results import (
     best_values,
     config_diff,
     project_runs,
+    r_groups,
     results_table,
     sweep_series,
 )
@@ -66,10 +67,14 @@ else:
     c2.download_button("Download JSON", json.dumps(rows, indent=1), f"{project.name}-results"
                        ".json", "application/json", key="results.json")
 
-    sweeps = sorted({r["sweep"] for r in rows if r.get("sweep")})
-    if sweeps:
-        st.subheader("Metrics versus r")
-        sweep = st.selectbox("sweep", sweeps, key="results.sweep")
+    sweeps = r_groups(rows)
+    st.subheader("Metrics versus r")
+    if not sweeps:
+        st.caption("Appears once two runs of a method at different r are evaluated (or a "
+                   "sweep: Train page → Sweep over r).")
+    else:
+        sweep = st.selectbox("runs", sweeps, key="results.sweep",
+                             help="a sweep, or all runs of one method")
         series = sweep_series(rows, sweep, kind)
         fig = go.Figure()
         for col in columns:

@@ -112,11 +112,27 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     return best
 
 
+def r_groups(rows: list[dict]) -> list[str]:
+    """What a metric-versus-r plot can show: each sweep, and every unlearning method with
+    runs at two or more r values (runs launched one by one, not as a sweep)."""
+    out = sorted({r["sweep"] for r in rows if r.get("sweep")})
+    methods = sorted({r["method"] for r in rows if r.get("r") is not None})
+    for m in methods:
+        if len({r["r"] for r in rows if r["method"] == m and r.get("r") is not None}) >= 2:
+            out.append(f"all {m} runs")
+    return out
+
+
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
-    """Metric-versus-r points of one sweep, sorted by r."""
+    """Metric-versus-r points of one :func:`r_groups` entry (a sweep, or ``all <method>
+    runs``), sorted by r."""
     columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
-    pts = sorted((r for r in rows if r.get("sweep") == sweep and r.get("r") is not None),
-                 key=lambda r: r["r"])
+    if sweep.startswith("all ") and sweep.endswith(" runs"):
+        method = sweep[4:-5]
+        chosen = [r for r in rows if r["method"] == method]
+    else:
+        chosen = [r for r in rows if r.get("sweep") == sweep]
+    pts = sorted((r for r in chosen if r.get("r") is not None), key=lambda r: r["r"])
     return {"r": [p["r"] for p in pts], **{c: [p.get(c) for p in pts] for c in columns}}
 
 
@@ -175,4 +191,4 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
 
 
 __all__ = ["best_values", "config_diff", "follow_token", "per_sample", "project_runs",
-           "results_table", "runs_root", "summary_of", "sweep_series", "token_table"]
+           "results_table", "runs_root", "r_groups", "summary_of", "sweep_series", "token_table"]

@@ -67,7 +67,7 @@ def test_results_table_and_sweep_plot(env):
         assert col in df.columns
     # the original has a Forget Quality against the retain reference
     assert df.loc[df["run"] == "Original", "FQ"].notna().all()
-    assert at.selectbox(key="results.sweep").value == "s1"
+    assert at.selectbox(key="results.sweep").options == ["s1", "all sga runs"]
     assert len(at.get("plotly_chart")) >= 1
     diff_b = at.selectbox(key="results.diff_b")
     diff_b.set_value(diff_b.options[-1]).run()
