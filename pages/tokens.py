@@ -11,7 +11,14 @@ import streamlit as st
 from pages._common import current_project
 from sga_core.live import tokens_html
 from sga_core.project_runs import original_run_id
-from sga_core.results import follow_token, per_sample, project_runs, token_table, word_token_index
+from sga_core.results import (
+    follow_token,
+    per_sample,
+    project_runs,
+    run_label,
+    token_table,
+    word_token_index,
+)
 from sga_core.runs import runs_root
 
 st.title("Token probabilities")
@@ -35,12 +42,15 @@ def row_label(i: int) -> str:
     return f"{i}: {q[:90]}{french}"
 
 
-row = st.selectbox("forget row", list(range(len(forget))), format_func=row_label,
-                   key="tokens.row")
+starred = [i for i in range(len(forget)) if "French" in (forget[i].get("answer") or "")]
+row = st.selectbox("forget row (★: a French-style fact, the paper's Figure 3 example)",
+                   list(range(len(forget))), format_func=row_label, key="tokens.row",
+                   index=starred[0] if starred else 0)
 ids = [r["run_id"] for r in runs]
 default = [i for i in ids if i == original.name] + [i for i in ids if i != original.name][:3]
 chosen = st.multiselect("models (the Original first)", ids, default=default,
-                        key="tokens.runs")
+                        key="tokens.runs", format_func=lambda i: run_label({"run_id": i},
+                                                                           project))
 tables = {run_id: token_table(root / run_id).get(row) for run_id in chosen}
 tables = {k: v for k, v in tables.items() if v}
 if not tables:
@@ -55,7 +65,7 @@ default_tok = word_token_index(tokens, "French") or 0  # the demo's distinctive 
 mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,
                     format_func=lambda j: candidates[j], key=f"tokens.mark.{row}")
 
-labels = [("Original" if k == original.name else k) for k in tables]
+labels = [run_label({"run_id": k}, project) for k in tables]
 z = [t["probs"] for t in tables.values()]
 hover = [[f"{html.escape(tokens[j])} p={t['probs'][j]:.3f}<br>top-5: " +
           ", ".join(f"{html.escape(a)!s} {p:.2f}" for a, p in t["top"][j])
@@ -94,7 +104,7 @@ for run_id in chosen:
         if rec["set"] == which:
             answers.setdefault(rec["index"], {"question": rec["question"],
                                               "reference": rec["answer"]})[
-                "Original" if run_id == original.name else run_id] = rec["generated"]
+                run_label({"run_id": run_id}, project)] = rec["generated"]
 if answers:
     pick = st.selectbox("row", sorted(answers), key="tokens.answer_row",
                         format_func=lambda i: f"{i}: {answers[i]['question'][:80]}")

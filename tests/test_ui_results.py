@@ -76,6 +76,7 @@ def test_results_table_and_sweep_plot(env):
 
 def test_token_page_follows_french(env):
     at = open_page("pages/tokens.py")
+    assert at.selectbox(key="tokens.row").value == 7  # the French row is preselected
     at.selectbox(key="tokens.row").set_value(7).run()
     assert not at.exception, at.exception
     from sga_core.demo import FRENCH_ROW
