@@ -299,12 +299,15 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
                 reference_tr: Sequence[float | None] | None,
                 max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
                 *, max_retain_rows: int = 0, device="cpu",
-                reference_reason: str | None = None) -> tuple[dict, list[dict]]:
+                reference_reason: str | None = None,
+                self_reference: bool = False) -> tuple[dict, list[dict]]:
     """TOFU-style metrics of a loaded model on QA rows.
 
     ``sets`` are the extra (real-world) QA sets, name -> rows; Model Utility uses
     ``real_authors`` and ``world_facts``. ``reference_tr`` are the retain reference's forget
-    truth ratios (None: Forget Quality is None, with ``reference_reason`` if given).
+    truth ratios (None: Forget Quality is None, with ``reference_reason`` if given);
+    ``self_reference``: this model IS the retain reference, so its own truth ratios are the
+    reference (its Forget Quality is then 1, the KS p-value of identical samples).
     Returns ``(summary, per_sample)``: ``summary["metrics"]`` maps ``<set>_probability``,
     ``<set>_truth_ratio``, ``<set>_rouge``, ``model_utility`` and ``forget_quality`` to
     ``{"name", "value", "reason"}``; ``summary["forget_truth_ratios"]`` is the raw per-row
@@ -376,6 +379,8 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
             })
 
     mu = model_utility(metrics)
+    if self_reference:
+        reference_tr = list(forget_tr)
     if reference_tr is None:
         fq = missing("forget_quality",
                      reference_reason or "no retain-reference truth ratios")
@@ -431,13 +436,15 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
                   max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
                   *, max_retain_rows: int = 0, device="cpu",
                   reference_reason: str | None = None,
-                  verbmem_new_tokens: int = VERBMEM_NEW_TOKENS) -> tuple[dict, list[dict]]:
+                  verbmem_new_tokens: int = VERBMEM_NEW_TOKENS,
+                  self_reference: bool = False) -> tuple[dict, list[dict]]:
     """MUSE-style metrics of a loaded model on text rows.
 
     ``sets``: ``holdout`` (text, never trained on: Min-K% AUC, PrivLeak, perplexity),
     ``forget_qa`` / ``retain_qa`` (QA about the forget / retain documents: KnowMem); other
     QA sets get ``<name>_knowmem``, other text sets ``<name>_perplexity``.
-    ``reference_auc`` is the retain reference's Min-K% AUC on the same forget / holdout texts.
+    ``reference_auc`` is the retain reference's Min-K% AUC on the same forget / holdout texts
+    (``self_reference``: this model is the reference, its own AUC is used: PrivLeak 0).
     Metrics: ``forget_verbmem``, ``forget_knowmem``, ``retain_knowmem``, ``mia_auc``,
     ``privleak``, ``holdout_perplexity``, ``forget_perplexity``, ``retain_perplexity``.
     """
@@ -539,6 +546,8 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
         metrics["mia_auc"] = auc(mink["forget"], mink["holdout"], name="mia_auc")
     timings["logprobs_s"] = round(time.time() - ts, 3)
 
+    if self_reference and metrics["mia_auc"].value is not None:
+        reference_auc = metrics["mia_auc"].value
     if metrics["mia_auc"].value is None:
         metrics["privleak"] = missing("privleak", metrics["mia_auc"].reason or "no AUC")
     elif reference_auc is None:
@@ -583,6 +592,21 @@ class Reference:
 
 def _is_run_dir(path: Path) -> bool:
     return (path / "config.yaml").exists() or (path / "status.json").exists()
+
+
+def is_same_model(ref: Reference | None, model: str) -> bool:
+    """Whether the evaluated model is the reference itself (the retain reference's own run)."""
+    if ref is None or ref.model is None:
+        return False
+    a, b = Path(ref.model).expanduser(), Path(model).expanduser()
+    if a.is_dir() and b.is_dir():
+        return a.resolve() == b.resolve()
+    return ref.model == model
+
+
+def self_reference_info(ref: Reference) -> dict:
+    return {"value": None, "source": "self (this model is the retain reference)",
+            "reason": None, "path": ref.given, "model": ref.model}
 
 
 def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
@@ -760,6 +784,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     # before the evaluated model is loaded)
     ts = time.time()
     ref = resolve_reference(reference)
+    self_ref = is_same_model(ref, model)
     if kind == "qa":
         key = forget_rows_key(forget_rows, st.max_length, st.system_prompt)
 
@@ -770,8 +795,9 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             _, denom, pert = _split(sc)
             return truth_ratio(pert, denom).per_sample
 
-        ref_info = reference_value(ref, "forget_truth_ratios", key, compute, dtype=st.dtype,
-                                   device=device, progress=progress)
+        ref_info = (self_reference_info(ref) if self_ref else
+                    reference_value(ref, "forget_truth_ratios", key, compute, dtype=st.dtype,
+                                    device=device, progress=progress))
     else:
         holdout = set_rows.get("holdout") or []
         key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
@@ -785,7 +811,9 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             h = min_k_percent_score(lps[len(forget_rows):], MIN_K)
             return auc(f, h).value
 
-        if not holdout:
+        if self_ref:
+            ref_info = self_reference_info(ref)
+        elif not holdout:
             ref_info = {"value": None, "source": None, "path": reference,
                         "model": ref.model if ref else None,
                         "reason": "no holdout set (eval.sets.holdout)"}
@@ -804,7 +832,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             summary, per_sample = evaluate_qa(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
-                device=device, reference_reason=ref_info["reason"])
+                device=device, reference_reason=ref_info["reason"], self_reference=self_ref)
             # per-token probabilities of the forget answers (the Token probabilities page)
             from sga_core.tokenprobs import row_token_table
 
@@ -816,7 +844,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             summary, per_sample = evaluate_text(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
-                device=device, reference_reason=ref_info["reason"])
+                device=device, reference_reason=ref_info["reason"], self_reference=self_ref)
     finally:
         del m
         _free()

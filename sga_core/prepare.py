@@ -50,9 +50,9 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             "data": {"task": task, "forget": forget, "retain": retain},
             "training": {**PREPARE_DEFAULTS, **(training or {})},
             "launch": launch or {},
-            # the original is compared with the retain reference (Forget Quality, PrivLeak)
-            "eval": {"sets": dict(eval_sets or {}),
-                     "reference": str(ref_dir) if include_forget else None},
+            # both are compared with the retain reference (Forget Quality, PrivLeak); the
+            # reference against itself gives the paper's "Retained" row (FQ 1)
+            "eval": {"sets": dict(eval_sets or {}), "reference": str(ref_dir)},
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
         })

@@ -126,7 +126,9 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
         cfg = build_config(project, method="finetune",
                            method_args={"include_forget": include_forget},
                            training={**PREPARE_DEFAULTS, **(training or {})}, launch={},
-                           model=model, run_id=run_id, eval_cfg=default_eval(project, root),
+                           model=model, run_id=run_id,
+                           eval_cfg={**default_eval(project, root),
+                                     "reference": str(root / reference_run_id(project))},
                            notes="prepare: " + ("original" if include_forget else
                                                 "retain reference"))
         out.append(jobs.submit(cfg, root))

@@ -431,6 +431,12 @@ def test_prepare_evaluates_both_models(tmp_path, tiny_model_dir, qa_data):
     # the original's Forget Quality used the retain reference's own forget truth ratios
     assert original["reference"]["source"] == "reference summary"
     assert original["metrics"]["forget_quality"]["value"] is not None
-    assert retained["metrics"]["forget_quality"]["value"] is None
+    # the reference against itself: the paper's "Retained" row, FQ = KS p-value of identical
+    # samples, computed from its own truth ratios without loading a second model
+    ref_cfg = load_config(tmp_path / "runs" / "tiny-retain-ref" / "config.yaml")
+    assert ref_cfg.eval.reference == str(tmp_path / "runs" / "tiny-retain-ref")
+    assert retained["reference"]["source"].startswith("self")
+    assert retained["metrics"]["forget_quality"]["value"] == pytest.approx(1.0)
     assert retained["metrics"]["model_utility"]["value"] is not None
+    assert not (tmp_path / "runs" / "tiny-retain-ref" / "eval" / REFERENCE_CACHE_FILE).exists()
     assert json.dumps(original)  # strict JSON
