@@ -7,6 +7,7 @@ model and a reload re-attaches to it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,18 @@ from sga_core.fileio import atomic_write_json, read_json
 from sga_core.runs import now_iso, pid_alive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def background_argv(argv: list[str]) -> list[str]:
+    """``argv`` at a lower CPU priority (``nice -n $SGA_JOB_NICE``, default 10; 0 = off):
+    background jobs (and the runner, whose training and evaluation processes inherit it)
+    then never starve the browser's server of the CPU."""
+    try:
+        level = int(os.environ.get("SGA_JOB_NICE", "10"))
+    except ValueError:
+        level = 10
+    nice = shutil.which("nice")
+    return [nice, "-n", str(level), *argv] if level > 0 and nice else list(argv)
 
 
 def job_dir(project, name: str) -> Path:
@@ -57,7 +70,8 @@ def start(project, name: str, module: str, spec: dict, env: dict | None = None,
     child_env.update(PYTHONPATH=str(PROJECT_ROOT), PYTHONUNBUFFERED="1")
     log = open(d / "job.log", "wb")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", module, str(project.path)],
+        proc = subprocess.Popen(background_argv([sys.executable, "-m", module,
+                                                 str(project.path)]),
                                 cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=child_env,
                                 start_new_session=True)

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from sga_core.bgjob import background_argv
 from sga_core.fileio import read_json
 from sga_core.runs import (
     CANCEL_FILE,
@@ -64,8 +65,9 @@ def ensure_runner(root: str | os.PathLike | None = None, max_parallel: int = 1,
     log = open(root / ".runner.log", "ab")
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sga_core.runner", "--runs-dir", str(root),
-             "--max-parallel", str(max_parallel), "--idle-exit", str(idle_exit_s)],
+            background_argv([sys.executable, "-m", "sga_core.runner", "--runs-dir", str(root),
+                             "--max-parallel", str(max_parallel),
+                             "--idle-exit", str(idle_exit_s)]),
             cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
                                          "PYTHONPATH": str(PROJECT_ROOT)})

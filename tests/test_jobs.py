@@ -44,6 +44,10 @@ def test_queue_runs_one_at_a_time(tiny_model_dir, demo_dir, idk_normals_file, ru
     assert sb["started_at"] >= sa["ended_at"]
     assert sa["runner_pid"] == sb["runner_pid"]
     assert jobs.runner_alive(runs_dir)
+    # the runner (whose jobs inherit it) runs at a lower CPU priority than the UI
+    import psutil
+
+    assert psutil.Process(sa["runner_pid"]).nice() == min(19, os.nice(0) + 10)
 
 
 def test_cancel_queued_and_running(tiny_model_dir, demo_dir, idk_normals_file, runs_dir):
@@ -128,3 +132,11 @@ def test_delete_refuses_active_and_rerun_copies_config(tiny_model_dir, demo_dir,
     jobs.delete(done)
     assert not done.exists()
     wait_state(again, {"completed"})
+
+
+def test_background_priority_is_configurable(monkeypatch):
+    from sga_core.bgjob import background_argv
+
+    assert background_argv(["x"])[1:] == ["-n", "10", "x"]
+    monkeypatch.setenv("SGA_JOB_NICE", "0")
+    assert background_argv(["x"]) == ["x"]
