@@ -16,6 +16,7 @@ from sga_core.results import (
     TEXT_COLUMNS,
     best_values,
     config_diff,
+    display_names,
     project_runs,
     r_groups,
     results_table,
@@ -48,17 +49,32 @@ else:
                 and df.loc[i, "run"] not in ("Original", "Retained") else ""
                 for i, v in col.items()]
 
+    intro = ("One row per evaluated run, with the Original (before unlearning) and Retained "
+             "(never saw the forget set: the target) models first; the best unlearning value "
+             "of each metric in bold. ")
+    st.caption(intro + (
+               "**VerbMem**: ROUGE-L of the continuation of forget text prompts; **KnowMem**: "
+               "ROUGE-L of answers to questions about the forget / retain documents; "
+               "**PrivLeak**: Min-K% membership AUC relative to the Retained model's (0 is "
+               "best); **PPL**: perplexity on the holdout set. — = cannot be computed "
+               "(why: below)." if kind == "text" else
+               "**FQ** Forget Quality: KS-test p-value of the forget "
+               "truth ratios against the Retained model's (higher = closer to never having "
+               "seen the data). **MU** Model Utility: harmonic mean of probability, truth "
+               "ratio and ROUGE-L on the retain set and the two real-world sets. **ROUGE-L**: "
+               "recall of the greedy answer against the reference answer. **prob**: mean "
+               "probability of the reference answer. — = cannot be computed (why: below)."))
+    df["K"] = df["K"].astype("Int64")
     fmt = {c: "{:.4g}" for c in columns}
+    fmt["r"] = "{:g}"
     st.dataframe(df[shown].style.apply(highlight, subset=list(columns)).format(
-        fmt, na_rep="—"), hide_index=True, width="stretch")
-    st.caption("Best unlearning value per metric in bold. FQ = Forget Quality (KS test p-value "
-               "against the retain reference; higher is closer to a model that never saw the "
-               "forget set), MU = Model Utility (harmonic mean of 9 numbers). " +
-               "— = cannot be computed; why:")
+        fmt, na_rep="—").format(na_rep="—", subset=["method", "K"]),
+        hide_index=True, width="stretch")
     whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns
             if f"{c} (why)" in r}
     if whys:
-        with st.expander(f"{len(whys)} metrics could not be computed"):
+        n = len(whys)
+        with st.expander(f"{n} {'value' if n == 1 else 'values'} could not be computed: why"):
             for k, v in whys.items():
                 st.write(f"**{k}** — {v}")
     c1, c2 = st.columns(2)
@@ -82,34 +98,47 @@ else:
                 fig.add_scatter(x=series["r"], y=series[col], mode="lines+markers", name=col)
         for ref in ("Original", "Retained"):
             row = next((r for r in rows if r["run"] == ref), None)
-            if row and row.get("FQ") is not None:
-                fig.add_hline(y=row["FQ"], line_dash="dot", annotation_text=f"{ref} FQ")
-        fig.update_layout(height=380, xaxis_title="r", margin=dict(l=10, r=10, t=30, b=10))
+            if row and row.get("FQ") is not None and ref == "Original":
+                fig.add_hline(y=row["FQ"], line_dash="dot", annotation_text="Original FQ")
+        fig.update_layout(height=380, xaxis_title="r", yaxis_title="metric value",
+                          margin=dict(l=10, r=10, t=30, b=10))
         st.plotly_chart(fig, key="results.sweep_plot")
 
 st.subheader("Loss curves")
+names = display_names(all_runs, project)
 trained = [r["run_id"] for r in all_runs if r["method"] != "finetune"]
-chosen = st.multiselect("runs", trained, default=trained[:3], key="results.curves")
+chosen = st.multiselect("runs", trained, default=trained[:3], key="results.curves",
+                        format_func=lambda i: names.get(i, i))
 metric = st.selectbox("curve", ["forget_nll", "loss", "normal_nll", "retain_nll", "r"],
                       key="results.curve_metric")
 if chosen:
     fig = go.Figure()
     for run_id in chosen:
         m = metrics(root / run_id)
-        fig.add_scatter(x=[p["step"] for p in m], y=[p.get(metric) for p in m], mode="lines",
-                        name=run_id)
-    fig.update_layout(height=320, xaxis_title="step", yaxis_title=metric,
-                      margin=dict(l=10, r=10, t=30, b=10))
-    st.plotly_chart(fig, key="results.curves_plot")
+        ys = [p.get(metric) for p in m]
+        if any(y is not None for y in ys):
+            fig.add_scatter(x=[p["step"] for p in m], y=ys, mode="lines",
+                            name=names.get(run_id, run_id))
+    if fig.data:
+        fig.update_layout(height=320, xaxis_title="step", yaxis_title=metric,
+                          margin=dict(l=10, r=10, t=30, b=10))
+        st.plotly_chart(fig, key="results.curves_plot")
+    else:
+        st.caption(f"The chosen runs did not log {metric} (retain_nll needs a method that "
+                   "trains on retain rows, e.g. GradDiff; r only varies with adaptive r).")
 
 st.subheader("Config diff")
 ids = [r["run_id"] for r in all_runs]
 if len(ids) >= 2:
     c1, c2 = st.columns(2)
-    a = c1.selectbox("run A", ids, key="results.diff_a")
-    b = c2.selectbox("run B", ids, index=1, key="results.diff_b")
+    a = c1.selectbox("run A", ids, key="results.diff_a", format_func=lambda i: names.get(i, i))
+    b = c2.selectbox("run B", ids, index=1, key="results.diff_b",
+                     format_func=lambda i: names.get(i, i))
     diff = config_diff(root / a, root / b)
-    st.dataframe(diff, hide_index=True) if diff else st.write("Same settings.")
+    if diff:
+        st.dataframe(diff, hide_index=True)
+    else:
+        st.write("Same settings.")
 
 pending = [r["run_id"] for r in all_runs if r["state"] == "completed" and
            not (root / r["run_id"] / "eval" / "summary.json").exists()]

@@ -77,8 +77,17 @@ def live_view():
     probes = latest_probes(run_dir)
     if probes:
         st.markdown("**Probe answers** (token colour = probability, red low, green high)")
+        steps = sorted({rec["step"] for recs in probes.values() for rec in recs})
+        step = steps[-1]
+        if p["state"] not in ("queued", "running") and len(steps) > 1:
+            step = st.select_slider("step", steps, value=steps[-1],
+                                    key=f"runs.probe_step.{selected}",
+                                    help="the probe answers as they were at this step")
         for idx, recs in probes.items():
-            rec = recs[-1]
+            at_step = [rec for rec in recs if rec["step"] <= step]
+            if not at_step:
+                continue
+            rec = at_step[-1]
             st.markdown(f"forget row {idx} · step {rec['step']}", help="hover a token for p")
             st.html(tokens_html(rec["tokens"], rec["probs"]))
     with st.expander("log", expanded=p["state"] == "failed"):

@@ -12,10 +12,10 @@ from pages._common import current_project
 from sga_core.live import tokens_html
 from sga_core.project_runs import original_run_id
 from sga_core.results import (
+    display_names,
     follow_token,
     per_sample,
     project_runs,
-    run_label,
     token_table,
     word_token_index,
 )
@@ -46,11 +46,11 @@ starred = [i for i in range(len(forget)) if "French" in (forget[i].get("answer")
 row = st.selectbox("forget row (★: a French-style fact, the paper's Figure 3 example)",
                    list(range(len(forget))), format_func=row_label, key="tokens.row",
                    index=starred[0] if starred else 0)
+names = display_names(runs, project)
 ids = [r["run_id"] for r in runs]
 default = [i for i in ids if i == original.name] + [i for i in ids if i != original.name][:3]
 chosen = st.multiselect("models (the Original first)", ids, default=default,
-                        key="tokens.runs", format_func=lambda i: run_label({"run_id": i},
-                                                                           project))
+                        key="tokens.runs", format_func=lambda i: names.get(i, i))
 tables = {run_id: token_table(root / run_id).get(row) for run_id in chosen}
 tables = {k: v for k, v in tables.items() if v}
 if not tables:
@@ -65,7 +65,7 @@ default_tok = word_token_index(tokens, "French") or 0  # the demo's distinctive 
 mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,
                     format_func=lambda j: candidates[j], key=f"tokens.mark.{row}")
 
-labels = [run_label({"run_id": k}, project) for k in tables]
+labels = [names.get(k, k) for k in tables]
 z = [t["probs"] for t in tables.values()]
 hover = [[f"{html.escape(tokens[j])} p={t['probs'][j]:.3f}<br>top-5: " +
           ", ".join(f"{html.escape(a)!s} {p:.2f}" for a, p in t["top"][j])
@@ -74,6 +74,7 @@ fig = go.Figure(go.Heatmap(z=z, x=[f"{j}:{tok}" for j, tok in enumerate(tokens)]
                            text=hover, hoverinfo="text", colorscale="RdYlGn", zmin=0, zmax=1,
                            colorbar=dict(title="p")))
 fig.add_vline(x=mark, line_color="#1f4fff", line_width=2)
+fig.update_yaxes(autorange="reversed")  # the Original on top, as in the selector
 fig.update_layout(height=120 + 40 * len(labels), margin=dict(l=10, r=10, t=30, b=10),
                   title="probability of each answer token (hover: top-5 alternatives)")
 st.plotly_chart(fig, key="tokens.heatmap")
@@ -88,7 +89,7 @@ for run_id in tables:
     pts = follow_token(root / run_id, row, mark)
     if pts and run_id != original.name:
         fig.add_scatter(x=[s for s, _ in pts], y=[p for _, p in pts], mode="lines+markers",
-                        name=run_id)
+                        name=names.get(run_id, run_id))
 if fig.data:
     fig.update_layout(height=300, xaxis_title="step", yaxis_title="probability",
                       yaxis_range=[0, 1], margin=dict(l=10, r=10, t=30, b=10))
@@ -104,8 +105,11 @@ for run_id in chosen:
         if rec["set"] == which:
             answers.setdefault(rec["index"], {"question": rec["question"],
                                               "reference": rec["answer"]})[
-                run_label({"run_id": run_id}, project)] = rec["generated"]
+                names.get(run_id, run_id)] = rec["generated"]
 if answers:
-    pick = st.selectbox("row", sorted(answers), key="tokens.answer_row",
+    order = sorted(answers)
+    pick = st.selectbox("row" + (" (the evaluated sample of the retain set)" if which == "retain"
+                                 else ""), order, key=f"tokens.answer_row.{which}",
+                        index=order.index(row) if which == "forget" and row in order else 0,
                         format_func=lambda i: f"{i}: {answers[i]['question'][:80]}")
     st.table({k: [v] for k, v in answers[pick].items()})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from sga_core.fileio import read_json, read_jsonl
@@ -66,11 +67,35 @@ def metric_value(summary: dict | None, name: str):
 
 
 def run_label(r: dict, project=None) -> str:
+    """A readable name: "Original", "Retained", or the method with its r ("sga r=-0.8");
+    the run id when the method is unknown. :func:`display_names` makes them unique."""
     if project is not None and r["run_id"] == f"{project.name}-original":
         return "Original"
     if project is not None and r["run_id"] == f"{project.name}-retain-ref":
         return "Retained"
-    return r["run_id"]
+    method = r.get("method")
+    if not method:
+        return r["run_id"]
+    label = method if method != "finetune" else "finetune"
+    if r.get("r") is not None:
+        label += f" r={float(r['r']):g}"
+    return label
+
+
+def display_names(runs: list[dict], project=None) -> dict[str, str]:
+    """run id -> unique readable name; runs that would share a name get the time of their
+    run id ("sga r=-0.8 · 01:06:15")."""
+    labels = {r["run_id"]: run_label(r, project) for r in runs}
+    counts: dict[str, int] = {}
+    for v in labels.values():
+        counts[v] = counts.get(v, 0) + 1
+    out = {}
+    for run_id, label in labels.items():
+        if counts[label] > 1:
+            m = re.search(r"-(\d{8})-(\d{2})(\d{2})(\d{2})(?:-\d+)?$", run_id)
+            label += f" · {m.group(2)}:{m.group(3)}:{m.group(4)}" if m else f" · {run_id}"
+        out[run_id] = label
+    return out
 
 
 def results_table(project, root=None, kind: str = "qa") -> list[dict]:
@@ -79,11 +104,13 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     its reason is kept under ``<column> (why)``."""
     columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
     rows = []
-    for r in project_runs(project, root):
+    runs = project_runs(project, root)
+    names = display_names(runs, project)
+    for r in runs:
         summ = summary_of(r["path"])
         if summ is None:
             continue
-        row = {"run": run_label(r, project), "run_id": r["run_id"],
+        row = {"run": names[r["run_id"]], "run_id": r["run_id"],
                "method": r["method"] if r["method"] != "finetune" else "-",
                "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"]}
         for col, (name, _) in columns.items():
@@ -190,5 +217,6 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
     return pts
 
 
-__all__ = ["best_values", "config_diff", "follow_token", "per_sample", "project_runs",
-           "results_table", "runs_root", "r_groups", "summary_of", "sweep_series", "token_table"]
+__all__ = ["best_values", "config_diff", "display_names", "follow_token", "per_sample",
+           "project_runs", "r_groups", "results_table", "run_label", "runs_root", "summary_of",
+           "sweep_series", "token_table"]

@@ -30,3 +30,22 @@ def test_series_sorted_by_r_and_limited_to_the_group():
 
 def test_best_values_skip_original_and_retained():
     assert best_values(ROWS)["FQ"] == 0.5  # the Retained row's 1.0 is not a competitor
+
+
+def test_display_names_are_readable_and_unique():
+    from sga_core.results import display_names
+
+    class P:
+        name = "demo"
+
+    runs = [{"run_id": "demo-original", "method": "finetune", "r": None},
+            {"run_id": "demo-retain-ref", "method": "finetune", "r": None},
+            {"run_id": "sga-r-0p8-k4-20261122-010615", "method": "sga", "r": -0.8},
+            {"run_id": "sga-r-0p8-k4-20261122-020000", "method": "sga", "r": -0.8},
+            {"run_id": "sga-r0-k4-20261122-010055", "method": "sga", "r": 0.0},
+            {"run_id": "npo-x", "method": "npo", "r": None}]
+    assert display_names(runs, P()) == {
+        "demo-original": "Original", "demo-retain-ref": "Retained",
+        "sga-r-0p8-k4-20261122-010615": "sga r=-0.8 · 01:06:15",
+        "sga-r-0p8-k4-20261122-020000": "sga r=-0.8 · 02:00:00",
+        "sga-r0-k4-20261122-010055": "sga r=0", "npo-x": "npo"}

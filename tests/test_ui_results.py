@@ -72,6 +72,15 @@ def test_results_table_and_sweep_plot(env):
     diff_b = at.selectbox(key="results.diff_b")
     diff_b.set_value(diff_b.options[-1]).run()
     assert not at.exception
+    # nothing but the diff: no stray value printed by Streamlit's "magic"
+    assert not at.get("doc_string") and not at.get("help")
+    diff_b.set_value(at.selectbox(key="results.diff_a").value).run()
+    assert any(m.value == "Same settings." for m in at.markdown)
+    assert not at.get("doc_string") and not any(m.value == "None" for m in at.markdown)
+    # runs are named by method and r, unique; the CSV has K as an integer
+    assert set(df["run"][2:]) == {"sga r=-0.8", "sga r=0"}
+    csv = at.get("download_button")[0]
+    assert csv.proto.label == "Download CSV"
 
 
 def test_token_page_follows_french(env):
