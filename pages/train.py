@@ -210,8 +210,8 @@ c1, c2 = st.columns(2)
 if c1.button("Preview command", key="train.preview"):
     try:
         cfg = make_cfg(run_id)
-        cfg.run_id = resolved_id(cfg)
-        st.session_state["train.run_id_pending"] = cfg.run_id
+        st.session_state["train.previewed"] = (resolved_id(cfg), dump_config(make_cfg("")))
+        cfg.run_id = st.session_state["train.previewed"][0]
         st.code(command_text(cfg, root / cfg.run_id), language="bash")
         with st.expander("config.yaml"):
             st.code(dump_config(cfg), language="yaml")
@@ -220,7 +220,11 @@ if c1.button("Preview command", key="train.preview"):
 
 if c2.button("Launch", type="primary", key="train.launch"):
     try:
-        cfg = make_cfg(run_id or st.session_state.pop("train.run_id_pending", ""))
+        previewed = st.session_state.pop("train.previewed", None)
+        # the previewed command's run id, if nothing changed since the preview
+        same = (not run_id and previewed and previewed[1] == dump_config(make_cfg(""))
+                and not (root / previewed[0]).exists())
+        cfg = make_cfg(previewed[0] if same else run_id)
         run_dir = jobs.submit(cfg, root)
         st.success(f"Queued run **{run_dir.name}**. Watch it on the Runs page.")
         st.session_state["runs.selected"] = run_dir.name

@@ -37,7 +37,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 def queued_runs(root: Path) -> list[Path]:
     """Queued run folders, oldest first."""
     rows = [r for r in list_runs(root) if r["state"] == "queued" and r.get("mode") == "queue"]
-    rows.sort(key=lambda r: (r.get("created_at") or "", r["run_id"]))
+    rows.sort(key=lambda r: (r.get("created_at") or "",
+                             r.get("queued_ns") or 0, r["run_id"]))
     return [Path(r["path"]) for r in rows]
 
 
@@ -82,6 +83,7 @@ def submit(cfg, root: str | os.PathLike | None = None, start_runner: bool = True
     from sga_core.runs import create_run
 
     run_dir = create_run(cfg, root, state="queued", mode="queue")
+    write_status(run_dir, queued_ns=time.time_ns())  # the queue order within one second
     if start_runner:
         ensure_runner(run_dir.parent, max_parallel=max_parallel)
     return run_dir

@@ -230,7 +230,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
         out.append({"run_id": d.name, "path": str(d), "state": st.get("state", "unknown"),
                     "method": cfg.get("method"), "r": args.get("r"), "k": args.get("k"),
                     "sweep": cfg.get("sweep"), "mode": st.get("mode"),
-                    "created_at": st.get("created_at"),
+                    "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)

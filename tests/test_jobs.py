@@ -140,3 +140,17 @@ def test_background_priority_is_configurable(monkeypatch):
     assert background_argv(["x"])[1:] == ["-n", "10", "x"]
     monkeypatch.setenv("SGA_JOB_NICE", "0")
     assert background_argv(["x"]) == ["x"]
+
+
+def test_queue_order_is_submission_order_within_a_second(tiny_model_dir, demo_dir,
+                                                         idk_normals_file, runs_dir):
+    """The retain reference is queued before the original: it must run first, although
+    both are created in the same second and 'demo-original' sorts first by name."""
+    first = tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file)
+    first.run_id = "zz-queued-first"
+    second = tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file)
+    second.run_id = "aa-queued-second"
+    a = jobs.submit(first, runs_dir, start_runner=False)
+    b = jobs.submit(second, runs_dir, start_runner=False)
+    write_status(b, created_at=read_status(a)["created_at"])  # the same second for sure
+    assert jobs.queued_runs(runs_dir) == [a, b]

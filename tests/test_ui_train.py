@@ -63,6 +63,25 @@ def test_train_form_launch_and_complete(ui_env, tiny_model_dir):
     assert any("completed" in m.value for m in at.markdown)
 
 
+def test_preview_id_is_not_reused_after_a_change(ui_env, tiny_model_dir):
+    """Preview at r=-0.8, then set r=0 and launch: the run is named for r=0, not for the
+    previewed settings (found in the new-user trial)."""
+    from sga_core.config import load_config
+
+    at = fill_tiny_form(open_page("pages/train.py"), tiny_model_dir)
+    at.button(key="train.preview").click().run()
+    assert "sga-r-0p8" in at.code[0].value
+    at.number_input(key="train.r_number").set_value(0.0).run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = [r for r in (ui_env / "runs").iterdir() if not r.name.startswith(".")]
+    assert len(runs) == 1 and runs[0].name.startswith("sga-r0-")
+    assert load_config(runs[0] / "config.yaml").method_args["r"] == 0.0
+    from sga_core import jobs
+
+    jobs.cancel(runs[0])
+
+
 def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
     at = open_page("pages/train.py")
     at.radio(key="train.model_mode").set_value("other model").run()
