@@ -19,7 +19,14 @@ if not runs:
     st.info("No runs yet. Launch one on the Train page.")
     st.stop()
 
-active = any(r["state"] in ("queued", "running") for r in runs)
+def evaluating(r: dict) -> bool:
+    from sga_core.runs import read_status
+
+    return r["state"] == "completed" and \
+        read_status(r["path"]).get("eval_state") in ("queued", "running")
+
+
+active = any(r["state"] in ("queued", "running") or evaluating(r) for r in runs)
 
 
 @st.fragment(run_every=1.0 if active else None)
@@ -28,19 +35,22 @@ def runs_table():
     table = []
     for r in rows:
         p = progress(r["path"])
-        table.append({"run": r["run_id"], "state": state_badge(r["state"]),
+        table.append({"run": r["run_id"], "state": state_badge(r["state"]) +
+                      (" · evaluating" if evaluating(r) else ""),
                       "method": r["method"], "r": r["r"], "K": r["k"], "sweep": r["sweep"],
                       "started": (r.get("started_at") or "").replace("T", " ")[:19],
                       "duration": fmt_seconds(p["elapsed_s"]), "progress": p["text"]})
     st.dataframe(table, hide_index=True, width="stretch")
-    if active and not any(r["state"] in ("queued", "running") for r in rows):
+    if active and not any(r["state"] in ("queued", "running") or evaluating(r)
+                          for r in rows):
         st.rerun()  # everything finished: re-render once, and stop refreshing
 
 
 runs_table()
 
 ids = [r["run_id"] for r in runs]
-default = st.session_state.get("runs.selected")
+default = st.session_state.get("runs.selected") or next(
+    (r["run_id"] for r in runs if r["state"] == "running"), None)  # else the running one
 selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,
                         key="runs.select")
 st.session_state["runs.selected"] = selected

@@ -95,7 +95,9 @@ if not original and not pending:
         try:
             dirs = submit_prepare(project, model=model if mode == "other model" else
                                   "embedded:smollm2", root=root)
-            st.success("Queued: " + ", ".join(d.name for d in dirs) + " (see Runs)")
+            st.session_state["train.model_mode"] = "prepared original"
+            st.toast("Queued: " + ", ".join(d.name for d in dirs) + " (see Runs)")
+            st.rerun()  # offer the original being prepared at once
         except (ConfigError, ValueError) as exc:
             show_error(exc, "cannot prepare")
 
@@ -111,7 +113,11 @@ method_args = {}
 if method == "sga":
     if "train.r" not in st.session_state:
         st.session_state["train.r"] = float(margs_loaded.get("r", -0.8))
-        st.session_state["train.r_slider"] = max(-10.0, st.session_state["train.r"])
+    # Streamlit drops a widget's state when another page is shown: rebuild both r widgets
+    # from the kept value, so they never come back at their minimum
+    if "train.r_slider" not in st.session_state:
+        st.session_state["train.r_slider"] = min(1.0, max(-10.0, st.session_state["train.r"]))
+    if "train.r_number" not in st.session_state:
         st.session_state["train.r_number"] = st.session_state["train.r"]
 
     def _from_slider():

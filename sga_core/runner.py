@@ -94,14 +94,15 @@ class Runner:
             self.escalated[run_dir] = 1
 
     def start_queued(self) -> None:
-        for run_dir in queued_runs(self.root):
-            if self.busy() >= self.max_parallel:
-                return
-            if run_dir in self.active:
-                continue
-            if (run_dir / CANCEL_FILE).exists():
+        queue = queued_runs(self.root)
+        for run_dir in queue:  # a cancelled queued run ends now, not when its turn comes
+            if run_dir not in self.active and (run_dir / CANCEL_FILE).exists():
                 write_status(run_dir, "cancelled", ended_at=now_iso(),
                              error="cancelled before it started")
+        for run_dir in queue:
+            if self.busy() >= self.max_parallel:
+                return
+            if run_dir in self.active or (run_dir / CANCEL_FILE).exists():
                 continue
             try:
                 proc = launch.start(run_dir)

@@ -57,10 +57,12 @@ def test_cancel_queued_and_running(tiny_model_dir, demo_dir, idk_normals_file, r
     assert jobs.wait_until(lambda: (long / "metrics.jsonl").exists(), 90)
     st = jobs.cancel(queued)
     assert st["state"] in ("queued", "cancelled")
+    # the queued run ends at once, while the long one still runs (not when its turn comes)
+    s_q = wait_state(queued, {"cancelled"}, timeout=15)
+    assert effective_status(long)["state"] == "running"
     jobs.cancel(long)
     s_long = wait_state(long, {"cancelled"})
     assert 0 < s_long["step"] < 5000
-    s_q = wait_state(queued, {"cancelled"})
     assert "started_at" not in s_q  # never started
     assert not (queued / "train.log").exists()
 

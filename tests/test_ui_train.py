@@ -37,6 +37,12 @@ def test_train_form_launch_and_complete(ui_env, tiny_model_dir):
     at.slider(key="train.r_slider").set_value(-0.8).run()
     assert at.number_input(key="train.r_number").value == -0.8
     assert any("push down x1.60" in i.value and "learn x0.20" in i.value for i in at.info)
+    # leave the page and come back: both r widgets still show -0.8 (not their minimum)
+    at.switch_page("pages/data.py").run()
+    at.switch_page("pages/train.py").run()
+    assert at.slider(key="train.r_slider").value == -0.8
+    assert at.number_input(key="train.r_number").value == -0.8
+    fill_tiny_form(at, model_dir=tiny_model_dir)
 
     at.button(key="train.preview").click().run()
     preview = at.code[0].value
