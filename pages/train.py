@@ -58,6 +58,15 @@ def apply_preset(preset: dict) -> None:
 
 
 preset_files = sorted(PRESETS.glob("*.yaml")) + sorted((project.path / "presets").glob("*.yaml"))
+DEMO_PRESET = PRESETS / "demo-sga.yaml"
+if project.name == "demo" and DEMO_PRESET.exists() and not any(
+        k in st.session_state for k in ("train.loaded", "train.method")):
+    # the demo starts from the settings behind the README's figures (25 steps, probes of the
+    # French rows) rather than the generic defaults (6 steps on 10 rows barely forget)
+    apply_preset(yaml.safe_load(DEMO_PRESET.read_text()) or {})
+    st.session_state["train.preset_choice"] = DEMO_PRESET.name
+if st.session_state.get("train.preset_choice") == DEMO_PRESET.name:
+    st.caption(f"Settings from the preset `assets/presets/{DEMO_PRESET.name}` (Presets, below).")
 with st.expander("Presets (YAML)"):
     c1, c2 = st.columns(2)
     choice = c1.selectbox("preset", ["(none)"] + [p.name for p in preset_files],

@@ -169,3 +169,15 @@ def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model
     assert st.get("state") == "completed", st
     prepared = read_status(prep[-1])
     assert prepared["state"] == "completed" and prepared["ended_at"] <= st["started_at"]
+
+
+def test_demo_project_starts_from_the_demo_preset(ui_env):
+    import yaml
+
+    preset = yaml.safe_load((ROOT / "assets/presets/demo-sga.yaml").read_text())
+    at = open_page("pages/train.py")
+    assert at.number_input(key="train.f.t.epochs").value == preset["training"]["epochs"]
+    assert at.number_input(key="train.f.t.batch_size").value == \
+        preset["training"]["batch_size"]
+    assert at.number_input(key="train.r_number").value == preset["method_args"]["r"]
+    assert any("demo-sga.yaml" in c.value for c in at.caption)
