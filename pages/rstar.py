@@ -38,8 +38,12 @@ last_n = int(c4.number_input("last N layers only (0 = all parameters)", min_valu
 subset = st.text_input("or parameters whose name matches (regex; 'all' = every trainable one)",
                        value="all", key="rstar.subset")
 if not original:
-    st.caption("No prepared original model for this project yet (Train page → Prepare); the "
-               "analysis then uses the base model.")
+    from sga_core.project_runs import pending_model
+
+    st.caption("The prepared original model is being prepared (see Runs); until it is ready "
+               "the analysis would use the base model." if pending_model(project, root)
+               else "No prepared original model for this project yet (Train page → Prepare); "
+               "the analysis then uses the base model.")
 problems = table.problems(len(project.forget())) if table else ["no normal answers"]
 if table is not None and table.k < k:
     problems.insert(0, f"the table has K={table.k}, fewer than K={k}")
