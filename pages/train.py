@@ -65,8 +65,6 @@ if project.name == "demo" and DEMO_PRESET.exists() and not any(
     # French rows) rather than the generic defaults (6 steps on 10 rows barely forget)
     apply_preset(yaml.safe_load(DEMO_PRESET.read_text()) or {})
     st.session_state["train.preset_choice"] = DEMO_PRESET.name
-if st.session_state.get("train.preset_choice") == DEMO_PRESET.name:
-    st.caption(f"Settings from the preset `assets/presets/{DEMO_PRESET.name}` (Presets, below).")
 with st.expander("Presets (YAML)"):
     c1, c2 = st.columns(2)
     choice = c1.selectbox("preset", ["(none)"] + [p.name for p in preset_files],
@@ -80,6 +78,10 @@ with st.expander("Presets (YAML)"):
             show_error(exc, f"cannot load {choice}")
     preset_name = c2.text_input("save as (name)", key="train.preset_name")
     save_preset = c2.button("Save preset", key="train.preset_save")
+# after the expander, so that the expander keeps its place (and its open state) when this
+# caption comes and goes
+if st.session_state.get("train.preset_choice") == DEMO_PRESET.name:
+    st.caption(f"Settings from the preset `assets/presets/{DEMO_PRESET.name}` (Presets, above).")
 
 loaded = st.session_state.get("train.loaded", {})
 
