@@ -115,8 +115,7 @@ def job_panel():
     js = gen.status(project)
     if not js:
         return
-    rows = js.get("rows")
-    what = f"row {', '.join(map(str, rows))}" if rows else "all rows"
+    what = gen.describe_rows(js.get("rows"))
     if js["state"] == "running":
         total = js.get("total") or 0
         stage = js.get("stage") or "starting"

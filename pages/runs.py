@@ -20,10 +20,7 @@ if not runs:
     st.stop()
 
 def evaluating(r: dict) -> bool:
-    from sga_core.runs import read_status
-
-    return r["state"] == "completed" and \
-        read_status(r["path"]).get("eval_state") in ("queued", "running")
+    return r["state"] == "completed" and r.get("eval_state") in ("queued", "running")
 
 
 active = any(r["state"] in ("queued", "running") or evaluating(r) for r in runs)

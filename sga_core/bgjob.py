@@ -85,9 +85,10 @@ def spec(project, name: str) -> dict:
     return read_json(job_dir(project, name) / "spec.json", default={}) or {}
 
 
-def progress_callback(project, name: str):
+def progress_callback(project, name: str, **fields):
+    """``progress(done, total)`` that records the counts (and ``fields``) in status.json."""
     def progress(done, total):
-        update(project, name, done=done, total=total, pid=os.getpid())
+        update(project, name, done=done, total=total, pid=os.getpid(), **fields)
     return progress
 
 

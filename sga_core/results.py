@@ -76,7 +76,7 @@ def run_label(r: dict, project=None) -> str:
     method = r.get("method")
     if not method:
         return r["run_id"]
-    label = method if method != "finetune" else "finetune"
+    label = method
     if r.get("r") is not None:
         label += f" r={float(r['r']):g}"
     return label

@@ -232,7 +232,8 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "sweep": cfg.get("sweep"), "mode": st.get("mode"),
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
-                    "step": st.get("step"), "total_steps": st.get("total_steps")})
+                    "step": st.get("step"), "total_steps": st.get("total_steps"),
+                    "eval_state": st.get("eval_state")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
 

@@ -43,9 +43,9 @@ def start(project, backend: str, k: int, options: dict | None = None,
                        clear=("result.jsonl",))
 
 
-def result(project) -> NormalTable | None:
-    path = job_dir(project) / "result.jsonl"
-    return NormalTable.load(path) if path.exists() else None
+def describe_rows(rows: list[int] | None) -> str:
+    """'all rows' or 'row 1, 4': how the job's status, page and version names say it."""
+    return f"row {', '.join(map(str, rows))}" if rows else "all rows"
 
 
 def merge(current: NormalTable | None, new: NormalTable, rows: list[int] | None) -> NormalTable:
@@ -70,28 +70,25 @@ def main(argv=None) -> int:
     bgjob.update(project, NAME, stage="loading the model" if backend in ("local", "retrieval")
                  else "starting")
 
-    def progress(done: int, total: int) -> None:
-        bgjob.update(project, NAME, done=done, total=total, stage="generating",
-                     pid=os.getpid())
-
     try:
         bad = [i for i in idx if not 0 <= i < len(forget)]
         if bad:
             raise ValueError(f"forget row {bad[0]} does not exist")
         options = dict(spec.get("options") or {})
-        if spec["backend"] == "retrieval":
+        if backend == "retrieval":
             options["retain_rows"] = project.retain()
         res = generate_normals(backend, [forget[i] for i in idx], project.kind, spec["k"],
-                               progress=progress, **options)
+                               progress=bgjob.progress_callback(project, NAME,
+                                                                stage="generating"),
+                               **options)
         # re-number the answers from positions in ``idx`` back to forget rows
         answers = [NormalAnswer(**{**a.to_dict(), "forget_index": idx[a.forget_index]})
                    for a in res.table.answers]
         new = NormalTable(answers, spec["k"])
         new.save(job_dir(project) / "result.jsonl")
         rows = spec.get("rows")
-        what = f"row {', '.join(map(str, rows))}" if rows else "all rows"
         _, version = project.update_normals(lambda current: merge(current, new, rows),
-                                            reason=f"generate {backend} {what}")
+                                            reason=f"generate {backend} {describe_rows(rows)}")
         bgjob.complete(project, NAME, done=len(idx), total=len(idx), stage=None,
                        errors={str(idx[i]): e for i, e in res.errors.items()},
                        tokens=res.tokens, summary=res.summary_lines(), applied=True,
