@@ -33,13 +33,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from sga_core.config import TrainConfig
-    from sga_core.launch import run_foreground
     from sga_core.normals.idk import idk_normals
     from sga_core.prepare import prepare
-    from sga_core.project_runs import default_eval, original_run_id, reference_run_id
     from sga_core.projects import create_demo_project, list_projects, load_project
+    from sga_core.projects.training import default_eval, original_run_id, reference_run_id
     from sga_core.rstar import run_analysis
-    from sga_core.runs import create_run, read_status, runs_root
+    from sga_core.runs.folder import create_run, runs_root
+    from sga_core.runs.launch import run_foreground
+    from sga_core.runs.status import read_run
 
     root = runs_root()
     project = load_project("demo") if "demo" in list_projects() else create_demo_project()
@@ -55,7 +56,7 @@ def main(argv=None) -> int:
                                                 project.eval_sets().items()})
         report["prepare_total_s"] = round(time.time() - t0, 1)
         for run_id in (original_run_id(project), reference_run_id(project)):
-            st = read_status(root / run_id)
+            st = read_run(root / run_id)
             report[run_id] = {"state": res.get(run_id, {}).get("state"),
                               "train_s": st.get("elapsed_s"),
                               "nll_before": st.get("nll_before"),

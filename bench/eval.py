@@ -59,7 +59,7 @@ def parse_args(argv=None):
 
 def pick_model(spec: str | None, tmp: Path) -> str:
     if spec == "tiny":
-        from sga_core.tiny import build_tiny_model
+        from sga_core.model.tiny import build_tiny_model
 
         return str(build_tiny_model(tmp / "tiny"))
     if spec:
@@ -71,9 +71,9 @@ def pick_model(spec: str | None, tmp: Path) -> str:
 def scoring_vs_bare(model, enc, rows, batch_size: int) -> dict:
     import torch
 
-    from sga_core.encoding import collate
-    from sga_core.evaluate import qa_batches, qa_candidates
+    from sga_core.evaluation import qa_batches, qa_candidates
     from sga_core.metrics import score_qa_candidates
+    from sga_core.model.encoding import collate
 
     groups = qa_batches(enc, rows, batch_size)
 
@@ -129,13 +129,13 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     from sga_core.data import load_qa
-    from sga_core.encoding import Encoder
-    from sga_core.evaluate import (
+    from sga_core.evaluation import (
         EvalSettings,
         evaluate_model,
         load_model_and_tokenizer,
         retain_subset,
     )
+    from sga_core.model.encoding import Encoder
 
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
         tmp = Path(tmp)

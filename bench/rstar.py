@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from sga_core.data import load_qa
-    from sga_core.models import load_model
+    from sga_core.model.loading import load_model
     from sga_core.normals.idk import idk_normals
     from sga_core.rstar import run_analysis
 
@@ -63,10 +63,10 @@ def step_ratio(model_spec, forget, normals, args, rstar_s) -> None:
     import torch
 
     from sga_core.adaptive import adaptive_gradient
-    from sga_core.encoding import Encoder
     from sga_core.methods import MethodData, get_method
-    from sga_core.models import load_model, load_tokenizer
-    from sga_core.trainer import flatten, forward_stats
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
+    from sga_core.train.trainer import flatten, forward_stats
 
     tok = load_tokenizer(model_spec)
     model = load_model(model_spec)

@@ -61,7 +61,7 @@ def parse_args(argv=None):
 
 def build_units(enc, rows):
     """SGA units (forget answer + K-1 IDK normal answers) for ``rows`` treated as forget rows."""
-    from sga_core.demo import load_idk_templates
+    from sga_core.assets import idk_templates as load_idk_templates
     from sga_core.methods import MethodData, get_method
     from sga_core.methods.sga import SGAConfig
     from sga_core.normals.idk import idk_normals
@@ -73,15 +73,15 @@ def build_units(enc, rows):
 
 
 def batch_seqs(units, batches):
-    from sga_core.trainer import flatten
+    from sga_core.train.trainer import flatten
 
     return [flatten([units[i] for i in b])[0] for b in batches]
 
 
 def padding_report(units, batch_size, seeds=range(10)):
     """Padding efficiency of one epoch's SGA batches, with and without length grouping."""
-    from sga_core.encoding import padding_efficiency
-    from sga_core.trainer import make_batches
+    from sga_core.model.encoding import padding_efficiency
+    from sga_core.train.trainer import make_batches
 
     out = {}
     for grouped in (True, False):
@@ -112,8 +112,8 @@ def make_trainer(model_spec, method, units, enc, batch_size):
     from transformers import get_scheduler
 
     from sga_core.config import TrainConfig
-    from sga_core.models import load_model
-    from sga_core.trainer import Trainer
+    from sga_core.model.loading import load_model
+    from sga_core.train.trainer import Trainer
 
     cfg = TrainConfig(model=model_spec, method="sga", method_args={"r": R, "k": K})
     cfg.training.batch_size = batch_size
@@ -137,7 +137,7 @@ def make_trainer(model_spec, method, units, enc, batch_size):
 
 
 def n_real_tokens(tr, batch):
-    from sga_core.trainer import flatten
+    from sga_core.train.trainer import flatten
 
     return sum(len(s) for s in flatten([tr.units[i] for i in batch])[0])
 
@@ -152,8 +152,8 @@ def bare_step(tr, batch):
     """Plain causal-LM step on the same padded batch: HF's own mean cross-entropy."""
     import torch
 
-    from sga_core.encoding import collate
-    from sga_core.trainer import flatten
+    from sga_core.model.encoding import collate
+    from sga_core.train.trainer import flatten
 
     model, opt = tr.model, tr.opt.optimizer
     t0 = time.perf_counter()
@@ -173,9 +173,9 @@ def profile_step(tr, batch):
     import torch
     import torch.nn.functional as F
 
-    from sga_core.encoding import collate
-    from sga_core.losses import sequence_nll
-    from sga_core.trainer import flatten
+    from sga_core.model.encoding import collate
+    from sga_core.model.losses import sequence_nll
+    from sga_core.train.trainer import flatten
 
     model, opt = tr.model, tr.opt.optimizer
     times = {}
@@ -255,14 +255,14 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
 
     from sga_core.data import load_dataset
-    from sga_core.encoding import Encoder
-    from sga_core.models import load_tokenizer
-    from sga_core.trainer import make_batches
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_tokenizer
+    from sga_core.train.trainer import make_batches
 
     tmp = None
     spec = args.model
     if spec == "tiny":
-        from sga_core.tiny import build_tiny_model
+        from sga_core.model.tiny import build_tiny_model
 
         tmp = tempfile.TemporaryDirectory(prefix="sga-bench-")
         spec = str(build_tiny_model(Path(tmp.name) / "model"))

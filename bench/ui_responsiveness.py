@@ -41,11 +41,11 @@ def main(argv=None) -> int:
     import psutil
     from playwright.sync_api import sync_playwright
 
-    from sga_core import jobs
     from sga_core.normals.idk import idk_normals
-    from sga_core.project_runs import build_config
     from sga_core.projects import create_demo_project
-    from sga_core.runs import read_status
+    from sga_core.projects.training import build_config
+    from sga_core.runs import queue as jobs
+    from sga_core.runs.status import read_run
 
     tmp = Path(tempfile.mkdtemp(prefix="sga-ui-bench-"))
     project = create_demo_project(root=tmp / "workspace")
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
                                if "streamlit" in " ".join(p.cmdline()) or p.pid == proc.pid))
                 time.sleep(0.5)
             browser.close()
-        st = read_status(run_dir)
+        st = read_run(run_dir)
         print(f"job: {run_dir.name} state={st.get('state')} step={st.get('step')}/"
               f"{st.get('total_steps')} (training {args.model} in its own process)")
         print("page switch (first paint / whole page), seconds:")
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
         if run_dir is not None:
             jobs.cancel(run_dir)
             time.sleep(2)
-            for pid in (read_status(run_dir).get("pid"), read_status(run_dir).get("launcher_pid")):
+            for pid in (read_run(run_dir).get("pid"), read_run(run_dir).get("launcher_pid")):
                 try:
                     os.killpg(os.getpgid(pid), signal.SIGKILL)
                 except (TypeError, ProcessLookupError, PermissionError):

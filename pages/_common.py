@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from sga_core.config import field_specs
+from sga_core.params import field_specs
 from sga_core.projects import ProjectError, create_demo_project, list_projects, load_project
 
 

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from pages._common import current_project, state_badge
-from sga_core.losses import describe_coefficients
-from sga_core.project_runs import prepared_model, prepared_reference
-from sga_core.runs import list_runs, runs_root
+from sga_core.model.losses import describe_coefficients
+from sga_core.projects.training import prepared_model, prepared_reference
+from sga_core.runs.folder import list_runs, runs_root
 
 st.title("SGA Workbench")
 st.write(

@@ -13,12 +13,12 @@ import pandas as pd
 import streamlit as st
 
 from pages._common import current_project, show_error
-from sga_core import bgjob
 from sga_core.data import DataError, NormalAnswer, NormalTable
 from sga_core.fileio import dumps_jsonl
 from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as gen
 from sga_core.normals.templates import list_templates
+from sga_core.projects import jobs as bgjob
 
 st.title("Normal answers")
 project = current_project()

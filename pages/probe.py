@@ -6,11 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._common import current_project, show_error
-from sga_core import probe_job
 from sga_core.live import tokens_html
-from sga_core.project_runs import original_run_id, prepared_model
+from sga_core.projects import probe_job
+from sga_core.projects.training import original_run_id, prepared_model
 from sga_core.results import project_runs
-from sga_core.runs import runs_root
+from sga_core.runs.folder import runs_root
 
 st.title("Before / after probe")
 project = current_project()

@@ -10,7 +10,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._common import current_project
-from sga_core import jobs
 from sga_core.results import (
     QA_COLUMNS,
     TEXT_COLUMNS,
@@ -22,7 +21,8 @@ from sga_core.results import (
     results_table,
     sweep_series,
 )
-from sga_core.runs import metrics, runs_root
+from sga_core.runs import queue as jobs
+from sga_core.runs.folder import metrics, runs_root
 
 st.title("Results")
 project = current_project()

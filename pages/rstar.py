@@ -6,11 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._common import current_project, show_error
-from sga_core import jobs
-from sga_core import rstar_job as job
 from sga_core.config import ConfigError
-from sga_core.project_runs import build_config, default_eval, prepared_model
-from sga_core.runs import runs_root
+from sga_core.projects import rstar_job as job
+from sga_core.projects.training import build_config, default_eval, prepared_model
+from sga_core.runs import queue as jobs
+from sga_core.runs.folder import runs_root
 
 st.title("Choose r from the gradients")
 st.write("For each forget row: `a` = gradient of its answer's NLL, `b` = mean gradient of its "
@@ -38,7 +38,7 @@ last_n = int(c4.number_input("last N layers only (0 = all parameters)", min_valu
 subset = st.text_input("or parameters whose name matches (regex; 'all' = every trainable one)",
                        value="all", key="rstar.subset")
 if not original:
-    from sga_core.project_runs import pending_model
+    from sga_core.projects.training import pending_model
 
     st.caption("The prepared original model is being prepared (see Runs); until it is ready "
                "the analysis would use the base model." if pending_model(project, root)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._common import show_error, state_badge
-from sga_core import jobs
 from sga_core.live import fmt_seconds, latest_probes, metrics, progress, tail, tokens_html
-from sga_core.runs import list_runs, runs_root
+from sga_core.runs import queue as jobs
+from sga_core.runs.folder import list_runs, runs_root
 
 st.title("Runs")
 root = runs_root()

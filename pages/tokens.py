@@ -10,7 +10,7 @@ import streamlit as st
 
 from pages._common import current_project
 from sga_core.live import tokens_html
-from sga_core.project_runs import original_run_id
+from sga_core.projects.training import original_run_id
 from sga_core.results import (
     display_names,
     follow_token,
@@ -19,7 +19,7 @@ from sga_core.results import (
     token_table,
     word_token_index,
 )
-from sga_core.runs import runs_root
+from sga_core.runs.folder import runs_root
 
 st.title("Token probabilities")
 project = current_project()

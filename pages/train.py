@@ -9,11 +9,10 @@ import streamlit as st
 import yaml
 
 from pages._common import current_project, dataclass_form, set_form_values, show_error
-from sga_core import jobs
 from sga_core.config import ConfigError, LaunchConfig, TrainingArgs, dump_config
-from sga_core.losses import describe_coefficients
 from sga_core.methods import get_method, method_names
-from sga_core.project_runs import (
+from sga_core.model.losses import describe_coefficients
+from sga_core.projects.training import (
     build_config,
     default_eval,
     parse_r_values,
@@ -21,9 +20,11 @@ from sga_core.project_runs import (
     prepared_model,
     submit_prepare,
 )
-from sga_core.runs import command_text, make_run_id, runs_root
+from sga_core.runs import queue as jobs
+from sga_core.runs.command import command_text
+from sga_core.runs.folder import make_run_id, runs_root
 
-PRESETS = Path(__file__).resolve().parent.parent / "assets" / "presets"
+from sga_core.assets import PRESETS_DIR as PRESETS  # noqa: E402
 
 st.title("Train")
 project = current_project()

@@ -13,7 +13,7 @@ copy of the gradients, and three inner products over the parameters.
 
 from __future__ import annotations
 
-from sga_core.losses import sga_coefficients
+from sga_core.model.losses import sga_coefficients
 from sga_core.rstar import rstar_from_products
 
 
@@ -50,7 +50,7 @@ def adaptive_gradient(model, units, *, k: int, convention: str, bounds: tuple[fl
     """
     import torch
 
-    from sga_core.trainer import forward_stats
+    from sga_core.model.forward import forward_stats
 
     backward = backward or (lambda loss: loss.backward())
     reduce = reduce or (lambda t: t)

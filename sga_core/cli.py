@@ -3,39 +3,67 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
 
-from sga_core.config import ConfigError, LaunchConfig, TrainingArgs, field_specs
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-DEMO_DIR = ASSETS / "demo"
-PRESETS_DIR = ASSETS / "presets"
+from sga_core.assets import DEMO_DIR, DEMO_EVAL_SETS, demo_eval_sets
+from sga_core.config import LaunchConfig, TrainingArgs
+from sga_core.methods import REGISTRY, method_names
+from sga_core.params import ConfigError, field_specs
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def add_dataclass_flags(parser: argparse.ArgumentParser, cls, dest_prefix: str,
-                        seen: set[str] | None = None) -> None:
-    """One flag per field, help from the field's metadata; unset flags stay None."""
-    seen = set() if seen is None else seen
+def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = "") -> None:
+    """One flag per field of dataclass ``cls``, its help and default from the field's
+    metadata; unset flags stay None. A field whose flag another option already uses gets
+    ``--<clash_prefix>-<name>`` instead (a method's ``max_length`` next to the training one);
+    without a ``clash_prefix`` that is a programming error."""
+    taken = parser._option_string_actions if hasattr(parser, "_option_string_actions") else {}
     for spec in field_specs(cls):
         name = spec["name"]
-        if name in seen:
-            continue
-        seen.add(name)
+        flag = _flag(name)
+        if flag in taken:
+            if not clash_prefix:
+                raise ValueError(f"{cls.__name__}.{name}: flag {flag} is already taken")
+            flag = _flag(f"{clash_prefix}_{name}")
         help_text = f"{spec.get('help') or ''} (default: {spec['default']!r})"
         kwargs = {"dest": f"{dest_prefix}{name}", "default": None, "help": help_text}
         if spec["kind"] == "bool":
-            parser.add_argument(_flag(name), action=argparse.BooleanOptionalAction, **kwargs)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
         else:
             if spec.get("choices"):
                 kwargs["choices"] = list(spec["choices"])
-            parser.add_argument(_flag(name), metavar=name.upper(), **kwargs)
+            parser.add_argument(flag, metavar=name.upper(), **kwargs)
+
+
+def chosen_method(argv: list[str] | None) -> str:
+    """The method a ``train`` command line is about: ``--method``, else its ``--preset``'s,
+    else sga. Only that method's settings become flags, each with its own default."""
+    import yaml
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    value = {}
+    for i, arg in enumerate(argv):
+        for key in ("--method", "--preset"):
+            if arg == key and i + 1 < len(argv):
+                value[key] = argv[i + 1]
+            elif arg.startswith(key + "="):
+                value[key] = arg.split("=", 1)[1]
+    if "--method" in value:
+        return value["--method"]
+    if "--preset" in value:
+        try:
+            preset = yaml.safe_load(Path(value["--preset"]).read_text(encoding="utf-8"))
+            if isinstance(preset, dict) and isinstance(preset.get("method"), str):
+                return preset["method"]
+        except (OSError, yaml.YAMLError):
+            pass  # reported when the preset is read for real
+    return "sga"
 
 
 def collect(args: argparse.Namespace, prefix: str) -> dict:
@@ -46,11 +74,15 @@ def collect(args: argparse.Namespace, prefix: str) -> dict:
 # ------------------------------------------------------------------------------------------
 
 def cmd_demo_data(args) -> int:
-    from sga_core.demo import write_demo
+    """Copy the shipped demo corpus (assets/demo/) into OUT_DIR."""
+    import shutil
 
-    paths = write_demo(args.out_dir)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for src in sorted(DEMO_DIR.iterdir()):
+        if src.suffix in (".jsonl", ".md"):
+            shutil.copyfile(src, out / src.name)
+            print(f"{src.stem}: {out / src.name}")
     return 0
 
 
@@ -113,35 +145,14 @@ def build_train_config(args) -> dict:
     base.setdefault("launch", {}).update(collect(args, "launch."))
     margs = collect(args, "margs.")
     if margs:
-        base.setdefault("method_args", {})
-        from sga_core.methods import get_method
-
-        method = base.get("method", "sga")
-        known = {f.name for f in dataclasses.fields(get_method(method).Config)}
-        bad = sorted(set(margs) - known)
-        if bad:
-            raise ConfigError(f"{_flag(bad[0])}: not a setting of method {method!r} "
-                              f"(its settings: {sorted(known) or 'none'})")
-        base["method_args"].update(margs)
+        base.setdefault("method_args", {}).update(margs)
     apply_eval_flags(base, args)
     if args.demo:
         demo_defaults(base, args)
     return base
 
 
-# --- evaluation (sga_core.evaluate) ----------------------------------------------------------
-
-DEMO_EVAL_SETS = {
-    "qa": {"real_authors": "real_authors.jsonl", "world_facts": "world_facts.jsonl"},
-    "text": {"holdout": "text_holdout.jsonl", "forget_qa": "text_forget_qa.jsonl",
-             "retain_qa": "text_retain_qa.jsonl"},
-}
-
-
-def demo_eval_sets(task: str = "qa") -> dict[str, str]:
-    """The demo's evaluation sets for a data kind (real-world QA sets; text holdout + QA)."""
-    return {name: str(DEMO_DIR / file) for name, file in DEMO_EVAL_SETS[task].items()}
-
+# --- evaluation (sga_core.evaluation) ----------------------------------------------------------
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:
     """``--set name=path`` flags -> {name: path}."""
@@ -188,8 +199,8 @@ def cmd_eval(args) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from sga_core.evaluate import EvalSettings, evaluate_model, evaluate_run, format_summary
-    from sga_core.runs import runs_root
+    from sga_core.evaluation import EvalSettings, evaluate_model, evaluate_run, format_summary
+    from sga_core.runs.folder import runs_root
 
     target = Path(args.target).expanduser()
     if not target.exists() and (runs_root(args.runs_dir) / args.target / "config.yaml").exists():
@@ -231,7 +242,7 @@ def cmd_eval(args) -> int:
 
 def demo_defaults(base: dict, args) -> None:
     """Fill what the demo needs: its data, the prepared original model, IDK normals."""
-    from sga_core.runs import runs_root
+    from sga_core.runs.folder import runs_root
 
     data = base.setdefault("data", {})
     data.setdefault("forget", str(DEMO_DIR / "forget.jsonl"))
@@ -254,13 +265,15 @@ def cmd_train(args) -> int:
     import tempfile
 
     from sga_core.config import TrainConfig
-    from sga_core.launch import run_foreground
-    from sga_core.runs import create_run
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.launch import run_foreground
 
     base = build_train_config(args)
     with tempfile.TemporaryDirectory(prefix="sga-normals-") as tmp:
-        if (base.get("method", "sga") == "sga" and not base["data"].get("normals")
-                and args.idk_normals and base["data"].get("forget")):
+        method = REGISTRY.get(base.get("method", "sga"))
+        needs = method.needs if method else frozenset()
+        if ("normals" in needs and not base["data"].get("normals") and args.idk_normals
+                and base["data"].get("forget")):
             base["data"]["normals"] = write_idk_normals(base, Path(tmp) / "normals.jsonl")
         cfg = TrainConfig.from_dict(base, base_dir=Path.cwd())
         run_dir = create_run(cfg, args.runs_dir)  # snapshots the normals into the run
@@ -313,8 +326,7 @@ def cmd_rstar(args) -> int:
     from sga_core.rstar import run_analysis
 
     if args.project:
-        from sga_core import rstar_job
-        from sga_core.projects import load_project
+        from sga_core.projects import load_project, rstar_job
 
         project = load_project(args.project)
         forget, kind = project.forget(), project.kind
@@ -351,11 +363,12 @@ def cmd_rstar(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from sga_core import runs
+    from sga_core.runs import folder, queue
+    from sga_core.runs import status as run_status
 
-    root = runs.runs_root(args.runs_dir)
+    root = folder.runs_root(args.runs_dir)
     if args.action == "list":
-        rows = runs.list_runs(root)
+        rows = folder.list_runs(root)
         if not rows:
             print(f"no runs in {root}")
         for r in rows:
@@ -365,31 +378,32 @@ def cmd_runs(args) -> int:
         return 0
     if not args.run_id:
         raise ConfigError(f"runs {args.action}: give a RUN_ID")
-    run_dir = root / args.run_id
+    run_dir = folder.run_path(args.run_id, root)  # never a path outside the runs folder
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"no run {args.run_id!r} in {root}")
     if args.action == "show":
-        print(json.dumps(runs.effective_status(run_dir), indent=2))
-        m = runs.metrics(run_dir)
+        print(json.dumps(run_status.effective_run(run_dir), indent=2))
+        m = folder.metrics(run_dir)
         if m:
             print("last metrics:", json.dumps(m[-1]))
         return 0
     if args.action == "cancel":
-        runs.request_cancel(run_dir)
-        print(f"cancel requested for {args.run_id} (it stops at the next step)")
+        st = queue.cancel(run_dir)
+        print(f"cancel requested for {args.run_id}: {st.get('state')} (a running run stops at "
+              "its next step)")
         return 0
     raise ConfigError(f"unknown action {args.action}")
 
 
 # ------------------------------------------------------------------------------------------
 
-def build_parser() -> argparse.ArgumentParser:
-    from sga_core.methods import _REGISTRY, method_names
-
-    p = argparse.ArgumentParser(prog="python -m sga_core",
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command-line parser; ``argv`` decides which method's settings ``train`` offers."""
+    p = argparse.ArgumentParser(prog="python -m sga_core", allow_abbrev=False,
                                 description="SGA Workbench: LLM unlearning with smoothed "
                                             "gradient ascent.")
     sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser = functools.partial(sub.add_parser, allow_abbrev=False)  # no --r for --retain
 
     s = sub.add_parser("demo-data", help="write the demo corpus")
     s.add_argument("out_dir")
@@ -456,9 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataclass_flags(s, DataConfig, "data.")
     add_dataclass_flags(s, TrainingArgs, "training.")
     add_dataclass_flags(s, LaunchConfig, "launch.")
-    seen: set[str] = set()
-    for cls in _REGISTRY.values():
-        add_dataclass_flags(s, cls.Config, "margs.", seen)
+    method = chosen_method(argv)
+    if method in REGISTRY:
+        group = s.add_argument_group(
+            f"settings of method {method} ({REGISTRY[method].title})",
+            "the flags of the chosen method (--method, default sga); "
+            "`train --method NAME --help` lists another method's")
+        add_dataclass_flags(group, REGISTRY[method].Config, "margs.", clash_prefix=method)
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("prepare", help="fine-tune the original and retain-reference models",
@@ -545,10 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from sga_core.data import DataError
-    from sga_core.models import ModelError
+    from sga_core.model.loading import ModelError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser = build_parser(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        hint = ""
+        if args.command == "train":
+            from sga_core.methods import REGISTRY
+
+            method = chosen_method(argv)
+            if method in REGISTRY:
+                flags = [_flag(s["name"]) for s in field_specs(REGISTRY[method].Config)]
+                hint = (f" (method {method!r} takes: {', '.join(flags) or 'no settings'}; "
+                        f"`train --method {method} --help` lists them)")
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     try:
         return args.func(args)
     except (ConfigError, DataError, ModelError, ValueError, FileNotFoundError) as exc:

@@ -12,8 +12,15 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO-8601, e.g. ``2026-11-21T21:30:00Z`` (every timestamp the
+    workbench writes)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -121,3 +128,16 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def dir_lock(directory: str | os.PathLike) -> Iterator[None]:
+    """An exclusive lock between processes on a folder itself (``flock`` on the folder, so
+    no lock file is left in it), for a read-change-write of a file inside it."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -6,7 +6,8 @@ import html
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sga_core.runs import effective_status, metrics, probes, tail
+from sga_core.runs.folder import metrics, probes, tail
+from sga_core.runs.status import effective_run
 
 
 def _parse(ts: str | None) -> datetime | None:
@@ -20,7 +21,7 @@ def _parse(ts: str | None) -> datetime | None:
 
 def progress(run_dir: str | Path) -> dict:
     """State, step/total, fraction, elapsed and ETA (seconds) of a run."""
-    st = effective_status(run_dir)
+    st = effective_run(run_dir)
     step, total = int(st.get("step") or 0), int(st.get("total_steps") or 0)
     start = _parse(st.get("started_at"))
     end = _parse(st.get("ended_at")) if st.get("state") not in ("queued", "running") else None

@@ -15,8 +15,8 @@ from __future__ import annotations
 import shutil
 
 from sga_core.config import TrainConfig
-from sga_core.launch import run_foreground
-from sga_core.runs import create_run, runs_root
+from sga_core.runs.folder import create_run, runs_root
+from sga_core.runs.launch import run_foreground
 
 # Chosen on the demo with SmolLM2 (see README): answer NLL < 0.2 on forget and retain rows.
 PREPARE_DEFAULTS = {"lr": 1e-4, "epochs": 4, "batch_size": 8, "probe_count": 0,
@@ -64,13 +64,12 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
         if status.get("state") != "completed":
             break
     if evaluate:
-        from sga_core.launch import run_eval_foreground
+        from sga_core.runs.launch import run_eval_foreground
 
         # the reference first: the original's Forget Quality reuses its forget truth ratios
         for run_id in sorted(results, key=lambda r: not r.endswith("-retain-ref")):
             if results[run_id]["state"] != "completed":
                 continue
             st = run_eval_foreground(results[run_id]["path"], echo=echo)
-            results[run_id].update(eval_state=st.get("eval_state"),
-                                   eval_error=st.get("eval_error"))
+            results[run_id].update(eval_state=st.get("state"), eval_error=st.get("error"))
     return results

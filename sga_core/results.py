@@ -4,13 +4,11 @@ No Streamlit here; the Results page renders what these functions return."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from pathlib import Path
 
 from sga_core.fileio import read_json, read_jsonl
-from sga_core.runs import list_runs, runs_root
+from sga_core.runs.folder import list_runs, runs_root
 
 # column -> (summary metric name, higher is better)
 QA_COLUMNS = {
@@ -30,29 +28,25 @@ TEXT_COLUMNS = {
 }
 
 
-def rows_hash(path: Path) -> str | None:
-    """A content hash of a data file's rows (independent of how the file was written)."""
-    from sga_core.data import DataError, load_records
-
-    try:
-        rows = load_records(path)
-    except (DataError, OSError):
-        return None
-    return hashlib.sha1(json.dumps(rows, sort_keys=True).encode()).hexdigest()
-
-
 def _forget_file(run_dir: Path) -> Path | None:
     files = sorted((run_dir / "data").glob("forget.*"))
     return files[0] if files else None
 
 
 def project_runs(project, root=None) -> list[dict]:
-    """Runs trained on the same forget rows as ``project`` (so their metrics compare)."""
-    target = rows_hash(project.forget_path)
+    """Runs trained on the same forget rows as ``project`` (so their metrics compare): the
+    hashes stored at creation (project.json, each run's data/manifest.json) are compared;
+    runs made before manifests existed are hashed once per file version."""
+    from sga_core.data import file_rows_hash
+
+    target = project.forget_hash
     out = []
     for r in list_runs(root):
-        f = _forget_file(Path(r["path"]))
-        if f is not None and rows_hash(f) == target:
+        h = r.get("forget_hash")
+        if h is None:
+            f = _forget_file(Path(r["path"]))
+            h = file_rows_hash(f, project.kind) if f is not None else None
+        if h is not None and h == target:
             out.append(r)
     return out
 

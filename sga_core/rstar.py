@@ -76,8 +76,8 @@ def _grads(model, params, seqs, pad_id, device):
     """Gradient (list of tensors over ``params``) of the mean answer NLL of ``seqs``."""
     import torch
 
-    from sga_core.encoding import collate
-    from sga_core.losses import sequence_nll
+    from sga_core.model.encoding import collate
+    from sga_core.model.losses import sequence_nll
 
     model.zero_grad(set_to_none=True)
     b = {k: v.to(device) for k, v in collate(seqs, pad_id).items()}
@@ -142,9 +142,9 @@ def run_analysis(model_spec: str, forget_rows, normals, kind: str, k: int,
     """Load the model and data, analyze every forget row; returns a JSON-able dict."""
     import time
 
-    from sga_core.encoding import Encoder
     from sga_core.methods import MethodData, get_method
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
 
     t0 = time.time()
     tok = load_tokenizer(model_spec)

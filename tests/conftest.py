@@ -26,7 +26,7 @@ def ui_env(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from sga_core.tiny import build_tiny_model
+    from sga_core.model.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 

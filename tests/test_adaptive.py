@@ -19,10 +19,10 @@ def test_clip_r():
 def test_combined_gradient_equals_sga_gradient_at_that_r(tiny_model_dir, demo_dir,
                                                          idk_normals_file, convention):
     from sga_core.data import NormalTable, load_qa
-    from sga_core.encoding import Encoder
     from sga_core.methods import MethodData
-    from sga_core.models import load_model, load_tokenizer
-    from sga_core.trainer import flatten, forward_stats
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
+    from sga_core.train.trainer import flatten, forward_stats
 
     model = load_model(str(tiny_model_dir)).double()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))
@@ -50,8 +50,8 @@ def test_combined_gradient_equals_sga_gradient_at_that_r(tiny_model_dir, demo_di
 @pytest.mark.slow
 def test_adaptive_run_logs_r(tiny_model_dir, demo_dir, idk_normals_file, tmp_path):
     from sga_core.config import TrainConfig
-    from sga_core.launch import run_foreground
-    from sga_core.runs import create_run, metrics
+    from sga_core.runs.folder import create_run, metrics
+    from sga_core.runs.launch import run_foreground
 
     cfg = TrainConfig.from_dict({
         "model": str(tiny_model_dir), "method": "sga",

@@ -46,7 +46,7 @@ def progress_steps(page) -> int | None:
 def test_live_progress_cancel_and_killed_job(tmp_path, tiny_model_dir):
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
-    from sga_core.runs import read_status
+    from sga_core.runs.status import read_run
 
     project = create_demo_project(root=tmp_path / "workspace")
     project.save_normals(idk_normals(10, 4), "seed")
@@ -76,19 +76,19 @@ def test_live_progress_cancel_and_killed_job(tmp_path, tiny_model_dir):
         assert len(seen) >= 3, f"progress text did not change by itself: {seen}"
         page.get_by_role("button", name="Cancel").click()
         live_state(page, "cancelled").wait_for(timeout=60000)
-        assert read_status(runs / run_id)["state"] == "cancelled"
+        assert read_run(runs / run_id)["state"] == "cancelled"
 
         run2 = launch_from_train_page(page, url)
         deadline = time.time() + 90
-        while not (read_status(runs / run2).get("pid") and
+        while not (read_run(runs / run2).get("pid") and
                    (runs / run2 / "metrics.jsonl").exists()) and time.time() < deadline:
             time.sleep(0.3)
         page.goto(url + "/runs")
         page.get_by_text(run2).first.wait_for()
-        os.kill(read_status(runs / run2)["pid"], signal.SIGKILL)
+        os.kill(read_run(runs / run2)["pid"], signal.SIGKILL)
         t0 = time.time()
         live_state(page, "failed").wait_for(timeout=10000)
         elapsed = time.time() - t0
         page.screenshot(path=str(tmp_path / "failed.png"))
         assert elapsed < 10
-        assert read_status(runs / run2)["state"] == "failed"
+        assert read_run(runs / run2)["state"] == "failed"

@@ -1,4 +1,4 @@
-"""Tests for the invented demo corpus (sga_core.demo)."""
+"""Tests for the invented demo corpus (tools/demo_corpus.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sga_core import demo
+from tools import demo_corpus as demo
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "assets" / "demo"

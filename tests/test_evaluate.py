@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from sga_core import evaluate as ev
 from sga_core.config import ConfigError, TrainConfig, load_config
 from sga_core.data import load_qa, load_text, write_dataset
-from sga_core.evaluate import (
+from sga_core.evaluation import (
     PER_SAMPLE_FILE,
     QA_SAMPLE_KEYS,
     REFERENCE_CACHE_FILE,
@@ -29,6 +28,7 @@ from sga_core.evaluate import (
     evaluate_model,
     evaluate_run,
 )
+from sga_core.evaluation import run as ev
 from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics import MODEL_UTILITY_KEYS
 
@@ -82,8 +82,8 @@ def qa_cfg(model, data, *, method="ga", method_args=None, eval_cfg=None, run_id=
 def trained_run(tmp_path_factory, tiny_model_dir, qa_data) -> Path:
     """A run trained 1 step with the tiny model through create_run + run_foreground; its
     config keeps eval.enabled (the default), so run_foreground evaluates it afterwards."""
-    from sga_core.launch import run_foreground
-    from sga_core.runs import create_run
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.launch import run_foreground
 
     root = tmp_path_factory.mktemp("runs")
     run_dir = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="tiny-ga"), root)
@@ -100,7 +100,7 @@ def trained_run(tmp_path_factory, tiny_model_dir, qa_data) -> Path:
 def ref_run(tmp_path, tiny_model_dir, qa_data) -> Path:
     """A retain-reference run folder (created, not trained: the tiny model copied in as its
     model, which is all evaluation needs), with no evaluation yet."""
-    from sga_core.runs import create_run
+    from sga_core.runs.folder import create_run
 
     cfg = qa_cfg(tiny_model_dir, qa_data, method="finetune",
                  method_args={"include_forget": False}, run_id="tiny-retain-ref")
@@ -147,8 +147,8 @@ def test_retain_subset_is_even_and_deterministic():
 
 
 def test_qa_batches_pack_candidates(tiny_model_dir, demo_dir):
-    from sga_core.encoding import Encoder
-    from sga_core.models import load_tokenizer
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_tokenizer
 
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))
     rows = load_qa(demo_dir / "forget.jsonl") + load_qa(demo_dir / "real_authors.jsonl")[:5]
@@ -212,8 +212,8 @@ def test_trained_run_is_evaluated_end_to_end(trained_run):
         assert 0 <= r["probability"] <= 1 and 0 <= r["rouge_l_recall"] <= 1
         assert (r["nll_paraphrased"] is None) == (r["set"] in ("real_authors", "world_facts"))
     assert (trained_run / "eval.log").exists()
-    status = read_json(trained_run / "status.json")
-    assert status["eval_state"] == "completed" and status["eval_error"] is None
+    status = read_json(trained_run / "eval" / "status.json")
+    assert status["state"] == "completed" and status["error"] is None
     assert ev.eval_status(trained_run)["state"] == "completed"
 
 
@@ -249,7 +249,7 @@ def test_reference_is_computed_once_then_reused(trained_run, ref_run, count_load
     assert count_loads == [model]
     assert s3["metrics"]["forget_quality"]["value"] == pytest.approx(fq["value"])
     # the run's own status was not touched by evaluations into another folder
-    assert read_json(trained_run / "status.json")["eval_state"] == "completed"
+    assert read_json(trained_run / "eval" / "status.json")["state"] == "completed"
 
 
 def test_forget_quality_reasons_and_same_model(tmp_path, tiny_model_dir, qa_data):
@@ -273,13 +273,14 @@ def test_forget_quality_reasons_and_same_model(tmp_path, tiny_model_dir, qa_data
 
 
 def test_failed_evaluation_is_recorded(tmp_path, tiny_model_dir, qa_data):
-    from sga_core.runs import create_run, read_status
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.status import read_eval
 
     run_dir = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="no-model"), tmp_path)
     with pytest.raises(ev.EvalError, match="no saved model"):
         evaluate_run(run_dir)
-    st = read_status(run_dir)
-    assert st["eval_state"] == "failed" and "no saved model" in st["eval_error"]
+    st = read_eval(run_dir)
+    assert st["state"] == "failed" and "no saved model" in st["error"]
 
 
 # ---------------------------------------------------------------------------- the CLI -----
@@ -377,8 +378,9 @@ class FakeProc:
 
 def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_data,
                                                    monkeypatch):
-    from sga_core import launch, runner
-    from sga_core.runs import create_run, read_status, write_status
+    from sga_core.runs import launch, runner
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.status import read_eval, read_run, write_run
 
     root = tmp_path / "runs"
     done = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="done"), root, mode="queue")
@@ -386,7 +388,7 @@ def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_
                             eval_cfg={"enabled": False}), root, mode="queue")
     for d in (done, off):
         shutil.copytree(tiny_model_dir, d / "model")
-        write_status(d, "completed")
+        write_run(d, "completed")
     started: list[Path] = []
     evals: dict[Path, FakeProc] = {}
 
@@ -404,12 +406,12 @@ def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_
     queued = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="next"), root, mode="queue")
     monkeypatch.setattr(launch, "start", lambda d: pytest.fail("started during the eval"))
     r.start_queued()  # the evaluation holds the only slot
-    assert read_status(queued)["state"] == "queued"
+    assert read_run(queued)["state"] == "queued"
     evals[done].returncode = 1  # the evaluation process died without a word
     r.reap()
     assert r.busy() == 0
-    st = read_status(done)
-    assert st["eval_state"] == "failed" and "exited with code 1" in st["eval_error"]
+    st = read_eval(done)
+    assert st["state"] == "failed" and "exited with code 1" in st["error"]
 
 
 @pytest.mark.slow

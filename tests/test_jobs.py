@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from sga_core import jobs
 from sga_core.config import TrainConfig
-from sga_core.runs import effective_status, read_status, request_cancel, write_status
+from sga_core.runs import queue as jobs
+from sga_core.runs.folder import request_cancel
+from sga_core.runs.status import effective_run, read_run, write_run
 
 pytestmark = pytest.mark.slow
 
@@ -29,9 +30,9 @@ def tiny_cfg(model_dir, demo_dir, normals, **training):
 
 
 def wait_state(run_dir, states, timeout=90):
-    assert jobs.wait_until(lambda: effective_status(run_dir).get("state") in states, timeout), \
-        json.dumps(read_status(run_dir), indent=1)
-    return effective_status(run_dir)
+    assert jobs.wait_until(lambda: effective_run(run_dir).get("state") in states, timeout), \
+        json.dumps(read_run(run_dir), indent=1)
+    return effective_run(run_dir)
 
 
 def test_queue_runs_one_at_a_time(tiny_model_dir, demo_dir, idk_normals_file, runs_dir):
@@ -59,7 +60,7 @@ def test_cancel_queued_and_running(tiny_model_dir, demo_dir, idk_normals_file, r
     assert st["state"] in ("queued", "cancelled")
     # the queued run ends at once, while the long one still runs (not when its turn comes)
     s_q = wait_state(queued, {"cancelled"}, timeout=15)
-    assert effective_status(long)["state"] == "running"
+    assert effective_run(long)["state"] == "running"
     jobs.cancel(long)
     s_long = wait_state(long, {"cancelled"})
     assert 0 < s_long["step"] < 5000
@@ -70,9 +71,9 @@ def test_cancel_queued_and_running(tiny_model_dir, demo_dir, idk_normals_file, r
 def test_killed_job_shows_failed(tiny_model_dir, demo_dir, idk_normals_file, runs_dir):
     run = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file, max_steps=5000),
                       runs_dir)
-    assert jobs.wait_until(lambda: read_status(run).get("pid"), 90)
+    assert jobs.wait_until(lambda: read_run(run).get("pid"), 90)
     assert jobs.wait_until(lambda: (run / "metrics.jsonl").exists(), 90)
-    os.kill(read_status(run)["pid"], signal.SIGKILL)
+    os.kill(read_run(run)["pid"], signal.SIGKILL)
     t0 = time.time()
     st = wait_state(run, {"failed"}, timeout=10)
     assert time.time() - t0 < 10
@@ -85,18 +86,18 @@ def test_vanished_process_is_failed(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     (run / "config.yaml").write_text("method: sga\n")
-    write_status(run, "running", pid=proc.pid, launcher_pid=proc.pid)
-    st = effective_status(run)
+    write_run(run, "running", pid=proc.pid, launcher_pid=proc.pid)
+    st = effective_run(run)
     assert st["state"] == "failed" and "vanished" in st["error"]
 
 
 def test_runner_escalates_cancel_to_sigterm_then_sigkill(tmp_path):
     """A job that ignores the CANCEL file and SIGTERM is killed after two grace periods."""
-    from sga_core.runner import Runner
+    from sga_core.runs.runner import Runner
 
     run = tmp_path / "stubborn"
     run.mkdir()
-    write_status(run, "running")
+    write_run(run, "running")
     proc = subprocess.Popen(
         [sys.executable, "-c",
          "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
@@ -111,18 +112,18 @@ def test_runner_escalates_cancel_to_sigterm_then_sigkill(tmp_path):
     assert proc.poll() == -signal.SIGKILL
     assert runner.escalated[run] == 2
     runner.reap()
-    assert read_status(run)["state"] == "cancelled"
+    assert read_run(run)["state"] == "cancelled"
 
 
 def test_delete_refuses_active_and_rerun_copies_config(tiny_model_dir, demo_dir,
                                                        idk_normals_file, runs_dir):
-    from sga_core.runs import create_run
+    from sga_core.runs.folder import create_run
 
     done = create_run(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file), runs_dir)
-    write_status(done, "running", pid=os.getpid())
+    write_run(done, "running", pid=os.getpid())
     with pytest.raises(RuntimeError, match="cancel it first"):
         jobs.delete(done)
-    write_status(done, "completed")
+    write_run(done, "completed")
     again = jobs.rerun(done, runs_dir)
     assert again != done
     import yaml
@@ -137,11 +138,14 @@ def test_delete_refuses_active_and_rerun_copies_config(tiny_model_dir, demo_dir,
 
 
 def test_background_priority_is_configurable(monkeypatch):
-    from sga_core.bgjob import background_argv
+    from sga_core.runs.procs import nice_prefix
 
-    assert background_argv(["x"])[1:] == ["-n", "10", "x"]
+    assert nice_prefix(os.nice(0) + 10)[1:] == ["-n", "10"]
+    monkeypatch.setenv("SGA_JOB_NICE", str(os.nice(0) + 10))
+    assert nice_prefix()[1:] == ["-n", "10"]
     monkeypatch.setenv("SGA_JOB_NICE", "0")
-    assert background_argv(["x"]) == ["x"]
+    assert nice_prefix() == []
+    assert nice_prefix(os.nice(0)) == []  # already there: no nice at all
 
 
 def test_queue_order_is_submission_order_within_a_second(tiny_model_dir, demo_dir,
@@ -154,5 +158,5 @@ def test_queue_order_is_submission_order_within_a_second(tiny_model_dir, demo_di
     second.run_id = "aa-queued-second"
     a = jobs.submit(first, runs_dir, start_runner=False)
     b = jobs.submit(second, runs_dir, start_runner=False)
-    write_status(b, created_at=read_status(a)["created_at"])  # the same second for sure
+    write_run(b, created_at=read_run(a)["created_at"])  # the same second for sure
     assert jobs.queued_runs(runs_dir) == [a, b]

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from sga_core.encoding import Encoder, collate
-from sga_core.losses import describe_coefficients, sequence_nll, sga_coefficients
 from sga_core.methods import MethodData, get_method
-from sga_core.trainer import flatten, forward_stats
+from sga_core.model.encoding import Encoder, collate
+from sga_core.model.losses import describe_coefficients, sequence_nll, sga_coefficients
+from sga_core.train.trainer import flatten, forward_stats
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_sequence_nll_matches_manual():
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir):
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.loading import load_model, load_tokenizer
 
     tok = load_tokenizer(str(tiny_model_dir))
     model = load_model(str(tiny_model_dir))

@@ -7,15 +7,15 @@ import math
 import pytest
 
 from sga_core.methods import MethodData, get_method, method_names
-from sga_core.trainer import flatten, forward_stats
+from sga_core.train.trainer import flatten, forward_stats
 
 
 @pytest.fixture(scope="module")
 def setup(tiny_model_dir, demo_dir):
+    from sga_core.assets import idk_templates as load_idk_templates
     from sga_core.data import load_qa
-    from sga_core.demo import load_idk_templates
-    from sga_core.encoding import Encoder
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
 
     model = load_model(str(tiny_model_dir)).double()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))

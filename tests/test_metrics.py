@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from sga_core.evaluation.inputs import split_scores
 from sga_core.metrics import (
     MODEL_UTILITY_KEYS,
     MetricResult,
@@ -24,7 +25,6 @@ from sga_core.metrics import (
     probability,
     rouge_l_f1,
     rouge_l_recall,
-    split_scores,
     truth_ratio,
     truth_ratio_forget_score,
     truth_ratio_retain_score,
@@ -263,8 +263,8 @@ def test_metric_result_to_dict():
 def tiny(tiny_model_dir):
     import torch
 
-    from sga_core.encoding import Encoder
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
 
     torch.manual_seed(0)
     tok = load_tokenizer(str(tiny_model_dir))
@@ -274,8 +274,8 @@ def tiny(tiny_model_dir):
 
 def test_candidate_nlls_match_scoring_alone(tiny, demo_dir):
     from sga_core.data import load_qa
-    from sga_core.metrics.scoring import score_qa_candidates
-    from sga_core.scoring import batched_nll
+    from sga_core.evaluation.inputs import score_qa_candidates
+    from sga_core.model.forward import batched_nll
 
     model, enc = tiny
     rows = load_qa(demo_dir / "forget.jsonl")[:2] + load_qa(demo_dir / "real_authors.jsonl")[:1]
@@ -301,8 +301,8 @@ def test_candidate_nlls_match_scoring_alone(tiny, demo_dir):
 
 def test_text_token_logprobs_match_nll(tiny, demo_dir):
     from sga_core.data import load_text
-    from sga_core.metrics.scoring import text_token_logprobs
-    from sga_core.scoring import rows_nll
+    from sga_core.evaluation.inputs import text_token_logprobs
+    from sga_core.model.forward import rows_nll
 
     model, enc = tiny
     rows = load_text(demo_dir / "text_holdout.jsonl")[:3]
@@ -356,7 +356,7 @@ def _greedy_alone(model, enc, ids, max_new_tokens):
 
 def test_left_padded_generation_matches_single(noisy, demo_dir):
     from sga_core.data import load_qa, load_text
-    from sga_core.metrics.scoring import generate_answers
+    from sga_core.evaluation.inputs import generate_answers
 
     model, enc = noisy
     questions = [r["question"] for r in load_qa(demo_dir / "world_facts.jsonl")[:2]]

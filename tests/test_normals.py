@@ -173,7 +173,7 @@ def test_retrieval_picks_nearest_neighbours():
 
 @pytest.mark.slow
 def test_retrieval_threshold_falls_back_to_idk_and_skips_own_answer():
-    from sga_core.demo import load_idk_templates
+    from sga_core.assets import idk_templates as load_idk_templates
 
     result = generate_normals("retrieval", FORGET, "qa", 4, retain_rows=RETAIN, threshold=0.99)
     assert result.details == [] and result.complete
@@ -463,12 +463,12 @@ def test_cli_retrieval_on_demo(tmp_path, demo_dir):
 def test_generation_job_saves_into_the_newest_table(tmp_path):
     """The job merges its rows into the table as it is when it finishes: an edit made while
     it ran (another row) is kept, and the table before is a version in the history."""
-    from sga_core import bgjob
     from sga_core.data import NormalAnswer, NormalTable
     from sga_core.fileio import atomic_write_json
     from sga_core.normals import job
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
+    from sga_core.projects import jobs as bgjob
 
     project = create_demo_project(root=tmp_path / "ws")
     project.save_normals(idk_normals(10, 4), "seed")

@@ -65,11 +65,11 @@ def test_closed_form_matches_numerical_minimum_on_tiny_model(tiny_model_dir, dem
     """On a real (tiny) model: the gradient norm of the actual SGA loss, as a function of r,
     is minimized at the analysis' r* (a numerical minimization over r)."""
     from sga_core.data import NormalTable, load_qa
-    from sga_core.encoding import Encoder
     from sga_core.methods import MethodData, get_method
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
     from sga_core.rstar import analyze
-    from sga_core.trainer import flatten, forward_stats
+    from sga_core.train.trainer import flatten, forward_stats
 
     model = load_model(str(tiny_model_dir)).double()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))

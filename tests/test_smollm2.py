@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def smol_path():
-    from sga_core.models import resolve_model_path
+    from sga_core.model.loading import resolve_model_path
 
     return resolve_model_path("embedded:smollm2")
 
@@ -21,7 +21,7 @@ def test_converted_model_matches_gguf(smol_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sga_core.models import embedded_gguf_path, load_model, load_tokenizer
+    from sga_core.model.loading import embedded_gguf_path, load_model, load_tokenizer
 
     gguf = embedded_gguf_path()
     ref = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name).eval()
@@ -40,10 +40,10 @@ def test_converted_model_matches_gguf(smol_path):
 def test_prepare_then_sga_steps(smol_path, tmp_path, demo_dir):
     from sga_core.config import TrainConfig
     from sga_core.data import load_qa, write_dataset
-    from sga_core.launch import run_foreground
     from sga_core.normals.idk import idk_normals
     from sga_core.prepare import prepare
-    from sga_core.runs import create_run, metrics
+    from sga_core.runs.folder import create_run, metrics
+    from sga_core.runs.launch import run_foreground
 
     forget = tmp_path / "forget.jsonl"
     retain = tmp_path / "retain.jsonl"

@@ -1,5 +1,5 @@
 """Real training runs through the real entry points (SPEC 5, 8): ``accelerate launch -m
-sga_core.train`` started by :mod:`sga_core.launch`, ``bash command.sh`` and
+sga_core.train`` started by :mod:`sga_core.runs.launch`, ``bash command.sh`` and
 ``python -m sga_core ...``, all on the tiny random Llama model from ``conftest``.
 
 Each launch costs a few seconds of process start-up plus well under a second of training,
@@ -22,9 +22,13 @@ from types import SimpleNamespace
 import pytest
 
 import sga_core
-from sga_core import launch, runs
 from sga_core.config import TrainConfig, load_config
-from sga_core.losses import sga_coefficients
+from sga_core.fileio import now_iso
+from sga_core.model.losses import sga_coefficients
+from sga_core.runs import folder as runs
+from sga_core.runs import launch
+from sga_core.runs import status as run_status
+from sga_core.runs.command import command_text
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +81,7 @@ def run_to_end(run_dir: Path, timeout: float = RUN_TIMEOUT) -> dict:
     """launch.start + wait + launch.finish, as the runner does; returns the final status."""
     proc = launch.start(run_dir)
     launch.finish(run_dir, wait_proc(proc, timeout))
-    return runs.effective_status(run_dir)
+    return run_status.effective_run(run_dir)
 
 
 def wait_for(predicate, timeout: float = RUN_TIMEOUT, what: str = "condition",
@@ -217,7 +221,7 @@ def test_end_to_end_run_folder(baseline, tiny_model_dir, demo_dir, normals_file)
     assert os.access(sh, os.X_OK)
     text = sh.read_text()
     assert text.startswith("#!")
-    assert text.splitlines()[-1] == runs.command_text(cfg, run_dir)
+    assert text.splitlines()[-1] == command_text(cfg, run_dir)
     assert "accelerate launch" in text and "-m sga_core.train --config" in text
 
     # metrics.jsonl: one record per step, every SPEC 5 field, finite values
@@ -293,7 +297,7 @@ def test_command_sh_reproduces(baseline):
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         rc = wait_proc(proc)
     assert rc == 0, (run_dir.parent / "rerun.log").read_text()[-3000:]
-    status = runs.read_status(run_dir)
+    status = run_status.read_run(run_dir)
     assert status["state"] == "completed" and status["step"] == 4
     again = runs.metrics(run_dir)
     assert [m["step"] for m in again] == [1, 2, 3, 4]
@@ -318,7 +322,7 @@ def _start_long_run(tiny_model_dir, demo_dir, normals_file, runs_dir):
 
 def _assert_cancelled(run_dir: Path, proc: subprocess.Popen) -> None:
     launch.finish(run_dir, wait_proc(proc))
-    status = runs.effective_status(run_dir)
+    status = run_status.effective_run(run_dir)
     assert status["state"] == "cancelled", status
     assert status["exit_code"] == 0
     assert "cancel" in status["error"]
@@ -340,7 +344,7 @@ def test_cancel_file_stops_run_and_saves_model(tiny_model_dir, demo_dir, normals
 
 def test_sigterm_to_trainer_cancels(tiny_model_dir, demo_dir, normals_file, runs_dir):
     run_dir, proc = _start_long_run(tiny_model_dir, demo_dir, normals_file, runs_dir)
-    pid = wait_for(lambda: runs.read_status(run_dir).get("pid"), what="the trainer pid",
+    pid = wait_for(lambda: run_status.read_run(run_dir).get("pid"), what="the trainer pid",
                    proc=proc)
     assert pid != proc.pid  # the trainer, not the accelerate launcher
     os.kill(pid, signal.SIGTERM)
@@ -441,16 +445,19 @@ def test_effective_status_dead_pid_is_failed(runs_dir):
     done.wait(60)
     dead = runs_dir / "dead-run"
     dead.mkdir()
-    runs.write_status(dead, "running", pid=done.pid, started_at=runs.now_iso())
-    status = runs.effective_status(dead)
+    run_status.write_run(dead, "running", pid=done.pid, started_at=now_iso())
+    status = run_status.effective_run(dead)
     assert status["state"] == "failed"
     assert "vanished" in status["error"]
-    assert runs.read_status(dead)["state"] == "failed"  # written back to disk
+    # readers never write (issue 10): the file keeps what its writers wrote, every reader
+    # derives the same "failed" from it
+    assert run_status.read_run(dead)["state"] == "running"
+    assert run_status.run_view(dead)["state"] == "failed"
     # a live process keeps its run running
     alive = runs_dir / "alive-run"
     alive.mkdir()
-    runs.write_status(alive, "running", pid=os.getpid())
-    assert runs.effective_status(alive)["state"] == "running"
+    run_status.write_run(alive, "running", pid=os.getpid())
+    assert run_status.effective_run(alive)["state"] == "running"
 
 
 # -------------------------------------------------------------------- 6. distributed -------
@@ -528,7 +535,7 @@ def test_cli_train_creates_completed_run(tiny_model_dir, demo_dir, runs_dir, tmp
     assert "state: completed" in res.stdout
     (run_dir,) = [d for d in runs_dir.iterdir()]
     assert run_dir.name.startswith("sga-r-0p8-k4-")
-    status = runs.read_status(run_dir)
+    status = run_status.read_run(run_dir)
     assert status["state"] == "completed" and status["exit_code"] == 0 and status["step"] == 2
     assert len(runs.metrics(run_dir)) == 2
     cfg = load_config(run_dir / "config.yaml")
@@ -537,7 +544,7 @@ def test_cli_train_creates_completed_run(tiny_model_dir, demo_dir, runs_dir, tmp
     normals = [json.loads(line) for line in raw_lines(run_dir / "data" / "normals.jsonl")]
     assert len(normals) == 10 * 3
     assert {n["source"] for n in normals} == {"idk"}
-    assert f"command:    {runs.command_text(cfg, run_dir)}" in res.stdout
+    assert f"command:    {command_text(cfg, run_dir)}" in res.stdout
 
 
 def test_cli_no_launch_list_show_cancel(tiny_model_dir, demo_dir, runs_dir, tmp_path):
@@ -546,7 +553,7 @@ def test_cli_no_launch_list_show_cancel(tiny_model_dir, demo_dir, runs_dir, tmp_
               "--runs-dir", str(runs_dir), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     run_dir = runs_dir / "queued-one"
-    assert runs.read_status(run_dir)["state"] == "queued"
+    assert run_status.read_run(run_dir)["state"] == "queued"
     assert not (run_dir / "metrics.jsonl").exists() and not (run_dir / "train.log").exists()
     assert (run_dir / "data" / "normals.jsonl").exists()
 

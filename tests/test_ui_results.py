@@ -17,11 +17,11 @@ pytestmark = pytest.mark.slow
 def evaluated(tmp_path_factory, tiny_model_dir):
     """A demo project whose prepared models and a two-run sweep are trained and evaluated."""
     from sga_core.config import TrainConfig
-    from sga_core.launch import run_foreground
     from sga_core.normals.idk import idk_normals
-    from sga_core.project_runs import build_config, default_eval
     from sga_core.projects import create_demo_project
-    from sga_core.runs import create_run
+    from sga_core.projects.training import build_config, default_eval
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.launch import run_foreground
 
     tmp = tmp_path_factory.mktemp("results")
     project = create_demo_project(root=tmp / "workspace")
@@ -88,7 +88,7 @@ def test_token_page_follows_french(env):
     assert at.selectbox(key="tokens.row").value == 7  # the French row is preselected
     at.selectbox(key="tokens.row").set_value(7).run()
     assert not at.exception, at.exception
-    from sga_core.demo import FRENCH_ROW
+    from tools.demo_corpus import FRENCH_ROW
 
     assert FRENCH_ROW == 7
     mark = at.selectbox(key="tokens.mark.7")

@@ -83,7 +83,7 @@ def test_preview_id_is_not_reused_after_a_change(ui_env, tiny_model_dir):
     runs = [r for r in (ui_env / "runs").iterdir() if not r.name.startswith(".")]
     assert len(runs) == 1 and runs[0].name.startswith("sga-r0-")
     assert load_config(runs[0] / "config.yaml").method_args["r"] == 0.0
-    from sga_core import jobs
+    from sga_core.runs import queue as jobs
 
     jobs.cancel(runs[0])
 
@@ -104,7 +104,7 @@ def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
 
 
 def test_sweep_queues_one_run_per_r(ui_env, tiny_model_dir):
-    from sga_core.runs import list_runs
+    from sga_core.runs.folder import list_runs
 
     at = fill_tiny_form(open_page("pages/train.py"), tiny_model_dir)
     at.text_input(key="train.sweep_values").set_value("-1:0:0.5").run()
@@ -114,7 +114,7 @@ def test_sweep_queues_one_run_per_r(ui_env, tiny_model_dir):
     assert sorted(r["r"] for r in rows) == [-1.0, -0.5, 0.0]
     assert len({r["sweep"] for r in rows}) == 1
     for r in rows:  # do not leave the queue busy
-        from sga_core import jobs
+        from sga_core.runs import queue as jobs
 
         jobs.cancel(r["path"])
 
@@ -140,9 +140,10 @@ def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model
     original being prepared, and the queue runs the SGA run after it, on its model."""
     from sga_core.config import load_config
     from sga_core.normals.idk import idk_normals
-    from sga_core.project_runs import original_run_id, submit_prepare
     from sga_core.projects import create_demo_project
-    from sga_core.runs import list_runs, read_status
+    from sga_core.projects.training import original_run_id, submit_prepare
+    from sga_core.runs.folder import list_runs
+    from sga_core.runs.status import read_run
 
     project = create_demo_project(root=ui_env / "workspace")
     project.save_normals(idk_normals(len(project.forget()), 4), "idk")
@@ -162,12 +163,12 @@ def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model
     assert len(sga) == 1
     assert load_config(Path(sga[0]["path"]) / "config.yaml").model == str(original)
     deadline = time.time() + 240
-    while time.time() < deadline and read_status(Path(sga[0]["path"])).get("state") not in (
+    while time.time() < deadline and read_run(Path(sga[0]["path"])).get("state") not in (
             "completed", "failed", "cancelled"):
         time.sleep(1)
-    st = read_status(Path(sga[0]["path"]))
+    st = read_run(Path(sga[0]["path"]))
     assert st.get("state") == "completed", st
-    prepared = read_status(prep[-1])
+    prepared = read_run(prep[-1])
     assert prepared["state"] == "completed" and prepared["ended_at"] <= st["started_at"]
 
 

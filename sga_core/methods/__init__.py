@@ -1,30 +1,43 @@
-"""Registry of unlearning methods: one file per method, looked up by name."""
+"""Unlearning methods: one file per method in this folder, found by discovery. A module here
+that defines a :class:`Method` subclass with a ``name`` is all it takes for the CLI, the Train
+page and the trainer to offer it (README: "Add a method")."""
 
 from __future__ import annotations
 
-from sga_core.methods.base import Method, MethodData, SeqStats, Unit
+import importlib
+import pkgutil
 
-_REGISTRY: dict[str, type[Method]] = {}
+from sga_core.methods.base import (
+    REGISTRY,
+    Method,
+    MethodData,
+    SeqStats,
+    StopTraining,
+    Unit,
+    flatten,
+)
 
 
-def register(cls: type[Method]) -> type[Method]:
-    if not cls.name or cls.name in _REGISTRY:
-        raise ValueError(f"method name {cls.name!r} is empty or already registered")
-    _REGISTRY[cls.name] = cls
-    return cls
+def _discover() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_discover()
 
 
 def get_method(name: str) -> type[Method]:
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown method {name!r}; known: {sorted(_REGISTRY)}")
-    return _REGISTRY[name]
+    if name not in REGISTRY:
+        raise KeyError(f"unknown method {name!r}; known: {method_names()}")
+    return REGISTRY[name]
 
 
 def method_names(unlearning_only: bool = False) -> list[str]:
-    return [n for n, c in _REGISTRY.items() if c.unlearning or not unlearning_only]
+    """Registered method names in display order (rank, then name)."""
+    classes = sorted(REGISTRY.values(), key=lambda c: (c.rank, c.name))
+    return [c.name for c in classes if c.unlearning or not unlearning_only]
 
 
-# import for registration side effects (order = display order)
-from sga_core.methods import finetune, ga, graddiff, idk, kl, npo, sga  # noqa: E402,F401
-
-__all__ = ["Method", "MethodData", "SeqStats", "Unit", "get_method", "method_names", "register"]
+__all__ = ["REGISTRY", "Method", "MethodData", "SeqStats", "StopTraining", "Unit", "flatten",
+           "get_method", "method_names"]

@@ -5,6 +5,11 @@ fine-tuning). A unit holds the sequences that its loss needs (the forget answer,
 answers, a paired retain row, ...). The trainer pads all sequences of a batch into one batch,
 runs one forward and one backward, and asks the method for one loss value per unit; the batch
 loss is the mean over units (SPEC 1).
+
+A subclass that sets ``name`` registers itself (:data:`REGISTRY`); the package discovers every
+module in ``sga_core/methods/``, so one file is the whole registration. Everything particular
+to a method lives on its class: what data it needs, the setting a sweep varies, how its
+settings read in words, checks on the training setup, and any special step (adaptive r).
 """
 
 from __future__ import annotations
@@ -12,7 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sga_core.encoding import Encoder, Sequence
+from sga_core.model.encoding import Encoder, Sequence
+from sga_core.model.forward import SeqStats
+
+NEEDS = ("retain", "normals", "reference")
+
+
+class StopTraining(Exception):
+    """Raised (by the trainer or a method's step) to end a run early in ``state``."""
+
+    def __init__(self, state: str, reason: str):
+        super().__init__(reason)
+        self.state = state
+        self.reason = reason
+REGISTRY: dict[str, type[Method]] = {}
 
 
 @dataclass
@@ -36,30 +54,35 @@ class Unit:
         return max(len(s) for s in self.seqs)
 
 
-@dataclass
-class SeqStats:
-    """Per-sequence results of one forward pass over a padded batch."""
-
-    mean_nll: Any  # tensor [n_seq]
-    sum_nll: Any  # tensor [n_seq]
-    n_tokens: Any  # tensor [n_seq]
-    unit_ids: Any  # tensor [n_seq], position of the owning unit within the local batch
-    roles: list[str]
-    logits: Any = None  # tensor [n_seq, T, V], for methods that need the distribution
-    labels: Any = None
-    ref: SeqStats | None = None  # the frozen reference model's stats (same sequences)
-
-
 class Method:
     """Base class. Subclasses set ``name``, ``Config`` (a dataclass built with
-    :func:`sga_core.config.param`) and ``needs``, and implement the two methods below."""
+    :func:`sga_core.params.param`) and ``needs``, and implement :meth:`build_units` and
+    :meth:`unit_losses`; the hooks below have neutral defaults."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     Config: ClassVar[type]
-    needs: ClassVar[frozenset[str]] = frozenset()  # of "retain", "normals", "reference"
+    needs: ClassVar[frozenset[str]] = frozenset()  # of NEEDS
     needs_logits: ClassVar[bool] = False
     unlearning: ClassVar[bool] = True  # False for plain fine-tuning (``prepare``)
+    rank: ClassVar[int] = 50  # display order in lists (lower first)
+    sweep_param: ClassVar[str | None] = None  # the setting a sweep varies (SGA: "r")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if not name:
+            return  # an abstract helper class
+        old = REGISTRY.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__,
+                                                                       cls.__qualname__):
+            raise ValueError(f"method name {name!r} is already registered by "
+                             f"{old.__module__}.{old.__qualname__}")
+        unknown = set(cls.needs) - set(NEEDS)
+        if unknown:
+            raise ValueError(f"method {name!r}: unknown needs {sorted(unknown)} (known: "
+                             f"{list(NEEDS)})")
+        REGISTRY[name] = cls
 
     def __init__(self, cfg):
         self.cfg = cfg
@@ -71,8 +94,30 @@ class Method:
         """Return a tensor ``[n_units]`` of per-unit losses (the optimizer minimizes the mean)."""
         raise NotImplementedError
 
-    def describe(self) -> str:
-        return self.title or self.name
+    # hooks ---------------------------------------------------------------------------------
+    @classmethod
+    def id_parts(cls, args: dict) -> list[str]:
+        """Words for a run id of this method with settings ``args`` (the sweep setting)."""
+        p = cls.sweep_param
+        if p is None or args.get(p) is None:
+            return []
+        v = float(args[p])
+        return [p + ("-" if v < 0 else "") + f"{abs(v):g}".replace(".", "p")]
+
+    def explain(self) -> str | None:
+        """The settings in words, for the Train page (None: nothing to add)."""
+        return None
+
+    def check_training(self, training, distributed_type: str) -> None:
+        """Raise ValueError when the training setup cannot serve this method."""
+
+    def step(self, trainer, batch: list[int], step: int) -> dict | None:
+        """A special optimizer step (None: the trainer's standard step)."""
+        return None
+
+    def log_fields(self) -> dict:
+        """Values the method logs with every step (metrics.jsonl), e.g. the current r."""
+        return {}
 
     # helpers -----------------------------------------------------------------------------
     @staticmethod
@@ -105,3 +150,12 @@ def paired_retain(data: MethodData, enc: Encoder, i: int, role: str = "retain") 
         raise ValueError("this method needs retain data, and the retain set is empty")
     row = data.retain[i % len(data.retain)]
     return enc.row(row, data.kind, role=role, retain_index=i % len(data.retain))
+
+
+def flatten(units: list[Unit]) -> tuple[list[Sequence], list[int]]:
+    """All sequences of ``units`` and, for each, the position of its unit."""
+    seqs, ids = [], []
+    for j, u in enumerate(units):
+        seqs += u.seqs
+        ids += [j] * len(u.seqs)
+    return seqs, ids

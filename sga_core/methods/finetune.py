@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.config import param
-from sga_core.methods import register
 from sga_core.methods.base import Method, MethodData, SeqStats, Unit
+from sga_core.params import param
 
 
 @dataclass
@@ -15,9 +14,9 @@ class FinetuneConfig:
     include_forget: bool = param(True, "Train on the forget rows as well as the retain rows.")
 
 
-@register
 class Finetune(Method):
     name = "finetune"
+    rank = 100
     title = "Fine-tune (learn the data)"
     Config = FinetuneConfig
     unlearning = False

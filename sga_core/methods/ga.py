@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.methods import register
 from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
 
 
@@ -13,9 +12,9 @@ class GAConfig:
     pass
 
 
-@register
 class GA(Method):
     name = "ga"
+    rank = 10
     title = "GA (gradient ascent)"
     Config = GAConfig
 

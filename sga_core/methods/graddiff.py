@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.config import param
-from sga_core.methods import register
 from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
+from sga_core.params import param
 
 
 @dataclass
@@ -14,9 +13,9 @@ class GradDiffConfig:
     retain_weight: float = param(1.0, "Weight of the retain NLL term.", min=0.0, max=1000.0)
 
 
-@register
 class GradDiff(Method):
     name = "graddiff"
+    rank = 20
     title = "GradDiff (forget ascent + retain NLL)"
     Config = GradDiffConfig
     needs = frozenset({"retain"})

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.config import param
-from sga_core.methods import register
 from sga_core.methods.base import Method, MethodData, SeqStats, Unit, paired_retain
+from sga_core.params import param
 
 
 @dataclass
@@ -16,9 +15,9 @@ class IDKConfig:
                                  max=1000.0)
 
 
-@register
 class IDK(Method):
     name = "idk"
+    rank = 60
     title = "IDK (fine-tune on \"I don't know\")"
     Config = IDKConfig
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.config import param
-from sga_core.methods import register
 from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
+from sga_core.params import param
 
 
 @dataclass
@@ -15,9 +14,9 @@ class KLConfig:
     retain_weight: float = param(1.0, "Weight of the retain KL term.", min=0.0, max=1000.0)
 
 
-@register
 class KL(Method):
     name = "kl"
+    rank = 30
     title = "KL (forget ascent + retain KL to the original)"
     Config = KLConfig
     needs = frozenset({"retain", "reference"})

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.config import param
-from sga_core.methods import register
 from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
+from sga_core.params import param
 
 
 @dataclass
@@ -18,9 +17,9 @@ class NPOConfig:
                                       "retain data when > 0).", min=0.0, max=1000.0)
 
 
-@register
 class NPO(Method):
     name = "npo"
+    rank = 40
     title = "NPO (negative preference optimization)"
     Config = NPOConfig
     needs = frozenset({"reference"})

@@ -1,14 +1,17 @@
-"""Smoothed Gradient Ascent (SPEC 1): the forget answer and its K-1 normal answers in one
-padded batch, each weighted by its label-smoothing coefficient."""
+"""Smoothed Gradient Ascent (SPEC 1; paper: "Label Smoothing Improves Gradient Ascent in LLM
+Unlearning"): the forget answer and its K-1 normal answers in one padded batch, each weighted
+by its label-smoothing coefficient. Loss per forget sample:
+``c_forget(r, K) * nll(y_f|x) + sum_k c_normal(r, K) * nll(y_k|x)`` with
+``c_forget = -(1 - r + r/K)`` and ``c_normal = -r/K`` (``label``) or ``+r/K`` (``objective``).
+r = 0 is gradient ascent. Adaptive r (SPEC 2) recomputes r* from each batch's gradients."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.config import param
-from sga_core.losses import CONVENTIONS, sga_coefficients
-from sga_core.methods import register
-from sga_core.methods.base import Method, MethodData, SeqStats, Unit
+from sga_core.methods.base import Method, MethodData, SeqStats, StopTraining, Unit
+from sga_core.model.losses import CONVENTIONS, describe_coefficients, sga_coefficients
+from sga_core.params import param
 
 
 @dataclass
@@ -33,12 +36,63 @@ class SGAConfig:
                          advanced=True)
 
 
-@register
 class SGA(Method):
     name = "sga"
+    rank = 0
     title = "SGA (smoothed gradient ascent)"
     Config = SGAConfig
     needs = frozenset({"normals"})
+    sweep_param = "r"
+
+    @classmethod
+    def id_parts(cls, args: dict) -> list[str]:
+        return super().id_parts(args) + ([f"k{args['k']}"] if args.get("k") else [])
+
+    def explain(self) -> str:
+        return describe_coefficients(self.cfg.r, self.cfg.k, self.cfg.convention)
+
+    def log_fields(self) -> dict:
+        return {"r": self.cfg.r}
+
+    def check_training(self, training, distributed_type: str) -> None:
+        if not self.cfg.adaptive:
+            return
+        if training.grad_accum > 1:
+            raise ValueError("adaptive r needs grad_accum = 1 (it combines two gradients per "
+                             "step)")
+        if distributed_type == "DEEPSPEED":
+            raise ValueError("adaptive r edits gradients directly, which DeepSpeed does not "
+                             "allow; use DDP or FSDP")
+
+    def step(self, trainer, batch: list[int], step: int) -> dict | None:
+        """On adaptive steps: set r to this batch's clipped r* (sga_core.adaptive) and apply
+        the SGA gradient at that r, assembled from the forget and normal gradients."""
+        if not self.adaptive_due(step):
+            return None
+        import torch
+
+        from sga_core.adaptive import adaptive_gradient
+
+        acc, cfg = trainer.acc, self.cfg
+        local = trainer.local_part(batch)
+        units = [trainer.units[i] for i in (local or batch[:1])]
+        info = adaptive_gradient(
+            trainer.model, units, k=cfg.k, convention=cfg.convention,
+            bounds=(cfg.r_min, cfg.r_max), fallback_r=cfg.r, pad_id=trainer.enc.pad_id,
+            device=acc.device, scale=acc.num_processes / len(batch), backward=acc.backward,
+            reduce=lambda x: acc.reduce(x, "sum"), weight=1.0 if local else 0.0)
+        f_sum, f_n, n_sum, n_n = info["sums"].tolist()
+        forget_nll, normal_nll = f_sum / f_n, n_sum / n_n
+        loss = info["c_f"] * forget_nll + (cfg.k - 1) * info["c_n"] * normal_nll
+        if not torch.isfinite(torch.tensor(loss)):
+            raise StopTraining("diverged", "the loss became non-finite (NaN/inf)")
+        cfg.r = info["r"]  # later fixed-r steps use it too
+        grad_norm = trainer.apply_update(loss)
+        tokens = acc.reduce(torch.tensor([float(info["tokens"]) if local else 0.0],
+                                         dtype=torch.float64, device=acc.device), "sum")
+        return {"loss": loss, "forget_nll": forget_nll, "normal_nll": normal_nll,
+                "retain_nll": None, "tokens": tokens.item(), "r_star": info["r_star"],
+                "grad_norm": float(grad_norm) if grad_norm is not None else None}
 
     def adaptive_due(self, step: int) -> bool:
         """Whether optimizer step ``step`` (0-based) recomputes r from the gradients."""

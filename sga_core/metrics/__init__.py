@@ -2,7 +2,7 @@
 
 Pure metric functions return a :class:`MetricResult` (aggregate ``value``, ``per_sample``
 values, and a ``reason`` when the metric cannot be computed). The model-side helpers in
-:mod:`sga_core.metrics.scoring` produce their inputs (candidate NLLs, token log-probs,
+:mod:`sga_core.evaluation.inputs` produce their inputs (candidate NLLs, token log-probs,
 greedy generations); torch is only imported when those run.
 """
 
@@ -18,7 +18,6 @@ from .muse import (
 )
 from .result import MetricResult
 from .rouge import rouge_l_f1, rouge_l_recall
-from .scoring import generate_answers, score_qa_candidates, split_scores, text_token_logprobs
 from .tofu import (
     MODEL_UTILITY_KEYS,
     MODEL_UTILITY_METRICS,
@@ -40,7 +39,6 @@ __all__ = [
     "MetricResult",
     "auc",
     "forget_quality",
-    "generate_answers",
     "harmonic_mean",
     "knowmem",
     "min_k_percent",
@@ -53,9 +51,6 @@ __all__ = [
     "probability",
     "rouge_l_f1",
     "rouge_l_recall",
-    "score_qa_candidates",
-    "split_scores",
-    "text_token_logprobs",
     "truth_ratio",
     "truth_ratio_forget_score",
     "truth_ratio_retain_score",

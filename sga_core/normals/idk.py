@@ -11,9 +11,9 @@ from sga_core.data import NormalAnswer, NormalTable
 def idk_normals(num_forget: int, k: int, templates: list[str] | None = None,
                 seed: int = 0) -> NormalTable:
     if templates is None:
-        from sga_core.demo import load_idk_templates
+        from sga_core.assets import idk_templates
 
-        templates = load_idk_templates()
+        templates = idk_templates()
     if k - 1 > len(templates):
         raise ValueError(f"K-1={k - 1} distinct answers asked for, only {len(templates)} "
                          "templates available")

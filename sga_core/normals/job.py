@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from sga_core import bgjob
 from sga_core.data import NormalTable
+from sga_core.projects import jobs as bgjob
 
 SECRET_OPTIONS = ("api_key",)
 
@@ -58,48 +58,44 @@ def merge(current: NormalTable | None, new: NormalTable, rows: list[int] | None)
     return NormalTable(keep + fresh, k)
 
 
-def main(argv=None) -> int:
+def generate(project, spec: dict) -> dict:
+    """Generate the spec's rows and save them into the project's table as a new version."""
     from sga_core.data import NormalAnswer
     from sga_core.normals import generate_normals
 
-    project = bgjob.project_from_argv(argv)
-    spec = bgjob.spec(project, NAME)
     forget = project.forget()
     idx = spec.get("rows") or list(range(len(forget)))
     backend = spec["backend"]
     bgjob.update(project, NAME, stage="loading the model" if backend in ("local", "retrieval")
                  else "starting")
+    bad = [i for i in idx if not 0 <= i < len(forget)]
+    if bad:
+        raise ValueError(f"forget row {bad[0]} does not exist")
+    options = dict(spec.get("options") or {})
+    if backend == "retrieval":
+        options["retain_rows"] = project.retain()
+    res = generate_normals(backend, [forget[i] for i in idx], project.kind, spec["k"],
+                           progress=bgjob.progress_callback(project, NAME, stage="generating"),
+                           **options)
+    # re-number the answers from positions in ``idx`` back to forget rows
+    answers = [NormalAnswer(**{**a.to_dict(), "forget_index": idx[a.forget_index]})
+               for a in res.table.answers]
+    new = NormalTable(answers, spec["k"])
+    new.save(job_dir(project) / "result.jsonl")
+    rows = spec.get("rows")
+    _, version = project.update_normals(lambda current: merge(current, new, rows),
+                                        reason=f"generate {backend} {describe_rows(rows)}")
+    return {"done": len(idx), "total": len(idx), "stage": None,
+            "errors": {str(idx[i]): e for i, e in res.errors.items()}, "tokens": res.tokens,
+            "summary": res.summary_lines(), "applied": True, "version": version.name}
 
-    try:
-        bad = [i for i in idx if not 0 <= i < len(forget)]
-        if bad:
-            raise ValueError(f"forget row {bad[0]} does not exist")
-        options = dict(spec.get("options") or {})
-        if backend == "retrieval":
-            options["retain_rows"] = project.retain()
-        res = generate_normals(backend, [forget[i] for i in idx], project.kind, spec["k"],
-                               progress=bgjob.progress_callback(project, NAME,
-                                                                stage="generating"),
-                               **options)
-        # re-number the answers from positions in ``idx`` back to forget rows
-        answers = [NormalAnswer(**{**a.to_dict(), "forget_index": idx[a.forget_index]})
-                   for a in res.table.answers]
-        new = NormalTable(answers, spec["k"])
-        new.save(job_dir(project) / "result.jsonl")
-        rows = spec.get("rows")
-        _, version = project.update_normals(lambda current: merge(current, new, rows),
-                                            reason=f"generate {backend} {describe_rows(rows)}")
-        bgjob.complete(project, NAME, done=len(idx), total=len(idx), stage=None,
-                       errors={str(idx[i]): e for i, e in res.errors.items()},
-                       tokens=res.tokens, summary=res.summary_lines(), applied=True,
-                       version=version.name)
-        return 0
-    except Exception as exc:  # recorded for the page; the key is scrubbed from the text
-        from sga_core.normals.openai_backend import scrub
 
-        bgjob.fail(project, NAME, scrub(f"{type(exc).__name__}: {exc}",
-                                        os.environ.get("OPENAI_API_KEY") or ""))
-        return 1
+def main(argv=None) -> int:
+    from sga_core.normals.openai_backend import scrub
+
+    # the key is scrubbed from any error text the page shows
+    return bgjob.run_job(NAME, generate, argv,
+                         scrub=lambda msg: scrub(msg, os.environ.get("OPENAI_API_KEY") or ""))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from sga_core.data import NormalAnswer, NormalTable
-from sga_core.models import DEFAULT_MODEL
-from sga_core.normals import GenerationResult, Progress
+from sga_core.model.loading import DEFAULT_MODEL
+from sga_core.normals.result import GenerationResult, Progress
 from sga_core.normals.templates import Template, default_template, load_template, render
 
 __all__ = ["clear_cache", "local_normals"]
@@ -34,7 +34,7 @@ def clear_cache() -> None:
 
 def _load(model: str, dtype: str, device: str):
     """(model, tokenizer) with left padding; the last one loaded stays cached."""
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.loading import load_model, load_tokenizer
 
     key = (model, dtype, device)
     with _LOCK:

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from sga_core.data import NormalAnswer, NormalTable
-from sga_core.normals import GenerationResult, Progress
+from sga_core.normals.result import GenerationResult, Progress
 from sga_core.normals.templates import Template, default_template, load_template, render
 
 __all__ = [

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from sga_core.data import NormalAnswer, NormalTable
-from sga_core.models import ModelError
-from sga_core.normals import GenerationResult, Progress
+from sga_core.model.loading import ModelError
+from sga_core.normals.result import GenerationResult, Progress
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",

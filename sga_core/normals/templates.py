@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sga_core.assets import PROMPTS_DIR
+
 __all__ = [
     "PLACEHOLDERS",
     "TEMPLATES_DIR",
@@ -35,7 +37,7 @@ __all__ = [
     "render",
 ]
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "prompts"
+TEMPLATES_DIR = PROMPTS_DIR
 PLACEHOLDERS = {
     "qa": ("question", "answer"),
     "text": ("text", "prompt", "continuation"),

@@ -1,6 +1,6 @@
 """The job queue: run folders in state ``queued`` are the queue (on disk, so two browser tabs
 that press Launch at once get two queued runs, never a clash), and one runner process
-(``python -m sga_core.runner``) starts them one at a time by default.
+(``python -m sga_core.runs.runner``) starts them one at a time by default.
 
 Cancel is staged: the ``CANCEL`` file (the trainer stops at the next step boundary), then
 SIGTERM to the run's process group after a grace period, then SIGKILL.
@@ -10,32 +10,29 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
+import shutil
 import time
 from pathlib import Path
 
-from sga_core.bgjob import background_argv
-from sga_core.fileio import read_json
-from sga_core.runs import (
+from sga_core.fileio import now_iso, read_json
+from sga_core.runs import status as run_status
+from sga_core.runs.folder import (
     CANCEL_FILE,
-    FINAL_STATES,
-    effective_status,
+    EVAL_REQUEST,
+    create_run,
     list_runs,
-    now_iso,
-    pid_alive,
     request_cancel,
     runs_root,
-    write_status,
 )
+from sga_core.runs.procs import spawn
+from sga_core.runs.status import FINAL_STATES
 
 RUNNER_LOCK = ".runner.lock"
 RUNNER_INFO = ".runner.json"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def queued_runs(root: Path) -> list[Path]:
-    """Queued run folders, oldest first."""
+    """Queued run folders, in submission order."""
     rows = [r for r in list_runs(root) if r["state"] == "queued" and r.get("mode") == "queue"]
     rows.sort(key=lambda r: (r.get("created_at") or "",
                              r.get("queued_ns") or 0, r["run_id"]))
@@ -58,32 +55,22 @@ def runner_alive(root: Path) -> bool:
 
 def ensure_runner(root: str | os.PathLike | None = None, max_parallel: int = 1,
                   idle_exit_s: float = 120.0) -> int | None:
-    """Start a detached runner for ``root`` unless one is alive; returns its pid if started."""
+    """Start a detached runner for ``root`` unless one is alive; returns its pid if started.
+    The runner (and so every training and evaluation it starts) runs niced."""
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
     if runner_alive(root):
         return None
-    log = open(root / ".runner.log", "ab")
-    try:
-        proc = subprocess.Popen(
-            background_argv([sys.executable, "-m", "sga_core.runner", "--runs-dir", str(root),
-                             "--max-parallel", str(max_parallel),
-                             "--idle-exit", str(idle_exit_s)]),
-            cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
-                                         "PYTHONPATH": str(PROJECT_ROOT)})
-    finally:
-        log.close()
+    proc = spawn(["python", "-m", "sga_core.runs.runner", "--runs-dir", str(root),
+                  "--max-parallel", str(max_parallel), "--idle-exit", str(idle_exit_s)],
+                 root / ".runner.log")
     return proc.pid
 
 
 def submit(cfg, root: str | os.PathLike | None = None, start_runner: bool = True,
            max_parallel: int = 1) -> Path:
     """Create a queued run folder for ``cfg`` and make sure a runner will pick it up."""
-    from sga_core.runs import create_run
-
     run_dir = create_run(cfg, root, state="queued", mode="queue")
-    write_status(run_dir, queued_ns=time.time_ns())  # the queue order within one second
     if start_runner:
         ensure_runner(run_dir.parent, max_parallel=max_parallel)
     return run_dir
@@ -93,14 +80,14 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     """Ask a run to stop. A queued run is cancelled by the runner before it starts; a running
     one stops at its next step boundary (escalated by the runner if it does not)."""
     run_dir = Path(run_dir)
-    st = effective_status(run_dir)
+    st = run_status.effective_run(run_dir)
     if st.get("state") in FINAL_STATES:
         return st
     request_cancel(run_dir)
     if st.get("state") == "queued" and not runner_alive(run_dir.parent):
-        return write_status(run_dir, "cancelled", ended_at=now_iso(),
-                            error="cancelled before it started")
-    return effective_status(run_dir)
+        return run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
+                                    error="cancelled before it started")
+    return run_status.effective_run(run_dir)
 
 
 def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
@@ -119,21 +106,13 @@ def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> 
 
 def delete(run_dir: str | os.PathLike) -> None:
     """Delete a run folder; a run still queued or running is refused."""
-    import shutil
-
     run_dir = Path(run_dir)
-    st = effective_status(run_dir)
+    st = run_status.effective_run(run_dir)
     if st.get("state") in ("queued", "running"):
         raise RuntimeError(f"run {run_dir.name} is {st['state']}: cancel it first")
+    if run_status.effective_eval(run_dir).get("state") == "running":
+        raise RuntimeError(f"run {run_dir.name} is being evaluated: wait for it to end")
     shutil.rmtree(run_dir)
-
-
-def kill_group(pid: int, sig: int) -> bool:
-    try:
-        os.killpg(os.getpgid(pid), sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
 
 
 def runner_info(root: str | os.PathLike | None = None) -> dict:
@@ -149,13 +128,18 @@ def wait_until(pred, timeout: float, interval: float = 0.2) -> bool:
     return pred()
 
 
-__all__ = ["CANCEL_FILE", "cancel", "delete", "ensure_runner", "kill_group", "pid_alive",
-           "queued_runs", "rerun", "runner_alive", "runner_info", "submit", "wait_until"]
-
-
-def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> dict:
-    """Queue the evaluation of a completed run; the runner starts it when a slot is free."""
+def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> None:
+    """Ask for the evaluation of a completed run (a marker file): the runner starts it when a
+    slot is free."""
     run_dir = Path(run_dir)
-    st = write_status(run_dir, eval_state="queued", eval_error=None)
+    (run_dir / EVAL_REQUEST).write_text(now_iso() + "\n")
     ensure_runner(root or run_dir.parent)
-    return st
+
+
+def eval_requested(run_dir: str | os.PathLike) -> bool:
+    return (Path(run_dir) / EVAL_REQUEST).exists()
+
+
+__all__ = ["CANCEL_FILE", "cancel", "delete", "ensure_runner", "eval_requested",
+           "queued_runs", "request_eval", "rerun", "runner_alive", "runner_info", "submit",
+           "wait_until"]

@@ -13,15 +13,21 @@ CHAT_TEMPLATE = (
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<|system|>", "<|user|>", "<|assistant|>"]
 
 
+DEMO_SPLITS = ("forget", "retain", "real_authors", "world_facts", "text_forget", "text_retain",
+               "text_holdout", "text_forget_qa", "text_retain_qa")
+
+
 def corpus_texts() -> list[str]:
-    from sga_core.demo import build_demo, load_idk_templates
+    """Every string of the shipped demo corpus, then the "I don't know" templates."""
+    from sga_core.assets import DEMO_DIR, idk_templates
+    from sga_core.fileio import read_jsonl
 
     texts = []
-    for rows in build_demo().values():
-        for r in rows:
+    for split in DEMO_SPLITS:
+        for r in read_jsonl(DEMO_DIR / f"{split}.jsonl"):
             texts += [v for v in r.values() if isinstance(v, str)]
             texts += [v for v in r.get("perturbed_answer", []) if isinstance(v, str)]
-    return texts + load_idk_templates()
+    return texts + idk_templates()
 
 
 def build_tiny_model(out_dir: str | Path, vocab_size: int = 600, hidden: int = 32,

@@ -15,35 +15,18 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import io
 import json
-import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fileio import atomic_write_jsonl
-
-__all__ = [
-    "NORMAL_SOURCES",
-    "SUPPORTED_EXTENSIONS",
-    "DataError",
-    "Dataset",
-    "NormalAnswer",
-    "NormalTable",
-    "detect_kind",
-    "load_dataset",
-    "load_qa",
-    "load_records",
-    "load_text",
-    "write_dataset",
-]
+from sga_core.fileio import atomic_write_jsonl
 
 SUPPORTED_EXTENSIONS = (".json", ".jsonl", ".csv", ".parquet")
-NORMAL_SOURCES = ("retrieval", "openai", "local", "idk", "manual")
 DATASET_KINDS = ("qa", "text")
 
 PathLike = str | os.PathLike
@@ -457,277 +440,33 @@ def load_dataset(path: PathLike, kind: str = "auto") -> Dataset:
     return Dataset(kind=kind, rows=rows, path=str(path))
 
 
+def rows_hash(rows: Sequence[dict[str, Any]]) -> str:
+    """A content hash of validated rows (independent of the file format they came in): two
+    runs compare only when they trained on the same forget rows."""
+    import hashlib
+
+    blob = json.dumps(list(rows), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha1(blob.encode("utf-8")).hexdigest()
+
+
+def file_rows_hash(path: PathLike, kind: str = "auto") -> str | None:
+    """:func:`rows_hash` of a data file's validated rows (None when it does not load),
+    computed once per file version (path, size and modification time)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _file_rows_hash(str(path), st.st_size, st.st_mtime_ns, kind)
+
+
+@functools.lru_cache(maxsize=512)
+def _file_rows_hash(path: str, size: int, mtime_ns: int, kind: str) -> str | None:
+    try:
+        return rows_hash(load_dataset(path, kind=kind).rows)
+    except (DataError, OSError):
+        return None
+
+
 def write_dataset(path: PathLike, rows: Iterable[dict[str, Any]]) -> Path:
     """Write rows atomically as JSON Lines (e.g. a data snapshot in a run folder)."""
     return atomic_write_jsonl(path, list(rows))
-
-
-# --------------------------------------------------------------------------------------
-# Normal answers
-
-
-def utc_now() -> str:
-    """The current UTC time as ISO-8601, e.g. ``2026-11-21T21:30:00Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _as_int(value: Any, key: str, minimum: int, file: str | None, row: int | None) -> int:
-    if value is None:
-        raise DataError("missing required field", file, row, key)
-    result: int | None = None
-    if isinstance(value, bool):
-        result = None
-    elif isinstance(value, int):
-        result = value
-    elif isinstance(value, float) and value.is_integer():
-        result = int(value)
-    elif isinstance(value, str):
-        try:
-            f = float(value.strip())
-            result = int(f) if f.is_integer() else None
-        except ValueError:
-            result = None
-    if result is None:
-        raise DataError(f"expected an integer, got {value!r}", file, row, key)
-    if result < minimum:
-        raise DataError(f"must be >= {minimum}, got {result}", file, row, key)
-    return result
-
-
-def _as_score(value: Any, file: str | None, row: int | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise DataError("expected a number or null, got boolean", file, row, "score")
-    if isinstance(value, (int, float)):
-        result = float(value)
-    elif isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            result = float(value)
-        except ValueError:
-            raise DataError(f"expected a number, got {value!r}", file, row, "score") from None
-    else:
-        raise DataError(f"expected a number, got {_type_name(value)}", file, row, "score")
-    return None if math.isnan(result) else result
-
-
-_TRUE = ("true", "1", "yes", "y", "t")
-_FALSE = ("false", "0", "no", "n", "f", "")
-
-
-def _as_bool(value: Any, file: str | None, row: int | None) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-        return value.strip().lower() in _TRUE
-    raise DataError(f"expected true or false, got {value!r}", file, row, "edited")
-
-
-@dataclass
-class NormalAnswer:
-    """One normal answer: slot ``k`` (1..K-1) for forget row ``forget_index``."""
-
-    forget_index: int
-    k: int
-    text: str
-    source: str
-    score: float | None = None
-    edited: bool = False
-    updated_at: str = field(default_factory=utc_now)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(
-        cls, d: dict[str, Any], file: str | None = None, row: int | None = None
-    ) -> NormalAnswer:
-        """Validate and convert a record (CSV strings are accepted for numbers/booleans).
-
-        A missing ``text`` reads as "" (an empty CSV cell); :meth:`NormalTable.problems`
-        reports it.
-        """
-        if not isinstance(d, dict):
-            raise DataError(f"expected an object (record), got {_type_name(d)}", file, row)
-        text = d.get("text")
-        if text is None:
-            text = ""
-        if not isinstance(text, str):
-            raise DataError(f"expected a string, got {_type_name(text)}", file, row, "text")
-        source = d.get("source")
-        if source is None:
-            raise DataError("missing required field", file, row, "source")
-        if not isinstance(source, str) or source.strip().lower() not in NORMAL_SOURCES:
-            raise DataError(
-                f"must be one of {', '.join(NORMAL_SOURCES)}, got {source!r}", file, row, "source"
-            )
-        updated_at = d.get("updated_at")
-        if updated_at is None or updated_at == "":
-            updated_at = utc_now()
-        elif hasattr(updated_at, "isoformat") and not isinstance(updated_at, str):
-            updated_at = updated_at.isoformat()
-        elif not isinstance(updated_at, str):
-            raise DataError(
-                f"expected a string, got {_type_name(updated_at)}", file, row, "updated_at"
-            )
-        return cls(
-            forget_index=_as_int(d.get("forget_index"), "forget_index", 0, file, row),
-            k=_as_int(d.get("k"), "k", 1, file, row),
-            text=text,
-            source=source.strip().lower(),
-            score=_as_score(d.get("score"), file, row),
-            edited=_as_bool(d.get("edited"), file, row),
-            updated_at=updated_at,
-        )
-
-
-class NormalTable:
-    """The K-1 normal answers of every forget row, keyed by ``(forget_index, k)``.
-
-    ``k`` is K, the number of answer slots per forget row including the forget answer.
-    """
-
-    def __init__(self, answers: Iterable[NormalAnswer], k: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"K must be an integer >= 1, got {k!r}")
-        self.k = k
-        self._by_key: dict[tuple[int, int], NormalAnswer] = {}
-        for ans in answers:
-            self._check_slot(ans.forget_index, ans.k)
-            key = (ans.forget_index, ans.k)
-            if key in self._by_key:
-                raise DataError(f"duplicate normal answer for forget_index={key[0]}, k={key[1]}")
-            self._by_key[key] = ans
-
-    def _check_slot(
-        self, forget_index: int, k: int, file: str | None = None, row: int | None = None
-    ) -> None:
-        if isinstance(forget_index, bool) or not isinstance(forget_index, int) or forget_index < 0:
-            raise DataError(
-                f"must be an integer >= 0, got {forget_index!r}", file, row, "forget_index"
-            )
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.k - 1:
-            raise DataError(f"k={k!r} is outside 1..{self.k - 1} (K={self.k})", file, row, "k")
-
-    @property
-    def answers(self) -> list[NormalAnswer]:
-        """All answers sorted by forget_index, then k (a new list)."""
-        return [self._by_key[key] for key in sorted(self._by_key)]
-
-    def __len__(self) -> int:
-        return len(self._by_key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._by_key
-
-    @classmethod
-    def load(cls, path: PathLike, k: int | None = None) -> NormalTable:
-        """Load a table from JSONL/JSON/CSV/parquet; K defaults to the largest k + 1.
-
-        An empty file gives an empty table when ``k`` is given.
-        """
-        raw = _read(path, allow_empty=k is not None)
-        loaded: list[tuple[NormalAnswer, int]] = []
-        first_row: dict[tuple[int, int], int] = {}
-        for rec, row in zip(raw.records, raw.rows):
-            ans = NormalAnswer.from_dict(rec, raw.file, row)
-            key = (ans.forget_index, ans.k)
-            if key in first_row:
-                raise DataError(
-                    f"duplicate normal answer for forget_index={key[0]}, k={key[1]} "
-                    f"(first in row {first_row[key]})",
-                    raw.file,
-                    row,
-                )
-            first_row[key] = row
-            loaded.append((ans, row))
-        if k is None:
-            k = max(ans.k for ans, _ in loaded) + 1
-        table = cls([], k)
-        for ans, row in loaded:
-            table._check_slot(ans.forget_index, ans.k, raw.file, row)
-            table._by_key[(ans.forget_index, ans.k)] = ans
-        return table
-
-    def save(self, path: PathLike) -> Path:
-        """Write the table atomically as JSON Lines, sorted by forget_index then k."""
-        return atomic_write_jsonl(path, self.to_rows())
-
-    def to_rows(self) -> list[dict[str, Any]]:
-        return [a.to_dict() for a in self.answers]
-
-    def get(self, forget_index: int, k: int) -> NormalAnswer | None:
-        return self._by_key.get((forget_index, k))
-
-    def texts_for(self, forget_index: int) -> list[str]:
-        """The texts of the normal answers of one forget row, ordered by k."""
-        return [
-            self._by_key[(forget_index, k)].text
-            for k in range(1, self.k)
-            if (forget_index, k) in self._by_key
-        ]
-
-    def set(
-        self,
-        forget_index: int,
-        k: int,
-        text: str,
-        source: str = "manual",
-        score: float | None = None,
-    ) -> NormalAnswer:
-        """Insert or replace one answer.
-
-        Replacing a different text marks the answer ``edited`` and refreshes ``updated_at``;
-        setting the same text again changes nothing.
-        """
-        self._check_slot(forget_index, k)
-        if not isinstance(text, str):
-            raise DataError(f"expected a string, got {_type_name(text)}", field="text")
-        if source not in NORMAL_SOURCES:
-            raise DataError(
-                f"must be one of {', '.join(NORMAL_SOURCES)}, got {source!r}", field="source"
-            )
-        old = self._by_key.get((forget_index, k))
-        if old is not None and old.text == text:
-            return old
-        ans = NormalAnswer(
-            forget_index=forget_index,
-            k=k,
-            text=text,
-            source=source,
-            score=_as_score(score, None, None),
-            edited=old is not None,
-        )
-        self._by_key[(forget_index, k)] = ans
-        return ans
-
-    def remove(self, forget_index: int, k: int) -> bool:
-        """Remove one answer; False when there was none."""
-        return self._by_key.pop((forget_index, k), None) is not None
-
-    def problems(self, num_forget: int) -> list[str]:
-        """Human-readable problems: missing or empty answers, rows out of range."""
-        out: list[str] = []
-        for i in range(num_forget):
-            for k in range(1, self.k):
-                ans = self._by_key.get((i, k))
-                if ans is None:
-                    out.append(f"forget row {i}: normal answer k={k} is missing")
-                elif not ans.text.strip():
-                    out.append(f"forget row {i}: normal answer k={k} is empty")
-        for i, k in sorted(self._by_key):
-            if i >= num_forget:
-                out.append(
-                    f"forget row {i}: normal answer k={k} is out of range "
-                    f"(the forget set has {num_forget} rows)"
-                )
-        return out
-
-    def is_complete(self, num_forget: int) -> bool:
-        return not self.problems(num_forget)

@@ -1,4 +1,7 @@
-"""A small, deterministic, invented demo corpus in the shape of TOFU (SPEC 3) and MUSE.
+"""The generator of the shipped demo corpus (``assets/demo/``; the library reads the shipped files
+and never imports this script). Regenerate with ``python -m tools.demo_corpus OUT_DIR``.
+
+A small, deterministic, invented demo corpus in the shape of TOFU (SPEC 3) and MUSE.
 
 Everything here is fiction: twelve made-up authors with ten short QA rows each. One author
 (:data:`FORGET_AUTHOR`) is the forget split, the other eleven the retain split. Rows are kept
@@ -19,11 +22,11 @@ random generator is ``random.Random(0)``, consumed in a fixed order).
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
-from .fileio import atomic_write_jsonl, atomic_write_text
+from sga_core.assets import IDK_TEMPLATES_PATH, idk_templates
+from sga_core.fileio import atomic_write_jsonl, atomic_write_text
 
 __all__ = [
     "AUTHORS",
@@ -40,7 +43,6 @@ __all__ = [
 
 SEED = 0
 PROMPT_WORDS = 15  # text passages: the first this-many words are the prompt
-IDK_TEMPLATES_PATH = Path(__file__).resolve().parent.parent / "assets" / "idk_templates.json"
 
 # ---------------------------------------------------------------------------------------------
 # The invented authors. ``style`` and ``style_para`` hold a ``{nat}`` slot filled with ``nat``;
@@ -1468,11 +1470,8 @@ def write_demo(out_dir: str | Path) -> dict[str, Path]:
 
 
 def load_idk_templates() -> list[str]:
-    """The "I don't know" refusals in ``assets/idk_templates.json`` (a JSON list of str)."""
-    data = json.loads(IDK_TEMPLATES_PATH.read_text(encoding="utf-8"))
-    if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
-        raise ValueError(f"{IDK_TEMPLATES_PATH}: expected a JSON list of strings")
-    return [s.strip() for s in data if s.strip()]
+    """The "I don't know" refusals (``sga_core.assets.idk_templates``)."""
+    return idk_templates()
 
 
 def _locate_french_row() -> tuple[int, str]:
@@ -1483,3 +1482,10 @@ def _locate_french_row() -> tuple[int, str]:
 
 
 FRENCH_ROW, FRENCH_ANSWER = _locate_french_row()
+
+
+if __name__ == "__main__":
+    import sys
+
+    for name, path in write_demo(sys.argv[1] if len(sys.argv) > 1 else "demo-corpus").items():
+        print(f"{name}: {path}")

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from sga_core.config import ConfigError, TrainConfig
-from sga_core.projects import Project
-from sga_core.runs import runs_root
+from sga_core.projects.project import Project
+from sga_core.runs.folder import runs_root
 
 
 def original_run_id(project: Project) -> str:
@@ -28,12 +28,12 @@ def prepared_model(project: Project, root=None) -> Path | None:
 def pending_model(project: Project, root=None) -> Path | None:
     """The original's model folder while its prepare run is queued or running (a run queued
     now starts after it, the queue being one job at a time by default)."""
-    from sga_core.runs import effective_status
+    from sga_core.runs.status import effective_run
 
     run_dir = runs_root(root) / original_run_id(project)
     if prepared_model(project, root) or not run_dir.exists():
         return None
-    state = effective_status(run_dir).get("state")
+    state = effective_run(run_dir).get("state")
     return run_dir / "model" if state in ("queued", "running") else None
 
 
@@ -109,8 +109,8 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     """Queue the project's two prepare runs (original, then retain reference)."""
     import shutil
 
-    from sga_core import jobs
     from sga_core.prepare import PREPARE_DEFAULTS
+    from sga_core.runs import queue as jobs
 
     root = runs_root(root)
     out = []
@@ -118,9 +118,9 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     for run_id, include_forget in ((reference_run_id(project), False),
                                    (original_run_id(project), True)):
         if (root / run_id).exists():
-            from sga_core.runs import effective_status
+            from sga_core.runs.status import effective_run
 
-            if effective_status(root / run_id).get("state") in ("queued", "running"):
+            if effective_run(root / run_id).get("state") in ("queued", "running"):
                 raise ConfigError(f"{run_id} is already queued or running")
             shutil.rmtree(root / run_id)
         cfg = build_config(project, method="finetune",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sga_core.encoding import IGNORE, Encoder, collate
-from sga_core.encoding import Sequence as TokSeq
+from sga_core.model.encoding import IGNORE, Encoder, collate
+from sga_core.model.encoding import Sequence as TokSeq
 
 
 def _as_encoder(enc_or_tok) -> Encoder:
@@ -29,7 +29,7 @@ def score_qa_candidates(model, encoder: Encoder, rows: Sequence[dict], device="c
     go through the model as ONE padded batch (``sga_core.scoring.batched_nll`` sorts them by
     length first).
     """
-    from sga_core.scoring import batched_nll
+    from sga_core.model.forward import batched_nll
 
     enc = _as_encoder(encoder)
     rows = list(rows)
@@ -98,8 +98,8 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
     ``include_eos``. For Min-K% (:func:`~sga_core.metrics.min_k_percent_score`) and perplexity
     (:func:`~sga_core.metrics.perplexity_from_logprobs`).
     """
-    from sga_core.losses import token_logprobs
-    from sga_core.scoring import inference, length_batches
+    from sga_core.model.forward import inference, length_batches
+    from sga_core.model.losses import token_logprobs
 
     enc = _as_encoder(encoder)
     seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
@@ -145,7 +145,7 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
 
     import torch
 
-    from sga_core.scoring import inference, length_batches
+    from sga_core.model.forward import inference, length_batches
 
     enc = _as_encoder(encoder)
     limit = max_prompt_tokens or enc.max_length

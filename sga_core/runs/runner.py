@@ -1,9 +1,10 @@
-"""The queue runner: ``python -m sga_core.runner --runs-dir runs``.
+"""The queue runner: ``python -m sga_core.runs.runner --runs-dir runs``.
 
-One runner per runs folder (an exclusive lock); it starts queued runs in creation order, at
+One runner per runs folder (an exclusive lock); it starts queued runs in submission order, at
 most ``--max-parallel`` at a time, records how each ended, escalates cancels (CANCEL file ->
-SIGTERM to the process group after ``--grace`` seconds -> SIGKILL after twice that), and exits
-after ``--idle-exit`` seconds with nothing to do (the UI starts it again when needed).
+SIGTERM to the process group after ``--grace`` seconds -> SIGKILL after twice that), evaluates
+completed runs, and exits after ``--idle-exit`` seconds with nothing to do (the UI starts it
+again when needed).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-from sga_core import launch
-from sga_core.fileio import atomic_write_json
-from sga_core.jobs import RUNNER_INFO, RUNNER_LOCK, kill_group, queued_runs
-from sga_core.runs import CANCEL_FILE, now_iso, read_status, write_status
+from sga_core.fileio import atomic_write_json, now_iso
+from sga_core.runs import launch
+from sga_core.runs import status as run_status
+from sga_core.runs.folder import CANCEL_FILE, EVAL_REQUEST, list_runs
+from sga_core.runs.procs import kill_group
+from sga_core.runs.queue import RUNNER_INFO, RUNNER_LOCK, queued_runs
 
 
 class Runner:
@@ -30,7 +33,7 @@ class Runner:
         self.grace_s = grace_s
         self.idle_exit_s = idle_exit_s
         self.poll_s = poll_s
-        self.active: dict[Path, object] = {}  # run_dir -> Popen
+        self.active: dict[Path, object] = {}  # run_dir -> Popen of its launcher
         # follow-up evaluations (python -m sga_core eval RUN_DIR) of completed runs: they
         # hold a slot like a training job, since evaluation is CPU/GPU heavy too
         self.evals: dict[Path, object] = {}  # run_dir -> Popen
@@ -43,15 +46,12 @@ class Runner:
     def reap(self) -> None:
         for run_dir, proc in list(self.active.items()):
             cancel_file = run_dir / CANCEL_FILE
-            if proc.poll() is None:
-                if cancel_file.exists():
-                    self.escalate(run_dir, proc, time.time() - cancel_file.stat().st_mtime)
+            if proc.poll() is None and cancel_file.exists():
+                self.escalate(run_dir, proc, time.time() - cancel_file.stat().st_mtime)
+            if not launch.reap(run_dir, proc):
                 continue
-            status = launch.finish(run_dir, proc.returncode)
-            if cancel_file.exists() and status.get("state") not in ("completed", "diverged"):
-                write_status(run_dir, "cancelled", ended_at=status.get("ended_at") or now_iso(),
-                             error="cancelled by request")
-            self.log(f"{run_dir.name}: {read_status(run_dir).get('state')} "
+            launch.cancelled_after_exit(run_dir)
+            self.log(f"{run_dir.name}: {run_status.read_run(run_dir).get('state')} "
                      f"(exit {proc.returncode})")
             del self.active[run_dir]
             self.start_eval(run_dir)
@@ -62,23 +62,25 @@ class Runner:
 
     def start_eval(self, run_dir: Path) -> None:
         """Evaluate a run that just completed, when its config's eval.enabled is true."""
-        if not launch.should_evaluate(run_dir):
-            return
+        if launch.should_evaluate(run_dir):
+            self.launch_eval(run_dir)
+
+    def launch_eval(self, run_dir: Path) -> None:
+        (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
         try:
-            proc = launch.start_eval(run_dir)
+            self.evals[run_dir] = launch.start_eval(run_dir)
         except Exception as exc:  # evaluation problems never stop the queue
-            write_status(run_dir, eval_state="failed", eval_ended_at=now_iso(),
-                         eval_error=f"cannot start the evaluation: {exc}")
+            run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
+                                  error=f"cannot start the evaluation: {exc}")
             return
-        self.evals[run_dir] = proc
-        self.log(f"{run_dir.name}: evaluating (pid {proc.pid})")
+        self.log(f"{run_dir.name}: evaluating (pid {self.evals[run_dir].pid})")
 
     def reap_evals(self) -> None:
         for run_dir, proc in list(self.evals.items()):
             if proc.poll() is None:
                 continue
             st = launch.finish_eval(run_dir, proc.returncode)
-            self.log(f"{run_dir.name}: evaluation {st.get('eval_state')} "
+            self.log(f"{run_dir.name}: evaluation {st.get('state')} "
                      f"(exit {proc.returncode})")
             del self.evals[run_dir]
 
@@ -97,8 +99,8 @@ class Runner:
         queue = queued_runs(self.root)
         for run_dir in queue:  # a cancelled queued run ends now, not when its turn comes
             if run_dir not in self.active and (run_dir / CANCEL_FILE).exists():
-                write_status(run_dir, "cancelled", ended_at=now_iso(),
-                             error="cancelled before it started")
+                run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
+                                     error="cancelled before it started")
         for run_dir in queue:
             if self.busy() >= self.max_parallel:
                 return
@@ -107,27 +109,22 @@ class Runner:
             try:
                 proc = launch.start(run_dir)
             except Exception as exc:  # a broken run folder must not stop the queue
-                write_status(run_dir, "failed", ended_at=now_iso(), error=f"cannot start: {exc}")
+                run_status.write_run(run_dir, "failed", ended_at=now_iso(),
+                                     error=f"cannot start: {exc}")
                 continue
-            write_status(run_dir, runner_pid=os.getpid())
+            run_status.write_run(run_dir, runner_pid=os.getpid())
             self.active[run_dir] = proc
             self.log(f"{run_dir.name}: started (pid {proc.pid})")
 
     def start_requested_evals(self) -> None:
-        """Evaluations asked for by hand (jobs.request_eval: eval_state 'queued')."""
-        from sga_core.runs import list_runs
-
+        """Evaluations asked for by hand (queue.request_eval: an EVAL_REQUESTED marker)."""
         for r in list_runs(self.root):
             if self.busy() >= self.max_parallel:
                 return
             run_dir = Path(r["path"])
             if r["state"] == "completed" and run_dir not in self.evals and \
-                    read_status(run_dir).get("eval_state") == "queued":
-                try:
-                    self.evals[run_dir] = launch.start_eval(run_dir)
-                    self.log(f"{run_dir.name}: evaluating on request")
-                except Exception as exc:  # never stops the queue
-                    write_status(run_dir, eval_state="failed", eval_error=str(exc))
+                    (run_dir / EVAL_REQUEST).exists():
+                self.launch_eval(run_dir)
 
     def run(self) -> int:
         idle_since = time.time()
@@ -144,7 +141,7 @@ class Runner:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sga_core.runner")
+    p = argparse.ArgumentParser(prog="python -m sga_core.runs.runner")
     p.add_argument("--runs-dir", default="runs")
     p.add_argument("--max-parallel", type=int, default=1)
     p.add_argument("--grace", type=float, default=10.0,

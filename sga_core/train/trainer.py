@@ -17,31 +17,26 @@ import traceback
 from pathlib import Path
 
 from sga_core.config import TrainConfig
-from sga_core.encoding import Encoder, Sequence, collate
-from sga_core.fileio import append_jsonl
-from sga_core.methods import MethodData, SeqStats, Unit, get_method
-from sga_core.runs import CANCEL_FILE, now_iso, write_status
-
-
-class StopTraining(Exception):
-    def __init__(self, state: str, reason: str):
-        super().__init__(reason)
-        self.state = state
-        self.reason = reason
-
+from sga_core.fileio import append_jsonl, now_iso
+from sga_core.methods import MethodData, StopTraining, Unit, get_method
+from sga_core.methods.base import flatten
+from sga_core.model.encoding import Encoder
+from sga_core.model.forward import forward_stats
+from sga_core.runs import status as run_status
+from sga_core.runs.folder import CANCEL_FILE
 
 # ------------------------------------------------------------------------------ data --------
 
 def load_method_data(cfg: TrainConfig) -> MethodData:
+    from sga_core.assets import idk_templates
     from sga_core.data import NormalTable, load_dataset
-    from sga_core.demo import load_idk_templates
 
     forget = load_dataset(cfg.resolve(cfg.data.forget), kind=cfg.data.task)
     retain = (load_dataset(cfg.resolve(cfg.data.retain), kind=cfg.data.task).rows
               if cfg.data.retain else [])
     normals = NormalTable.load(cfg.resolve(cfg.data.normals)) if cfg.data.normals else None
     return MethodData(kind=forget.kind, forget=forget.rows, retain=retain, normals=normals,
-                      idk_templates=load_idk_templates())
+                      idk_templates=idk_templates())
 
 
 def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
@@ -71,36 +66,10 @@ def shard(batch: list[int], rank: int, world: int) -> list[int]:
     return batch[rank::world]
 
 
-# --------------------------------------------------------------------------- forward -------
-
-def forward_stats(model, seqs: list[Sequence], unit_ids: list[int], pad_id: int, device,
-                  keep_logits: bool = False) -> SeqStats:
-    import torch
-
-    from sga_core.losses import sequence_nll
-
-    batch = {k: v.to(device) for k, v in collate(seqs, pad_id).items()}
-    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                use_cache=False)
-    mean_nll, sum_nll, n_tok = sequence_nll(out.logits, batch["labels"])
-    return SeqStats(mean_nll=mean_nll, sum_nll=sum_nll, n_tokens=n_tok,
-                    unit_ids=torch.tensor(unit_ids, device=device),
-                    roles=[s.role for s in seqs],
-                    logits=out.logits if keep_logits else None, labels=batch["labels"])
-
-
-def flatten(units: list[Unit]) -> tuple[list[Sequence], list[int]]:
-    seqs, ids = [], []
-    for j, u in enumerate(units):
-        seqs += u.seqs
-        ids += [j] * len(u.seqs)
-    return seqs, ids
-
-
 def probe_records(model, enc: Encoder, units_by_index: dict[int, Unit], rows: list[int],
                   device, step: int, top_k: int = 5) -> list[dict]:
     """Per-token probability of each probe row's forget answer (plus top-k alternatives)."""
-    from sga_core.tokenprobs import token_records
+    from sga_core.model.forward import token_records
 
     seqs = [units_by_index[i].seqs[0] for i in rows if i in units_by_index]
     records = []
@@ -126,7 +95,7 @@ class Trainer:
 
     def status(self, state=None, **fields) -> None:
         if self.acc.is_main_process:
-            write_status(self.run_dir, state, **fields)
+            run_status.write_run(self.run_dir, state, **fields)
 
     def _on_sigterm(self, signum, frame) -> None:
         self._sigterm = True
@@ -136,17 +105,15 @@ class Trainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
-        from sga_core.models import load_model, load_tokenizer
+        from sga_core.model.loading import load_model, load_tokenizer
 
         cfg, t = self.cfg, self.cfg.training
         self.acc = Accelerator(cpu=cfg.launch.cpu or not torch.cuda.is_available(),
                                gradient_accumulation_steps=t.grad_accum)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         set_seed(t.seed)
-        from sga_core.runs import read_status
-
         # keep the launcher's start time (the run started when its process was launched)
-        prev = read_status(self.run_dir) if self.acc.is_main_process else {}
+        prev = run_status.read_run(self.run_dir) if self.acc.is_main_process else {}
         started = prev.get("started_at") if prev.get("state") == "running" else None
         self.status("running", pid=os.getpid(), started_at=started or now_iso(),
                     num_processes=self.acc.num_processes, error=None)
@@ -154,15 +121,8 @@ class Trainer:
                  f"processes={self.acc.num_processes} device={self.acc.device}")
         method_cls = get_method(cfg.method)
         self.method = method_cls(cfg.method_config())
-        if getattr(self.method.cfg, "adaptive", False):
-            from accelerate.utils import DistributedType
-
-            if t.grad_accum > 1:
-                raise ValueError("adaptive r needs grad_accum = 1 (it combines two gradients "
-                                 "per step)")
-            if self.acc.distributed_type == DistributedType.DEEPSPEED:
-                raise ValueError("adaptive r edits gradients directly, which DeepSpeed does not"
-                                 " allow; use DDP or FSDP")
+        self.method.check_training(t, self.acc.distributed_type.value)
+        self._ppid = os.getppid()  # the launcher: training stops if it dies
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
@@ -210,7 +170,7 @@ class Trainer:
         the before/after figures a researcher checks first."""
         import torch
 
-        from sga_core.scoring import rows_nll
+        from sga_core.model.forward import rows_nll
 
         acc, out = self.acc, {}
         for name, rows in (("forget", self.data.forget), ("retain", self.data.retain)):
@@ -293,33 +253,9 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         return grad_norm
 
-    def adaptive_step(self, batch: list[int]) -> dict:
-        """An SGA step whose r is this batch's clipped r* (see sga_core.adaptive)."""
-        import torch
-
-        from sga_core.adaptive import adaptive_gradient
-
-        acc, cfg = self.acc, self.method.cfg
-        world, rank = acc.num_processes, acc.process_index
-        local = shard(batch, rank, world)
-        units = [self.units[i] for i in (local or batch[:1])]
-        info = adaptive_gradient(
-            self.model, units, k=cfg.k, convention=cfg.convention,
-            bounds=(cfg.r_min, cfg.r_max), fallback_r=cfg.r, pad_id=self.enc.pad_id,
-            device=acc.device, scale=world / len(batch), backward=acc.backward,
-            reduce=lambda x: acc.reduce(x, "sum"), weight=1.0 if local else 0.0)
-        f_sum, f_n, n_sum, n_n = info["sums"].tolist()
-        forget_nll, normal_nll = f_sum / f_n, n_sum / n_n
-        loss = info["c_f"] * forget_nll + (cfg.k - 1) * info["c_n"] * normal_nll
-        if not torch.isfinite(torch.tensor(loss)):
-            raise StopTraining("diverged", "the loss became non-finite (NaN/inf)")
-        cfg.r = info["r"]  # later fixed-r steps use it too
-        grad_norm = self.apply_update(loss)
-        tokens = acc.reduce(torch.tensor([float(info["tokens"]) if local else 0.0],
-                                         dtype=torch.float64, device=acc.device), "sum")
-        return {"loss": loss, "forget_nll": forget_nll, "normal_nll": normal_nll,
-                "retain_nll": None, "tokens": tokens.item(), "r_star": info["r_star"],
-                "grad_norm": float(grad_norm) if grad_norm is not None else None}
+    def local_part(self, batch: list[int]) -> list[int]:
+        """This process's share of a global batch."""
+        return shard(batch, self.acc.process_index, self.acc.num_processes)
 
     def train_step(self, batch: list[int]) -> dict:
         """One optimizer step over a global batch; returns the global step statistics."""
@@ -404,7 +340,6 @@ class Trainer:
     def run(self) -> str:
         self.setup()
         t = self.cfg.training
-        r = self.cfg.method_args.get("r")
         t0 = time.time()
         step, epoch, state, reason = 0, 0, "completed", None
         self.write_probes(0)
@@ -420,16 +355,17 @@ class Trainer:
                         break
                     if self.should_cancel():
                         raise StopTraining("cancelled", "cancelled by request")
+                    if os.getppid() != self._ppid:
+                        raise StopTraining("failed", "the launcher process exited (killed?); "
+                                                     "training stopped with it")
                     ts = time.time()
-                    adaptive = getattr(self.method, "adaptive_due", None)
-                    out = (self.adaptive_step(batch) if adaptive and adaptive(step)
-                           else self.train_step(batch))
+                    out = self.method.step(self, batch, step) or self.train_step(batch)
                     step += 1
                     dt = time.time() - ts
                     rec = {"step": step, "epoch": round(step / self.steps_per_epoch, 4),
                            "loss": out["loss"], "forget_nll": out["forget_nll"],
                            "normal_nll": out["normal_nll"], "retain_nll": out["retain_nll"],
-                           "r": getattr(self.method.cfg, "r", r),
+                           "r": self.method.log_fields().get("r"),
                            "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
                            "grad_norm": out["grad_norm"],
                            "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
@@ -454,7 +390,7 @@ class Trainer:
             nll_after = self.data_nll()
             self.status(nll_after=nll_after)
             self.log("answer NLL after:  " + _fmt_nll(nll_after))
-        if t.save_model and not getattr(self, "weights_broken", False):
+        if t.save_model and state != "failed" and not getattr(self, "weights_broken", False):
             self.log("saving model")
             self.save_model()
         self.status(state, step=step, ended_at=now_iso(), exit_code=0,
@@ -483,6 +419,6 @@ def run_training(cfg: TrainConfig, run_dir: str | os.PathLike) -> str:
         is_main = getattr(getattr(trainer, "acc", None), "is_main_process", True)
         if is_main:
             tb = traceback.format_exc()
-            write_status(run_dir, "failed", ended_at=now_iso(), exit_code=1,
-                         error=f"{type(exc).__name__}: {exc}", traceback=tb[-4000:])
+            run_status.write_run(run_dir, "failed", ended_at=now_iso(), exit_code=1,
+                                 error=f"{type(exc).__name__}: {exc}", traceback=tb[-4000:])
         raise

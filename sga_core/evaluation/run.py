@@ -4,8 +4,8 @@ Entry points:
 
 - :func:`evaluate_run` evaluates a run folder (its ``model/``, its data snapshot, its
   ``eval`` settings) into ``RUN_DIR/eval/summary.json`` + ``eval/per_sample.jsonl``, and
-  keeps ``status.json``'s ``eval_state`` (running / completed / failed, with ``eval_error``)
-  current, so a UI can show it;
+  keeps ``eval/status.json`` (state running / completed / failed, the stage and its
+  progress, the error) current, so a UI can show it;
 - :func:`evaluate_model` evaluates a bare model (a folder, a hub id, ``embedded:smollm2``) on
   given data into any folder;
 - :func:`evaluate_qa` / :func:`evaluate_text` do the work on a loaded model and return
@@ -49,12 +49,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sga_core.fileio import atomic_write_json, atomic_write_jsonl, read_json
+from sga_core.evaluation.inputs import (
+    generate_answers,
+    score_qa_candidates,
+    split_scores,
+    text_token_logprobs,
+)
+from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso, read_json
 from sga_core.metrics import (
     MetricResult,
     auc,
     forget_quality,
-    generate_answers,
     knowmem,
     min_k_percent_score,
     model_utility,
@@ -63,9 +68,6 @@ from sga_core.metrics import (
     privleak,
     probability,
     rouge_l_recall,
-    score_qa_candidates,
-    split_scores,
-    text_token_logprobs,
     truth_ratio,
     truth_ratio_forget_score,
     truth_ratio_retain_score,
@@ -105,12 +107,6 @@ class EvalError(ValueError):
 def _report(progress: Progress, stage: str, done: int, total: int) -> None:
     if progress is not None:
         progress(stage, done, total)
-
-
-def now_iso() -> str:
-    from sga_core.runs import now_iso as _now
-
-    return _now()
 
 
 def retain_subset(n_rows: int, max_rows: int) -> list[int]:
@@ -157,7 +153,7 @@ def choose_device(device: str | None = "auto") -> str:
 
 def load_model_and_tokenizer(spec: str, dtype: str = "float32", device: str = "cpu"):
     """Load a model for evaluation (eval mode, KV cache on for generation) and its tokenizer."""
-    from sga_core.models import load_model, load_tokenizer
+    from sga_core.model.loading import load_model, load_tokenizer
 
     tok = load_tokenizer(spec)
     model = load_model(spec, dtype=dtype).to(device).eval()
@@ -591,7 +587,9 @@ class Reference:
 
 
 def _is_run_dir(path: Path) -> bool:
-    return (path / "config.yaml").exists() or (path / "status.json").exists()
+    from sga_core.runs.status import RUN_FILE
+
+    return (path / "config.yaml").exists() or (path / RUN_FILE).exists()
 
 
 def is_same_model(ref: Reference | None, model: str) -> bool:
@@ -615,7 +613,7 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
     if ref is None or not str(ref).strip():
         return None
     given = str(ref).strip()
-    from sga_core.models import cache_dir, is_embedded
+    from sga_core.model.loading import cache_dir, is_embedded
 
     path = Path(given).expanduser()
     if path.is_dir():
@@ -629,7 +627,9 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
                                  path.parent / EVAL_DIR / SUMMARY_FILE)
             return Reference(given, str(path), path / EVAL_DIR, None)
         if _is_run_dir(path):
-            st = read_json(path / "status.json", default={}) or {}
+            from sga_core.runs.status import effective_run
+
+            st = effective_run(path)
             return Reference(given, problem=f"the reference run {path.name} has no model yet "
                                             f"(state: {st.get('state', 'unknown')})")
         return Reference(given, problem=f"the reference {given} holds no model (config.json)")
@@ -761,8 +761,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     'qa', 'text' or 'auto' (from the forget data). Writes ``out_dir/per_sample.jsonl`` and
     then ``out_dir/summary.json`` (atomically) and returns the summary.
     """
-    from sga_core.encoding import Encoder
-    from sga_core.metrics.scoring import split_scores as _split
+    from sga_core.evaluation.inputs import split_scores as _split
+    from sga_core.model.encoding import Encoder
 
     st = settings or EvalSettings()
     t0 = time.time()
@@ -834,7 +834,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref)
             # per-token probabilities of the forget answers (the Token probabilities page)
-            from sga_core.tokenprobs import row_token_table
+            from sga_core.model.forward import row_token_table
 
             ts_tok = time.time()
             tokens = row_token_table(m, enc, forget_rows, "qa", "forget", device)
@@ -850,7 +850,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         _free()
     timings.update(summary.pop("timings", {}))
 
-    from sga_core.models import resolve_model_path
+    from sga_core.model.loading import resolve_model_path
 
     try:
         model_path = resolve_model_path(model)
@@ -914,31 +914,37 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
 
     Writes ``RUN_DIR/eval/summary.json`` and ``eval/per_sample.jsonl`` (or into ``out_dir``)
     and returns the summary. ``overrides`` may replace ``reference``, ``sets`` (merged),
-    ``max_new_tokens``, ``max_retain_rows``, ``batch_size``, ``device``. While it runs (and
-    when writing into the run's own eval/ folder) status.json carries ``eval_state``
-    (running, then completed or failed with ``eval_error``) and ``eval_stage``.
+    ``max_new_tokens``, ``max_retain_rows``, ``batch_size``, ``device``. When writing into the
+    run's own eval/ folder, eval/status.json says running (with the stage and its progress),
+    then completed or failed (with the error).
     """
+    import time as _time
+
     from sga_core.config import load_config
-    from sga_core.runs import write_status
+    from sga_core.runs.status import write_eval
 
     run_dir = Path(run_dir).resolve()
     own = out_dir is None or Path(out_dir).resolve() == run_dir / EVAL_DIR
     out = run_dir / EVAL_DIR if out_dir is None else Path(out_dir)
-    last = {"stage": None}
+    last = {"stage": None, "t": 0.0}
 
     def report(stage: str, done: int, total: int) -> None:
-        if own and stage != last["stage"]:
-            last["stage"] = stage
+        # eval/status.json follows the stage and its progress (at most about once a second)
+        now = _time.monotonic()
+        if own and (stage != last["stage"] or done >= total or now - last["t"] >= 1.0):
+            fields = {"stage": stage, "done": done, "total": total}
+            if stage != last["stage"]:
+                fields["stage_started_at"] = now_iso()
+            last.update(stage=stage, t=now)
             try:
-                write_status(run_dir, eval_stage=stage)
+                write_eval(run_dir, **fields)
             except OSError:
                 pass
         _report(progress, stage, done, total)
 
     if own:
-        write_status(run_dir, eval_state="running", eval_pid=os.getpid(),
-                     eval_started_at=now_iso(), eval_ended_at=None, eval_error=None,
-                     eval_stage="starting")
+        write_eval(run_dir, "running", pid=os.getpid(), started_at=now_iso(), ended_at=None,
+                   error=None, stage="starting", done=0, total=None)
     try:
         cfg = load_config(run_dir / "config.yaml")
         ov = dict(overrides or {})
@@ -959,13 +965,12 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
     except BaseException as exc:
         if own:
             msg = str(exc) if isinstance(exc, Exception) else type(exc).__name__
-            write_status(run_dir, eval_state="failed", eval_ended_at=now_iso(),
-                         eval_error=f"{type(exc).__name__}: {msg}", eval_stage=None)
+            write_eval(run_dir, "failed", ended_at=now_iso(),
+                       error=f"{type(exc).__name__}: {msg}", stage=None)
         raise
     if own:
-        write_status(run_dir, eval_state="completed", eval_ended_at=now_iso(),
-                     eval_error=None, eval_stage=None,
-                     eval_elapsed_s=summary.get("elapsed_s"))
+        write_eval(run_dir, "completed", ended_at=now_iso(), error=None, stage=None,
+                   elapsed_s=summary.get("elapsed_s"))
     return summary
 
 
@@ -979,18 +984,11 @@ def read_summary(path: str | os.PathLike) -> dict | None:
 
 
 def eval_status(run_dir: str | os.PathLike) -> dict:
-    """The run's evaluation state from status.json: ``{"state", "error", "stage", ...}``; a
-    'running' evaluation whose process is gone is reported (and recorded) as failed."""
-    from sga_core.runs import pid_alive, read_status, write_status
+    """The run's evaluation status (eval/status.json): state, stage, progress, error; a
+    'running' evaluation whose process is gone is shown as failed."""
+    from sga_core.runs.status import effective_eval
 
-    st = read_status(run_dir)
-    state = st.get("eval_state")
-    if state == "running" and st.get("eval_pid") and not pid_alive(st.get("eval_pid")):
-        st = write_status(run_dir, eval_state="failed", eval_ended_at=now_iso(),
-                          eval_error="the evaluation process vanished (killed?)")
-        state = "failed"
-    return {"state": state, "error": st.get("eval_error"), "stage": st.get("eval_stage"),
-            "started_at": st.get("eval_started_at"), "ended_at": st.get("eval_ended_at")}
+    return effective_eval(run_dir)
 
 
 def format_summary(summary: dict) -> str:

@@ -14,16 +14,17 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     from sga_core.config import ConfigError, load_config
-    from sga_core.runs import now_iso, write_status
+    from sga_core.fileio import now_iso
+    from sga_core.runs.status import write_run
 
     run_dir = Path(args.config).resolve().parent
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
-        write_status(run_dir, "failed", ended_at=now_iso(), exit_code=2, error=str(exc))
+        write_run(run_dir, "failed", ended_at=now_iso(), exit_code=2, error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from sga_core.trainer import run_training
+    from sga_core.train.trainer import run_training
 
     run_training(cfg, run_dir)
     return 0

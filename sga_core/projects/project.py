@@ -19,8 +19,16 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sga_core.data import DataError, Dataset, NormalTable, load_dataset, utc_now, write_dataset
-from sga_core.fileio import atomic_write_json, file_lock, read_json
+from sga_core.data import (
+    DataError,
+    Dataset,
+    NormalTable,
+    file_rows_hash,
+    load_dataset,
+    rows_hash,
+    write_dataset,
+)
+from sga_core.fileio import atomic_write_json, file_lock, now_iso, read_json
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 HISTORY_KEEP = 100
@@ -69,9 +77,15 @@ class Project:
         return int(self.meta.get("k", 4))
 
     def update_meta(self, **fields) -> dict:
-        meta = {**self.meta, **fields, "updated_at": utc_now()}
+        meta = {**self.meta, **fields, "updated_at": now_iso()}
         atomic_write_json(self.path / "project.json", meta)
         return meta
+
+    @property
+    def forget_hash(self) -> str | None:
+        """The content hash of the forget rows (``sga_core.data.rows_hash``): runs with the same
+        hash trained on the same rows and compare (stored at creation)."""
+        return self.meta.get("forget_rows_hash") or file_rows_hash(self.forget_path, self.kind)
 
     @property
     def forget_path(self) -> Path:
@@ -117,7 +131,7 @@ class Project:
     def _save_normals(self, table: NormalTable, reason: str) -> Path:
         hist = self.path / "normals_history"
         hist.mkdir(exist_ok=True)
-        stamp = utc_now().replace(":", "").replace("-", "")
+        stamp = now_iso().replace(":", "").replace("-", "")
         slug = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")[:40] or "edit"
         numbers = [int(m.group(1)) for v in self.history()
                    if (m := re.match(r"(\d+)-", v.name))]
@@ -191,11 +205,12 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
             write_dataset(tmp / "eval" / f"{n}.jsonl", ds.rows)
         src = sources or {}
         atomic_write_json(tmp / "project.json", {
-            "name": name, "kind": f_ds.kind, "k": int(k), "created_at": utc_now(),
-            "updated_at": utc_now(),
+            "name": name, "kind": f_ds.kind, "k": int(k), "created_at": now_iso(),
+            "updated_at": now_iso(),
             "forget_source": src.get("forget", Path(forget).name),
             "retain_source": src.get("retain", Path(retain).name if retain else None),
             "n_forget": len(f_ds), "n_retain": len(r_ds) if r_ds else 0,
+            "forget_rows_hash": rows_hash(f_ds.rows),
         })
         if final.exists():
             shutil.rmtree(final)
@@ -208,7 +223,8 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
 
 def create_demo_project(name: str = "demo", root=None, overwrite: bool = False) -> Project:
     """The built-in demo: fictitious authors (QA), with the two real-world utility sets."""
-    demo = Path(__file__).resolve().parent.parent / "assets" / "demo"
+    from sga_core.assets import DEMO_DIR as demo
+
     return create_project(name, demo / "forget.jsonl", demo / "retain.jsonl", kind="qa",
                           root=root, overwrite=overwrite,
                           eval_sets={"real_authors": demo / "real_authors.jsonl",

@@ -1,0 +1,129 @@
+"""Typed settings: ``param()`` dataclass fields carry their help text, bounds and choices in
+``metadata``, so one dataclass drives the CLI flags, the browser forms and the YAML files (in
+the manner of H2O LLM Studio). :func:`from_dict` builds and checks one from a mapping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import field
+from typing import Any, get_type_hints
+
+
+class ConfigError(ValueError):
+    """A configuration value that is missing, unknown or out of range; names the key."""
+
+
+def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
+          choices: tuple | None = None, label: str | None = None, advanced: bool = False):
+    """A dataclass field with the metadata that forms and CLI flags are built from."""
+    meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label,
+            "advanced": advanced}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def type_kind(typ) -> str:
+    """'bool', 'int', 'float', 'str', 'list' or 'dict' for an annotation (Optional unwrapped)."""
+    text = typ.__name__ if isinstance(typ, type) else str(typ)
+    for kind in ("bool", "int", "float", "str", "list", "dict"):
+        if text == kind or text.startswith(kind + "[") or text.startswith(kind + " "):
+            return kind
+    return "str"
+
+
+def field_specs(cls) -> list[dict]:
+    """Describe a config dataclass for form builders: name, type, kind, optional, default,
+    help and bounds."""
+    hints = get_type_hints(cls)
+    specs = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        typ = hints[f.name]
+        specs.append({"name": f.name, "type": typ, "kind": type_kind(typ),
+                      "optional": "None" in str(typ), "default": default, **f.metadata})
+    return specs
+
+
+def _coerce(value: Any, typ: Any, key: str) -> Any:
+    """Coerce YAML/CLI values to the annotated type, with an error naming the key."""
+    text = str(typ)
+    optional = "None" in text or "Optional" in text
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{key}: a value is required")
+    try:
+        if typ is bool or text.startswith("bool"):
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("true", "1", "yes", "on"):
+                    return True
+                if low in ("false", "0", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if typ is int or text.startswith("int"):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if typ is float or text.startswith("float"):
+            return float(value)
+        if typ is str or text.startswith("str"):
+            return str(value)
+        if text.startswith("list"):
+            if isinstance(value, str):
+                value = [v for v in re.split(r"[,\s]+", value.strip()) if v]
+            inner = int if "int" in text else float if "float" in text else str
+            return [inner(v) for v in value]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: cannot read {value!r} as {text}") from None
+    return value
+
+
+def validate_fields(obj, prefix: str = "") -> None:
+    """Check bounds and choices declared in field metadata."""
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        key = f"{prefix}{f.name}"
+        if v is None or isinstance(v, bool):
+            continue
+        lo, hi, choices = f.metadata.get("min"), f.metadata.get("max"), f.metadata.get("choices")
+        if choices is not None and v not in choices:
+            raise ConfigError(f"{key}: {v!r} is not one of {list(choices)}")
+        if isinstance(v, (int, float)):
+            if v != v:
+                raise ConfigError(f"{key}: NaN is not allowed")
+            if lo is not None and v < lo:
+                raise ConfigError(f"{key}: {v} is below the minimum {lo}")
+            if hi is not None and v > hi:
+                raise ConfigError(f"{key}: {v} is above the maximum {hi}")
+
+
+def from_dict(cls, data: dict | None, prefix: str = ""):
+    """Build dataclass ``cls`` from a dict: unknown keys and bad values raise ConfigError."""
+    data = dict(data or {})
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{prefix}{unknown[0]}: unknown setting (known: {sorted(names)})")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        typ = hints[f.name]
+        if dataclasses.is_dataclass(typ):
+            kwargs[f.name] = from_dict(typ, data[f.name], f"{prefix}{f.name}.")
+        else:
+            kwargs[f.name] = _coerce(data[f.name], typ, f"{prefix}{f.name}")
+    obj = cls(**kwargs)
+    validate_fields(obj, prefix)
+    return obj
+
+
+def to_dict(obj) -> dict:
+    return dataclasses.asdict(obj)

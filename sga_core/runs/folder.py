@@ -1,0 +1,205 @@
+"""Run folders (SPEC 5): ``runs/<run_id>/`` with config.yaml, command.sh, status.json,
+metrics.jsonl, probes.jsonl, train.log, data/ (a snapshot of the data used, with
+``manifest.json``: each file's row count and content hash), model/ and eval/.
+
+Only the files on disk are the truth about a run; the UI and the CLI read them back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import time
+from datetime import datetime
+from pathlib import Path
+
+from sga_core.config import RUN_ID_RE, ConfigError, TrainConfig, dump_config, valid_run_id
+from sga_core.fileio import atomic_write_json, atomic_write_text, now_iso, read_jsonl
+from sga_core.runs import status as run_status
+from sga_core.runs.command import write_command_sh
+
+CANCEL_FILE = "CANCEL"
+EVAL_REQUEST = "EVAL_REQUESTED"  # a marker: evaluate this completed run when a slot is free
+MANIFEST = Path("data") / "manifest.json"
+
+
+def runs_root(path: str | os.PathLike | None = None) -> Path:
+    """The runs folder: the argument, ``$SGA_RUNS_DIR``, or ``./runs``."""
+    return Path(path or os.environ.get("SGA_RUNS_DIR") or "runs").resolve()
+
+
+def run_path(run_id: str, root: str | os.PathLike | None = None) -> Path:
+    """The folder of run ``run_id`` inside the runs folder; an id that is not a plain run id
+    (``../x``, a path, a trailing newline) is refused, so nothing outside the runs folder is
+    ever touched."""
+    if not isinstance(run_id, str) or not valid_run_id(run_id):
+        raise ConfigError(f"run id {run_id!r}: must match {RUN_ID_RE.pattern} (a run of the "
+                          "runs folder, not a path)")
+    return runs_root(root) / run_id
+
+
+def make_run_id(cfg: TrainConfig, root: Path) -> str:
+    """A readable unique id such as ``sga-r-0p8-k4-20261121-213000``: the method, the
+    settings it names itself by, and the time."""
+    from sga_core.methods import get_method
+
+    parts = [cfg.method, *get_method(cfg.method).id_parts(cfg.method_args)]
+    parts.append(datetime.now().strftime("%Y%m%d-%H%M%S"))
+    base = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")[:56]
+    run_id, n = base, 1
+    while (root / run_id).exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
+    """Copy the data files into ``run_dir/data`` so the folder is self-contained and can be
+    moved to a cluster; the config then points at the copies (relative paths). Returns the
+    manifest: per file, its source, row count and rows hash."""
+    from sga_core.data import NormalTable, load_dataset, rows_hash
+
+    data_dir = Path(run_dir) / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    for name in ("forget", "retain", "normals"):
+        src = cfg.resolve(getattr(cfg.data, name))
+        if src is None:
+            continue
+        if not src.exists():
+            raise ConfigError(f"data.{name}: file {src} does not exist")
+        # a bad file is reported (file, row, field) before any run folder exists (SPEC 3)
+        if name == "normals":
+            rows = NormalTable.load(src).to_rows()
+        else:
+            rows = load_dataset(src, kind=cfg.data.task).rows
+        dst = data_dir / f"{name}{src.suffix}"
+        tmp = dst.with_name(f".{dst.name}.tmp")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+        setattr(cfg.data, name, f"data/{dst.name}")
+        manifest[name] = {"file": dst.name, "source": str(src), "rows": len(rows),
+                          "rows_hash": rows_hash(rows)}
+    atomic_write_json(Path(run_dir) / MANIFEST, manifest)
+    return manifest
+
+
+def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
+               state: str = "queued", mode: str = "foreground") -> Path:
+    """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
+
+    The folder is built under a temporary name and renamed into place, so a failure never
+    leaves a half-made run behind. ``mode`` is "queue" for runs the queue runner should start
+    and "foreground" for runs their creator starts itself (the CLI's ``train``, ``prepare``).
+    """
+    root = runs_root(root)
+    root.mkdir(parents=True, exist_ok=True)
+    cfg.validate()
+    if not cfg.run_id:
+        cfg.run_id = make_run_id(cfg, root)
+    if cfg.launch.num_processes > 1 and not cfg.launch.config_file and \
+            not cfg.launch.main_process_port:
+        cfg.launch.main_process_port = free_port()  # so parallel runs never clash
+    final = run_path(cfg.run_id, root)
+    if final.exists():
+        raise ConfigError(f"run_id: a run named {cfg.run_id!r} already exists in {root}")
+    tmp = root / f".creating-{cfg.run_id}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        snapshot_data(cfg, tmp)
+        cfg.base_dir = str(final)
+        atomic_write_text(tmp / "config.yaml", dump_config(cfg))
+        write_command_sh(cfg, final, into=tmp)
+        run_status.write_run(tmp, state, run_id=cfg.run_id, created_at=now_iso(), mode=mode,
+                             queued_ns=time.time_ns())
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request_cancel(run_dir: str | os.PathLike) -> None:
+    """Ask a run to stop at its next step boundary (the trainer polls this file)."""
+    atomic_write_text(Path(run_dir) / CANCEL_FILE, now_iso() + "\n")
+
+
+def manifest(run_dir: str | os.PathLike) -> dict:
+    """``data/manifest.json`` of a run ({} for runs made before it existed)."""
+    from sga_core.fileio import read_json
+
+    try:
+        return read_json(Path(run_dir) / MANIFEST, default={}) or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
+    """Every run folder with its status and key settings, newest first."""
+    import yaml
+
+    root = runs_root(root)
+    out = []
+    if not root.exists():
+        return out
+    for d in root.iterdir():
+        if not d.is_dir() or d.name.startswith(".") or not (d / "config.yaml").exists():
+            continue
+        try:
+            cfg = yaml.safe_load((d / "config.yaml").read_text()) or {}
+        except Exception:  # a broken config still lists, marked as such
+            cfg = {}
+        cfg = cfg if isinstance(cfg, dict) else {}
+        st = run_status.effective_run(d)
+        args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
+        forget = manifest(d).get("forget") or {}
+        out.append({"run_id": d.name, "path": str(d), "state": st.get("state", "unknown"),
+                    "forget_hash": forget.get("rows_hash"),
+                    "method": cfg.get("method"), "r": args.get("r"), "k": args.get("k"),
+                    "sweep": cfg.get("sweep"), "mode": st.get("mode"),
+                    "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
+                    "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
+                    "step": st.get("step"), "total_steps": st.get("total_steps"),
+                    "eval_state": run_status.effective_eval(d).get("state") or
+                    ("queued" if (d / EVAL_REQUEST).exists() else None)})
+    out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
+    return out
+
+
+def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> str:
+    path = Path(path)
+    if not path.exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - max_bytes))
+        data = fh.read().decode("utf-8", errors="replace")
+    return "\n".join(data.splitlines()[-n_lines:])
+
+
+def metrics(run_dir: str | os.PathLike) -> list[dict]:
+    return read_jsonl(Path(run_dir) / "metrics.jsonl")
+
+
+def probes(run_dir: str | os.PathLike) -> list[dict]:
+    return read_jsonl(Path(run_dir) / "probes.jsonl")
+
+
+def wait_for_final(run_dir: str | os.PathLike, timeout: float = 600.0) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = run_status.effective_run(run_dir)
+        if st.get("state") in run_status.FINAL_STATES:
+            return st
+        time.sleep(0.5)
+    raise TimeoutError(f"run {run_dir} did not finish within {timeout}s")

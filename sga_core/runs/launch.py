@@ -1,0 +1,183 @@
+"""Starting a run folder's training (its ``accelerate launch`` command) and its evaluation
+(``python -m sga_core eval RUN_DIR``) as detached processes, and recording how they ended.
+
+The runner (:mod:`sga_core.runs.runner`) and the CLI's foreground runs both go through
+:func:`start` and :func:`reap`, so a launcher that dies is handled the same way everywhere:
+its trainer is stopped with it, and the run is failed only once nothing of it still runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from sga_core.config import load_config
+from sga_core.fileio import now_iso
+from sga_core.runs import status as run_status
+from sga_core.runs.command import launch_argv
+from sga_core.runs.folder import CANCEL_FILE, request_cancel, tail
+from sga_core.runs.procs import kill_group, pid_alive, spawn
+from sga_core.runs.status import FINAL_STATES
+
+
+def start(run_dir: str | os.PathLike) -> subprocess.Popen:
+    """Start training for a prepared run folder; returns the launcher's Popen (not waited
+    for). Training runs at the niceness of the caller (the runner is already niced)."""
+    run_dir = Path(run_dir).resolve()
+    cfg = load_config(run_dir / "config.yaml")
+    proc = spawn(launch_argv(cfg, str(run_dir / "config.yaml")), run_dir / "train.log",
+                 nice=os.nice(0))
+    run_status.write_run(run_dir, "running", launcher_pid=proc.pid, pid=None,
+                         started_at=now_iso(), host=os.uname().nodename)
+    return proc
+
+
+def reap(run_dir: str | os.PathLike, proc: subprocess.Popen) -> bool:
+    """Whether the run started as ``proc`` is over, recording its end once it is. A launcher
+    that exited while its trainer still runs (the launcher was killed) has its process group
+    killed, and the run counts as over only when the trainer is gone too."""
+    if proc.poll() is None:
+        return False
+    st = run_status.read_run(run_dir)
+    if st.get("state") not in FINAL_STATES and pid_alive(st.get("pid")):
+        if proc.returncode != 0:
+            kill_group(proc.pid, signal.SIGKILL)
+        return False
+    finish(run_dir, proc.returncode)
+    return True
+
+
+def finish(run_dir: str | os.PathLike, returncode: int) -> dict:
+    """Record the exit of the launcher; a run that did not reach a final state is failed."""
+    run_dir = Path(run_dir)
+    st = run_status.read_run(run_dir)
+    if st.get("state") in FINAL_STATES:
+        if st.get("state") != "failed" or st.get("exit_code") is None:
+            return run_status.write_run(run_dir, exit_code=returncode if returncode else
+                                        st.get("exit_code", 0))
+        return st
+    cause = (f"was killed by signal {-returncode}" if returncode < 0 else
+             f"exited with code {returncode}")
+    return run_status.write_run(
+        run_dir, "failed", ended_at=now_iso(), exit_code=returncode,
+        error=f"the training process {cause} before finishing; log tail:\n"
+              f"{tail(run_dir / 'train.log', 15)}")
+
+
+def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 1.0,
+                   evaluate: bool | None = None) -> dict:
+    """Start a run and wait for it, echoing progress lines; Ctrl-C cancels it cleanly.
+
+    A run that completes is then evaluated (``python -m sga_core eval RUN_DIR``, output in
+    eval.log) when ``evaluate`` is True, or when it is None and the config's
+    ``eval.enabled`` is true. Returns :func:`sga_core.runs.status.run_view`."""
+    run_dir = Path(run_dir)
+    proc = start(run_dir)
+    seen = 0
+    try:
+        while not reap(run_dir, proc):
+            time.sleep(poll_s)
+            seen = _echo_new_lines(run_dir / "train.log", seen, echo)
+    except KeyboardInterrupt:
+        echo("cancelling (waiting for the current step to end)...")
+        request_cancel(run_dir)
+        proc.wait()
+        while not reap(run_dir, proc):
+            time.sleep(poll_s)
+    _echo_new_lines(run_dir / "train.log", seen, echo)
+    completed = run_status.effective_run(run_dir).get("state") == "completed"
+    if completed and (should_evaluate(run_dir) if evaluate is None else evaluate):
+        run_eval_foreground(run_dir, echo=echo, poll_s=poll_s)
+    return run_status.run_view(run_dir)
+
+
+def cancelled_after_exit(run_dir: Path) -> None:
+    """A run whose launcher ended after a cancel request is cancelled (unless it finished)."""
+    st = run_status.read_run(run_dir)
+    if (run_dir / CANCEL_FILE).exists() and st.get("state") not in ("completed", "diverged"):
+        run_status.write_run(run_dir, "cancelled", ended_at=st.get("ended_at") or now_iso(),
+                             error="cancelled by request")
+
+
+# --- evaluation after training (sga_core.evaluation) -----------------------------------------
+
+def eval_argv(run_dir: str | os.PathLike) -> list[str]:
+    """The evaluation command of a run folder, as an argument list."""
+    return ["python", "-m", "sga_core", "eval", str(Path(run_dir).resolve())]
+
+
+def should_evaluate(run_dir: str | os.PathLike) -> bool:
+    """True for a completed run with a saved model whose config has ``eval.enabled``."""
+    run_dir = Path(run_dir)
+    if run_status.read_run(run_dir).get("state") != "completed":
+        return False
+    if not (run_dir / "model" / "config.json").exists():
+        return False
+    try:
+        return bool(load_config(run_dir / "config.yaml").eval.enabled)
+    except Exception:  # a config that no longer loads is not evaluated automatically
+        return False
+
+
+def start_eval(run_dir: str | os.PathLike) -> subprocess.Popen:
+    """Start ``python -m sga_core eval RUN_DIR`` (output appended to eval.log, own session);
+    eval/status.json says running at once. Returns the Popen (not waited for)."""
+    run_dir = Path(run_dir).resolve()
+    proc = spawn(eval_argv(run_dir), run_dir / "eval.log", nice=os.nice(0))
+    run_status.write_eval(run_dir, "running", pid=proc.pid, error=None, stage="starting",
+                          started_at=now_iso(), ended_at=None)
+    return proc
+
+
+def finish_eval(run_dir: str | os.PathLike, returncode: int) -> dict:
+    """Record the end of an evaluation process; one that died without saying so is failed."""
+    run_dir = Path(run_dir)
+    st = run_status.read_eval(run_dir)
+    if returncode != 0 and st.get("state") != "failed":
+        return run_status.write_eval(
+            run_dir, "failed", ended_at=now_iso(),
+            error=f"the evaluation exited with code {returncode}; log tail:\n"
+                  f"{tail(run_dir / 'eval.log', 15)}")
+    if returncode == 0 and st.get("state") == "running":
+        return run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
+                                     error="the evaluation ended without writing its summary")
+    return st
+
+
+def run_eval_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 1.0) -> dict:
+    """Evaluate a run folder in a subprocess and wait, echoing its progress lines; Ctrl-C
+    stops the evaluation (the run itself stays completed)."""
+    run_dir = Path(run_dir)
+    echo(f"evaluating {run_dir.name} (log: {run_dir / 'eval.log'})")
+    log = run_dir / "eval.log"
+    seen = log.stat().st_size if log.exists() else 0
+    proc = start_eval(run_dir)
+    try:
+        while proc.poll() is None:
+            time.sleep(poll_s)
+            seen = _echo_new_lines(log, seen, echo)
+    except KeyboardInterrupt:
+        echo("stopping the evaluation...")
+        kill_group(proc.pid, signal.SIGTERM)
+        proc.wait()
+        run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
+                              error="evaluation interrupted")
+    _echo_new_lines(log, seen, echo)
+    st = finish_eval(run_dir, proc.returncode)
+    echo(f"evaluation {st.get('state')}" + (f": {st['error']}" if st.get("error") else ""))
+    return st
+
+
+def _echo_new_lines(log: Path, seen: int, echo) -> int:
+    if not log.exists():
+        return seen
+    with open(log, "rb") as fh:
+        fh.seek(seen)
+        data = fh.read()
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("[") and "] " in line[:12]:  # the trainer's own progress lines
+            echo(line)
+    return seen + len(data)

@@ -1,0 +1,1 @@
+"""Developer tools kept out of the library's import path (the demo corpus generator)."""
