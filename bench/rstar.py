@@ -64,9 +64,10 @@ def step_ratio(model_spec, forget, normals, args, rstar_s) -> None:
 
     from sga_core.adaptive import adaptive_gradient
     from sga_core.methods import MethodData, get_method
+    from sga_core.methods.base import flatten
     from sga_core.model.encoding import Encoder
+    from sga_core.model.forward import forward_stats
     from sga_core.model.loading import load_model, load_tokenizer
-    from sga_core.train.trainer import flatten, forward_stats
 
     tok = load_tokenizer(model_spec)
     model = load_model(model_spec)

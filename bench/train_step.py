@@ -73,7 +73,7 @@ def build_units(enc, rows):
 
 
 def batch_seqs(units, batches):
-    from sga_core.train.trainer import flatten
+    from sga_core.methods.base import flatten
 
     return [flatten([units[i] for i in b])[0] for b in batches]
 
@@ -137,7 +137,7 @@ def make_trainer(model_spec, method, units, enc, batch_size):
 
 
 def n_real_tokens(tr, batch):
-    from sga_core.train.trainer import flatten
+    from sga_core.methods.base import flatten
 
     return sum(len(s) for s in flatten([tr.units[i] for i in batch])[0])
 
@@ -152,8 +152,8 @@ def bare_step(tr, batch):
     """Plain causal-LM step on the same padded batch: HF's own mean cross-entropy."""
     import torch
 
+    from sga_core.methods.base import flatten
     from sga_core.model.encoding import collate
-    from sga_core.train.trainer import flatten
 
     model, opt = tr.model, tr.opt.optimizer
     t0 = time.perf_counter()
@@ -173,9 +173,9 @@ def profile_step(tr, batch):
     import torch
     import torch.nn.functional as F
 
+    from sga_core.methods.base import flatten
     from sga_core.model.encoding import collate
     from sga_core.model.losses import sequence_nll
-    from sga_core.train.trainer import flatten
 
     model, opt = tr.model, tr.opt.optimizer
     times = {}

@@ -110,11 +110,48 @@ def chromium_page(viewport=(1400, 1000)):
             browser.close()
 
 
-def wait_idle(page, ms: int = 400) -> None:
-    """Wait until Streamlit has finished the current script run."""
-    page.wait_for_timeout(ms)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30000)
+IDLE = ("() => { const r = document.querySelector('[data-test-script-state]');"
+        " return r && r.getAttribute('data-test-script-state') === 'notRunning'; }")
 
 
-__all__ = ["chromium_page", "needs_browser", "shutil", "streamlit_app", "wait_idle"]
+def wait_idle(page, timeout_ms: int = 60000) -> None:
+    """Wait until Streamlit has no script run in progress (the app root says so)."""
+    page.wait_for_function(IDLE, polling=100, timeout=timeout_ms)
+
+
+def open_expander(page, label: str) -> None:
+    """Open the expander titled ``label`` (nothing to do when it is open already)."""
+    details = page.locator("details").filter(
+        has=page.locator("summary").filter(has_text=label)).first
+    from playwright.sync_api import expect
+
+    details.wait_for()
+    if details.get_attribute("open") is None:
+        details.locator("summary").first.click()
+    expect(details).to_have_attribute("open", "")
+
+
+def choose(page, label: str, option: str, attempts: int = 5) -> None:
+    """Pick ``option`` in the selectbox labelled ``label``: open the list and click the
+    option, again if a rerun closed the list before the option could be clicked."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    for attempt in range(attempts):
+        wait_idle(page)
+        box.click()
+        opt = page.get_by_role("option", name=option, exact=True)
+        try:
+            opt.wait_for(timeout=5000)
+            opt.click()
+            break
+        except Exception:  # the list closed under us: try again
+            page.keyboard.press("Escape")
+            if attempt == attempts - 1:
+                raise
+    from playwright.sync_api import expect
+
+    expect(box.get_by_role("combobox")).to_have_value(option)
+    wait_idle(page)
+
+
+__all__ = ["choose", "chromium_page", "needs_browser", "open_expander", "shutil",
+           "streamlit_app", "wait_idle"]

@@ -20,9 +20,10 @@ def test_combined_gradient_equals_sga_gradient_at_that_r(tiny_model_dir, demo_di
                                                          idk_normals_file, convention):
     from sga_core.data import NormalTable, load_qa
     from sga_core.methods import MethodData
+    from sga_core.methods.base import flatten
     from sga_core.model.encoding import Encoder
+    from sga_core.model.forward import forward_stats
     from sga_core.model.loading import load_model, load_tokenizer
-    from sga_core.train.trainer import flatten, forward_stats
 
     model = load_model(str(tiny_model_dir)).double()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))

@@ -119,3 +119,34 @@ def _all_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             out.add(node.module)
     return out
+
+
+PAGES = ROOT / "app_pages"
+PAGE_IMPORTS = {"streamlit", "pandas", "plotly", "__future__", "html", "json", "re",
+                "sga_core.workbench", "ui"}
+
+
+def test_pages_are_thin_and_use_the_facade():
+    """Each page is under 200 lines and imports the library only through its facade."""
+    pages = sorted(PAGES.glob("*.py"))
+    assert len(pages) == 9
+    for page in pages:
+        assert len(page.read_text().splitlines()) < 200, page.name
+        for name in (_all_imports(page) - {"sga_core"}) | _from_imports(page):
+            top = name.split(".")[0]
+            allowed = name in PAGE_IMPORTS or top in PAGE_IMPORTS - {"sga_core"}
+            assert allowed, f"{page.name} imports {name}"
+
+
+def _from_imports(path: Path) -> set[str]:
+    """``from sga_core import workbench`` counts as importing sga_core.workbench."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "sga_core":
+            out |= {f"sga_core.{a.name}" for a in node.names}
+    return out - {"sga_core"}
+
+
+def test_no_pages_folder_beside_the_entry_script():
+    """A pages/ folder would switch Streamlit into its legacy multipage mode."""
+    assert not (ROOT / "pages").exists()

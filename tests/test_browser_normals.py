@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import chromium_page, needs_browser, streamlit_app, wait_idle
 
@@ -23,17 +24,23 @@ def test_edit_normal_answer_survives_reload(tmp_path):
         page.goto(url + "/normals")
         grid = page.locator('[data-testid="stDataFrame"]').first
         grid.wait_for()
+        has_text = ("t => document.querySelector('[data-testid=\"stDataFrame\"]').innerHTML"
+                    ".includes(t)")
+        page.wait_for_function(has_text, arg=first, timeout=30000)  # the grid's cell texts
         wait_idle(page)
-        assert first in grid.inner_html()  # the accessible grid holds the cell texts
         box = grid.bounding_box()
         # first data row of the first ("normal answer") column
-        page.mouse.click(box["x"] + 80, box["y"] + 35 + 17)
-        page.wait_for_timeout(300)
-        page.keyboard.press("Enter")  # open the cell editor
         editor = page.locator("textarea").first
-        editor.wait_for(state="visible")
+        for _ in range(5):  # select the cell, open its editor; again if a rerun got between
+            page.mouse.click(box["x"] + 80, box["y"] + 35 + 17)
+            page.keyboard.press("Enter")  # open the cell editor
+            try:
+                editor.wait_for(state="visible", timeout=5000)
+                break
+            except Exception:
+                wait_idle(page)
         editor.fill(new_text)
-        page.wait_for_timeout(300)
+        expect(editor).to_have_value(new_text)
         page.keyboard.press("Enter")  # commit: Streamlit reruns and the page saves
 
         def saved_text():
@@ -41,10 +48,8 @@ def test_edit_normal_answer_survives_reload(tmp_path):
 
         deadline = time.time() + 20
         while saved_text() != new_text and time.time() < deadline:
-            page.wait_for_timeout(250)
+            time.sleep(0.25)  # polling the file the page saves
         assert saved_text() == new_text
-        has_text = ("t => document.querySelector('[data-testid=\"stDataFrame\"]').innerHTML"
-                    ".includes(t)")
         page.wait_for_function(has_text, arg=new_text, timeout=20000)
         wait_idle(page)
         page.reload()

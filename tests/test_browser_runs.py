@@ -10,23 +10,35 @@ import time
 
 import pytest
 import yaml
+from playwright.sync_api import expect
 
-from tests.browser import chromium_page, needs_browser, streamlit_app, wait_idle
+from tests.browser import (
+    choose,
+    chromium_page,
+    needs_browser,
+    open_expander,
+    streamlit_app,
+    wait_idle,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
 
 
 def launch_from_train_page(page, url):
+    """Load the long.yaml preset on the Train page and launch; waits on what the page shows
+    (the preset's values in the form, the "Queued run" message), never on fixed delays."""
     page.goto(url + "/train")
+    page.get_by_role("heading", name="Train").first.wait_for()
     wait_idle(page)
-    page.get_by_text("Presets (YAML)").click()
-    page.locator('[data-testid="stSelectbox"]').filter(has_text="preset").click()
-    page.get_by_role("option", name="long.yaml").click()
-    wait_idle(page)
+    open_expander(page, "Presets (YAML)")
+    choose(page, "preset", "long.yaml")
     page.get_by_role("button", name="Load preset").click()
-    wait_idle(page, 800)
+    # the preset's 100000 steps are in the form
+    expect(page.get_by_role("spinbutton", name="max steps")).to_have_value("100000",
+                                                                   timeout=30000)
+    wait_idle(page)
     page.get_by_role("button", name="Launch").click()
-    page.get_by_text("Queued run").wait_for()
+    page.get_by_text("Queued run").wait_for(timeout=60000)
     return re.search(r"Queued run (\S+)\.", page.get_by_text("Queued run").inner_text()
                      ).group(1)
 

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from sga_core.methods import MethodData, get_method
+from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder, collate
+from sga_core.model.forward import forward_stats
 from sga_core.model.losses import describe_coefficients, sequence_nll, sga_coefficients
-from sga_core.train.trainer import flatten, forward_stats
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ import math
 import pytest
 
 from sga_core.methods import MethodData, get_method, method_names
-from sga_core.train.trainer import flatten, forward_stats
+from sga_core.methods.base import flatten
+from sga_core.model.forward import forward_stats
 
 
 @pytest.fixture(scope="module")

@@ -66,10 +66,11 @@ def test_closed_form_matches_numerical_minimum_on_tiny_model(tiny_model_dir, dem
     is minimized at the analysis' r* (a numerical minimization over r)."""
     from sga_core.data import NormalTable, load_qa
     from sga_core.methods import MethodData, get_method
+    from sga_core.methods.base import flatten
     from sga_core.model.encoding import Encoder
+    from sga_core.model.forward import forward_stats
     from sga_core.model.loading import load_model, load_tokenizer
     from sga_core.rstar import analyze
-    from sga_core.train.trainer import flatten, forward_stats
 
     model = load_model(str(tiny_model_dir)).double()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))

@@ -9,13 +9,13 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from sga_core.projects import list_projects, load_project
-from tests.ui import open_page
+from tests.ui import open_page, shown
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
 def test_demo_project_is_created_and_previewed(ui_env):
-    at = open_page("pages/data.py")
+    at = open_page("app_pages/data.py")
     assert list_projects(ui_env / "workspace") == ["demo"]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["forget rows"] == "10" and metrics["retain rows"] == "110"
@@ -24,19 +24,19 @@ def test_demo_project_is_created_and_previewed(ui_env):
 
 
 def test_bad_upload_names_file_row_field_and_imports_nothing(ui_env):
-    at = open_page("pages/data.py")
+    at = open_page("app_pages/data.py")
     bad = b'{"question": "q1", "answer": "a1"}\n{"question": "q2", "answer": ""}\n'
     at.text_input(key="data.name").set_value("mine").run()
     at.get("file_uploader")[0].set_value(("my_forget.jsonl", bad, "application/json")).run()
     at.button(key="data.create").click().run()
     assert not at.exception
-    errors = [e.value for e in at.error]
+    errors = [shown(e.value) for e in at.error]
     assert any("my_forget.jsonl" in e and "row 2" in e and "'answer'" in e for e in errors), errors
     assert list_projects(ui_env / "workspace") == ["demo"]
 
 
 def test_good_upload_creates_project(ui_env, demo_dir):
-    at = open_page("pages/data.py")
+    at = open_page("app_pages/data.py")
     at.text_input(key="data.name").set_value("mine").run()
     ups = at.get("file_uploader")
     ups[0].set_value(("f.jsonl", (demo_dir / "forget.jsonl").read_bytes(), "text/plain"))
@@ -61,7 +61,7 @@ def wait_job(at: AppTest, timeout: float = 60) -> AppTest:
 
 
 def test_generate_idk_saves_review_and_restore(ui_env):
-    at = open_page("pages/normals.py")
+    at = open_page("app_pages/normals.py")
     assert any("No normal answers yet" in i.value for i in at.info)
     at.selectbox(key="normals.backend").set_value("idk").run()
     at.button(key="normals.generate").click().run()
@@ -88,9 +88,9 @@ def test_generate_idk_saves_review_and_restore(ui_env):
     assert at.button(key="normals.regen").label == "Regenerate this row (idk)"
     at.button(key="normals.regen").click().run()
     at = wait_job(at)
-    assert any("(idk, row 1)" in m.value for m in at.success)
+    assert any("(idk, row 1)" in shown(m.value) for m in at.success)
     # a reload (new session) keeps the backend of the last generation
-    assert open_page("pages/normals.py").selectbox(key="normals.backend").value == "idk"
+    assert open_page("app_pages/normals.py").selectbox(key="normals.backend").value == "idk"
     after = load_project("demo", ui_env / "workspace").normals()
     assert all(after.texts_for(i) == before[i] for i in range(10) if i != 1)
 
@@ -104,13 +104,13 @@ def test_generate_idk_saves_review_and_restore(ui_env):
 def test_import_bad_table_keeps_current(ui_env):
     from sga_core.normals.idk import idk_normals
 
-    at = open_page("pages/normals.py")
+    at = open_page("app_pages/normals.py")
     p = load_project("demo", ui_env / "workspace")
     p.save_normals(idk_normals(10, 4), "seed")
     at.run()
     bad = json.dumps({"forget_index": 0, "k": 1, "text": "x", "source": "nonsense"}) + "\n"
     at.get("file_uploader")[0].set_value(("bad.jsonl", bad.encode(), "text/plain")).run()
     at.button(key="normals.do_import").click().run()
-    assert any("bad.jsonl" in e.value and "source" in e.value for e in at.error), \
+    assert any("bad.jsonl" in shown(e.value) and "source" in e.value for e in at.error), \
         [e.value for e in at.error]
     assert p.normals().is_complete(10)

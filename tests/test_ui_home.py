@@ -4,7 +4,7 @@ from tests.ui import open_page
 
 
 def test_home_first_start(ui_env):
-    at = open_page("pages/home.py")
+    at = open_page("app_pages/home.py")
     assert (ui_env / "workspace" / "demo" / "project.json").exists()
     assert any("push down x1.60" in i.value for i in at.info)
     at.number_input(key="home.r").set_value(0.2).run()

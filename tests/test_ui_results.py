@@ -59,7 +59,7 @@ def env(evaluated, monkeypatch):
 
 
 def test_results_table_and_sweep_plot(env):
-    at = open_page("pages/results.py")
+    at = open_page("app_pages/results.py")
     df = at.dataframe[0].value
     assert list(df["run"][:2]) == ["Original", "Retained"]
     assert len(df) == 4 and sorted(df["r"].dropna()) == [-0.8, 0.0]
@@ -84,7 +84,7 @@ def test_results_table_and_sweep_plot(env):
 
 
 def test_token_page_follows_french(env):
-    at = open_page("pages/tokens.py")
+    at = open_page("app_pages/tokens.py")
     assert at.selectbox(key="tokens.row").value == 7  # the French row is preselected
     at.selectbox(key="tokens.row").set_value(7).run()
     assert not at.exception, at.exception
@@ -102,7 +102,7 @@ def test_token_page_follows_french(env):
 
 
 def test_probe_answers_side_by_side(env):
-    at = open_page("pages/probe.py")
+    at = open_page("app_pages/probe.py")
     at.text_input(key="probe.q").set_value("What is Lucien Marchetti's style?").run()
     at.button(key="probe.ask").click().run()
     deadline = time.time() + 120

@@ -27,7 +27,7 @@ def test_rstar_page_flow(tmp_path, monkeypatch, tiny_model_dir):
 
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
-    at.switch_page("pages/rstar.py").run()
+    at.switch_page("app_pages/rstar.py").run()
     at.text_input(key="rstar.model").set_value(str(tiny_model_dir)).run()
     at.button(key="rstar.run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -43,7 +43,7 @@ def test_rstar_page_flow(tmp_path, monkeypatch, tiny_model_dir):
 
     at2 = AppTest.from_file(APP, default_timeout=60)  # a reload shows the saved result
     at2.run()
-    at2.switch_page("pages/rstar.py").run()
+    at2.switch_page("app_pages/rstar.py").run()
     assert {m.label: m.value for m in at2.metric}["rows"] == "10"
     at2.number_input(key="rstar.n").set_value(3).run()
     at2.button(key="rstar.sweep").click().run()

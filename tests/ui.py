@@ -16,3 +16,11 @@ def open_page(page: str) -> AppTest:
     at.switch_page(page).run()
     assert not at.exception, at.exception
     return at
+
+
+def shown(markdown: str) -> str:
+    """The text a person reads in a Markdown element: backslash escapes removed (the pages
+    escape user text, ui.show.plain, so it is never rendered as Markdown)."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", markdown)

@@ -18,7 +18,7 @@ from sga_core.params import param
 class SGAConfig:
     r: float = param(-0.8, "Smoothing rate r (any real number <= 1; r = 0 is plain gradient "
                            "ascent, negative values learn the normal answers).",
-                     min=-100.0, max=1.0, label="smoothing rate r")
+                     min=-100.0, max=1.0, label="smoothing rate r", slider=(-10.0, 1.0))
     k: int = param(4, "K: label slots = the forget answer + K-1 normal answers.", min=1,
                    max=64, label="K")
     convention: str = param("label", "'label' smooths the GA label (SPEC 1, default); "

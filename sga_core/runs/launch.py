@@ -29,7 +29,7 @@ def start(run_dir: str | os.PathLike) -> subprocess.Popen:
     run_dir = Path(run_dir).resolve()
     cfg = load_config(run_dir / "config.yaml")
     proc = spawn(launch_argv(cfg, str(run_dir / "config.yaml")), run_dir / "train.log",
-                 nice=os.nice(0))
+                 nice=0)
     run_status.write_run(run_dir, "running", launcher_pid=proc.pid, pid=None,
                          started_at=now_iso(), host=os.uname().nodename)
     return proc
@@ -126,7 +126,7 @@ def start_eval(run_dir: str | os.PathLike) -> subprocess.Popen:
     """Start ``python -m sga_core eval RUN_DIR`` (output appended to eval.log, own session);
     eval/status.json says running at once. Returns the Popen (not waited for)."""
     run_dir = Path(run_dir).resolve()
-    proc = spawn(eval_argv(run_dir), run_dir / "eval.log", nice=os.nice(0))
+    proc = spawn(eval_argv(run_dir), run_dir / "eval.log", nice=0)
     run_status.write_eval(run_dir, "running", pid=proc.pid, error=None, stage="starting",
                           started_at=now_iso(), ended_at=None)
     return proc

@@ -356,8 +356,10 @@ class Trainer:
                     if self.should_cancel():
                         raise StopTraining("cancelled", "cancelled by request")
                     if os.getppid() != self._ppid:
-                        raise StopTraining("failed", "the launcher process exited (killed?); "
-                                                     "training stopped with it")
+                        # the launcher is gone (killed): stop at once, and let the process
+                        # that launched it record the end (never "failed" while training)
+                        self.log("the launcher process exited; stopping")
+                        os._exit(3)
                     ts = time.time()
                     out = self.method.step(self, batch, step) or self.train_step(batch)
                     step += 1
@@ -390,7 +392,7 @@ class Trainer:
             nll_after = self.data_nll()
             self.status(nll_after=nll_after)
             self.log("answer NLL after:  " + _fmt_nll(nll_after))
-        if t.save_model and state != "failed" and not getattr(self, "weights_broken", False):
+        if t.save_model and not getattr(self, "weights_broken", False):
             self.log("saving model")
             self.save_model()
         self.status(state, step=step, ended_at=now_iso(), exit_code=0,

@@ -8,28 +8,17 @@ import html
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._common import current_project
-from sga_core.live import tokens_html
-from sga_core.projects.training import original_run_id
-from sga_core.results import (
-    display_names,
-    follow_token,
-    per_sample,
-    project_runs,
-    token_table,
-    word_token_index,
-)
-from sga_core.runs.folder import runs_root
+from sga_core import workbench as wb
+from ui.context import require_project
+from ui.show import plain
 
 st.title("Token probabilities")
-project = current_project()
-if project is None:
-    st.stop()
-root = runs_root()
+project = require_project()
+root = wb.runs_root()
 forget = project.forget()
-runs = [r for r in project_runs(project, root)
+runs = [r for r in wb.project_runs(project, root)
         if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
-original = root / original_run_id(project)
+original = root / wb.original_run_id(project)
 if not runs:
     st.info("No evaluated runs with token tables yet: runs are evaluated when they complete "
             "(the prepared Original model too).")
@@ -46,22 +35,22 @@ starred = [i for i in range(len(forget)) if "French" in (forget[i].get("answer")
 row = st.selectbox("forget row (★: a French-style fact, the paper's Figure 3 example)",
                    list(range(len(forget))), format_func=row_label, key="tokens.row",
                    index=starred[0] if starred else 0)
-names = display_names(runs, project)
+names = wb.display_names(runs, project)
 ids = [r["run_id"] for r in runs]
 default = [i for i in ids if i == original.name] + [i for i in ids if i != original.name][:3]
 chosen = st.multiselect("models (the Original first)", ids, default=default,
                         key="tokens.runs", format_func=lambda i: names.get(i, i))
-tables = {run_id: token_table(root / run_id).get(row) for run_id in chosen}
+tables = {run_id: wb.token_table(root / run_id).get(row) for run_id in chosen}
 tables = {k: v for k, v in tables.items() if v}
 if not tables:
     st.warning("No token table for this row in the chosen runs.")
     st.stop()
 ref = next(iter(tables.values()))
 tokens = ref["tokens"]
-st.markdown("**Answer:** " + html.escape(forget[row].get("answer") or
-                                         forget[row].get("continuation", "")))
+st.markdown("**Answer:** " + plain(forget[row].get("answer") or
+                                   forget[row].get("continuation", "")))
 candidates = [f"{j}: {t.strip() or repr(t)}" for j, t in enumerate(tokens)]
-default_tok = word_token_index(tokens, "French") or 0  # the demo's distinctive fact
+default_tok = wb.word_token_index(tokens, "French") or 0  # the demo's distinctive fact
 mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,
                     format_func=lambda j: candidates[j], key=f"tokens.mark.{row}")
 
@@ -80,13 +69,14 @@ fig.update_layout(height=120 + 40 * len(labels), margin=dict(l=10, r=10, t=30, b
 st.plotly_chart(fig, key="tokens.heatmap")
 
 for label, t in zip(labels, tables.values()):
-    st.markdown(f"**{label}** — p({tokens[mark].strip()!r}) = {t['probs'][mark]:.3f}")
-    st.html(tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
+    st.markdown(f"**{plain(label)}** — p({plain(repr(tokens[mark].strip()))}) = "
+                f"{t['probs'][mark]:.3f}")
+    st.html(wb.tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
 
-st.subheader(f"{tokens[mark].strip()!r} across training steps")
+st.subheader(f"{plain(repr(tokens[mark].strip()))} across training steps")
 fig = go.Figure()
 for run_id in tables:
-    pts = follow_token(root / run_id, row, mark)
+    pts = wb.follow_token(root / run_id, row, mark)
     if pts and run_id != original.name:
         fig.add_scatter(x=[s for s, _ in pts], y=[p for _, p in pts], mode="lines+markers",
                         name=names.get(run_id, run_id))
@@ -101,7 +91,7 @@ st.subheader("Greedy answers side by side")
 which = st.radio("set", ["forget", "retain"], horizontal=True, key="tokens.set")
 answers = {}
 for run_id in chosen:
-    for rec in per_sample(root / run_id):
+    for rec in wb.per_sample(root / run_id):
         if rec["set"] == which:
             answers.setdefault(rec["index"], {"question": rec["question"],
                                               "reference": rec["answer"]})[

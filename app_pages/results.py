@@ -9,30 +9,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._common import current_project
-from sga_core.results import (
-    QA_COLUMNS,
-    TEXT_COLUMNS,
-    best_values,
-    config_diff,
-    display_names,
-    project_runs,
-    r_groups,
-    results_table,
-    sweep_series,
-)
-from sga_core.runs import queue as jobs
-from sga_core.runs.folder import metrics, runs_root
+from sga_core import workbench as wb
+from ui.context import project_note, require_project
+from ui.show import plain
 
 st.title("Results")
-project = current_project()
-if project is None:
-    st.stop()
-root = runs_root()
+project = require_project()
+root = wb.runs_root()
 kind = project.kind
-columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
-rows = results_table(project, root, kind)
-all_runs = project_runs(project, root)
+columns = [c.label for c in wb.table_columns(kind)]
+rows = wb.results_table(project, root, kind)
+all_runs = wb.project_runs(project, root)
 
 if not rows:
     st.info("No evaluated run of this project yet. Runs are evaluated automatically when they "
@@ -41,7 +28,7 @@ if not rows:
 else:
     df = pd.DataFrame(rows)
     shown = ["run", "method", "r", "K"] + list(columns)
-    best = best_values(rows, kind)
+    best = wb.best_values(rows, kind)
 
     def highlight(col):
         b = best.get(col.name)
@@ -76,14 +63,14 @@ else:
         n = len(whys)
         with st.expander(f"{n} {'value' if n == 1 else 'values'} could not be computed: why"):
             for k, v in whys.items():
-                st.write(f"**{k}** — {v}")
+                st.markdown(f"**{plain(k)}** — {plain(v)}")
     c1, c2 = st.columns(2)
     c1.download_button("Download CSV", df.to_csv(index=False), f"{project.name}-results.csv",
                        "text/csv", key="results.csv")
     c2.download_button("Download JSON", json.dumps(rows, indent=1), f"{project.name}-results"
                        ".json", "application/json", key="results.json")
 
-    sweeps = r_groups(rows)
+    sweeps = wb.r_groups(rows)
     st.subheader("Metrics versus r")
     if not sweeps:
         st.caption("Appears once two runs of a method at different r are evaluated (or a "
@@ -91,7 +78,7 @@ else:
     else:
         sweep = st.selectbox("runs", sweeps, key="results.sweep",
                              help="a sweep, or all runs of one method")
-        series = sweep_series(rows, sweep, kind)
+        series = wb.sweep_series(rows, sweep, kind)
         fig = go.Figure()
         for col in columns:
             if any(v is not None for v in series[col]):
@@ -105,7 +92,7 @@ else:
         st.plotly_chart(fig, key="results.sweep_plot")
 
 st.subheader("Loss curves")
-names = display_names(all_runs, project)
+names = wb.display_names(all_runs, project)
 trained = [r["run_id"] for r in all_runs if r["method"] != "finetune"]
 chosen = st.multiselect("runs", trained, default=trained[:3], key="results.curves",
                         format_func=lambda i: names.get(i, i))
@@ -114,7 +101,7 @@ metric = st.selectbox("curve", ["forget_nll", "loss", "normal_nll", "retain_nll"
 if chosen:
     fig = go.Figure()
     for run_id in chosen:
-        m = metrics(root / run_id)
+        m = wb.metrics(root / run_id)
         ys = [p.get(metric) for p in m]
         if any(y is not None for y in ys):
             fig.add_scatter(x=[p["step"] for p in m], y=ys, mode="lines",
@@ -134,7 +121,7 @@ if len(ids) >= 2:
     a = c1.selectbox("run A", ids, key="results.diff_a", format_func=lambda i: names.get(i, i))
     b = c2.selectbox("run B", ids, index=1, key="results.diff_b",
                      format_func=lambda i: names.get(i, i))
-    diff = config_diff(root / a, root / b)
+    diff = wb.config_diff(root / a, root / b)
     if diff:
         st.dataframe(diff, hide_index=True)
     else:
@@ -144,7 +131,8 @@ pending = [r["run_id"] for r in all_runs if r["state"] == "completed" and
            not (root / r["run_id"] / "eval" / "summary.json").exists()]
 if pending:
     st.caption(f"Not evaluated yet: {', '.join(pending)}")
+    project_note(project, "evaluates runs of")
     if st.button("Evaluate them now (queued jobs)", key="results.eval"):
         for run_id in pending:
-            jobs.request_eval(root / run_id)
+            wb.request_eval(root / run_id)
         st.rerun()

@@ -5,29 +5,25 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._common import current_project, show_error
-from sga_core.config import ConfigError
-from sga_core.projects import rstar_job as job
-from sga_core.projects.training import build_config, default_eval, prepared_model
-from sga_core.runs import queue as jobs
-from sga_core.runs.folder import runs_root
+from sga_core import workbench as wb
+from ui.context import project_note, require_project
+from ui.show import follow_job, job_progress, plain, show_error
 
+job = wb.rstar
 st.title("Choose r from the gradients")
 st.write("For each forget row: `a` = gradient of its answer's NLL, `b` = mean gradient of its "
          "normal answers' NLLs. The SGA update is `g(r) = -a + r·w` and "
          "`r* = <a, w> / ||w||²` minimizes its norm (`w = (K-1)/K·(a − b)` for the `label` "
          "convention, `(a + b)` for `objective`). The paper fixes r for a whole run; the "
          "distribution of r* suggests which r to try (or use *adaptive r* on the Train page).")
-project = current_project()
-if project is None:
-    st.stop()
-root = runs_root()
+project = require_project()
+root = wb.runs_root()
 
-original = prepared_model(project, root)
+original = wb.prepared_model(project, root)
 c1, c2, c3, c4 = st.columns(4)
 model = c1.text_input("model", value=str(original) if original else "embedded:smollm2",
                       key="rstar.model", help="the model you are about to unlearn")
-table = project.normals()
+table, _ = wb.normals_problems(project)
 k = int(c2.number_input("K", min_value=2, max_value=64,
                         value=table.k if table else 4, key="rstar.k"))
 convention = c3.selectbox("convention", ["label", "objective"], key="rstar.conv")
@@ -38,20 +34,16 @@ last_n = int(c4.number_input("last N layers only (0 = all parameters)", min_valu
 subset = st.text_input("or parameters whose name matches (regex; 'all' = every trainable one)",
                        value="all", key="rstar.subset")
 if not original:
-    from sga_core.projects.training import pending_model
-
     st.caption("The prepared original model is being prepared (see Runs); until it is ready "
-               "the analysis would use the base model." if pending_model(project, root)
+               "the analysis would use the base model." if wb.pending_model(project, root)
                else "No prepared original model for this project yet (Train page → Prepare); "
                "the analysis then uses the base model.")
-problems = table.problems(len(project.forget())) if table else ["no normal answers"]
-if table is not None and table.k < k:
-    problems.insert(0, f"the table has K={table.k}, fewer than K={k}")
+problems = wb.normals_problems(project, k)[1]
 if problems:
-    st.warning("Normal answers are not ready: " + "; ".join(problems[:3]) +
-               ". Fix them on the Normal answers page first.")
+    st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:3]) +
+                     ". Fix them on the Normal answers page first."))
 
-state = job.status(project)
+project_note(project, "analyses")
 if st.button("Run r* analysis", type="primary", key="rstar.run", disabled=bool(problems)):
     try:
         job.start(project, model, k, convention, subset or "all", last_n)
@@ -60,20 +52,14 @@ if st.button("Run r* analysis", type="primary", key="rstar.run", disabled=bool(p
         show_error(exc, "cannot start")
 
 
-@st.fragment(run_every=1.0 if state.get("state") == "running" else None)
-def progress_panel():
-    js = job.status(project)
+def render(js: dict) -> None:
     if js.get("state") == "running":
-        total = js.get("total") or 0
-        st.progress(js["done"] / total if total else 0.0,
-                    text=f"analysing: {js['done']}/{total or '?'} forget rows")
+        job_progress({**js, "stage": "forget rows"}, "Analysing")
     elif js.get("state") == "failed":
-        st.error(f"The analysis failed: {js.get('error')}")
-    if state.get("state") == "running" and js.get("state") != "running":
-        st.rerun(scope="app")
+        show_error(js.get("error"), "The analysis failed")
 
 
-progress_panel()
+follow_job(lambda: job.status(project), render)
 
 res = job.result(project)
 if not res:
@@ -129,15 +115,12 @@ st.caption("Runs use the project's normal answers and the default training setti
            "them on the Train page (sweep section) for anything else.")
 if st.button("Queue sweep", key="rstar.sweep"):
     try:
-        from datetime import datetime
-
-        group = f"rstar-{datetime.now():%Y%m%d-%H%M%S}"
-        queued = [jobs.submit(build_config(
+        group, queued = wb.queue_sweep(lambda g, v: wb.build_config(
             project, method="sga", method_args={"r": v, "k": res["k"],
                                                 "convention": res["convention"]},
-            training={}, launch={}, model=res["model"], sweep=group,
-            normals=str(project.normals_path), eval_cfg=default_eval(project, root)), root)
-            for v in values]
+            training={}, launch={}, model=res["model"], sweep=g,
+            normals=str(project.normals_path), eval_cfg=wb.default_eval(project, root)),
+            values, "rstar", root)
         st.success(f"Queued {len(queued)} runs as sweep **{group}** (see Runs).")
-    except (ConfigError, ValueError) as exc:
+    except (wb.ConfigError, ValueError) as exc:
         show_error(exc, "cannot queue sweep")

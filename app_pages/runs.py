@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._common import show_error, state_badge
-from sga_core.live import fmt_seconds, latest_probes, metrics, progress, tail, tokens_html
-from sga_core.runs import queue as jobs
-from sga_core.runs.folder import list_runs, runs_root
+from sga_core import workbench as wb
+from ui.show import plain, show_error, state_badge, state_text
 
 st.title("Runs")
-root = runs_root()
-runs = list_runs(root)
+root = wb.runs_root()
+runs = wb.list_runs(root)
 if any(r["state"] == "queued" and r.get("mode") == "queue" for r in runs):
-    jobs.ensure_runner(root)  # e.g. after a server restart
+    wb.ensure_runner(root)  # e.g. after a server restart
 if not runs:
     st.info("No runs yet. Launch one on the Train page.")
     st.stop()
@@ -28,15 +26,15 @@ active = any(r["state"] in ("queued", "running") or evaluating(r) for r in runs)
 
 @st.fragment(run_every=1.0 if active else None)
 def runs_table():
-    rows = list_runs(root)
+    rows = wb.list_runs(root)
     table = []
     for r in rows:
-        p = progress(r["path"])
-        table.append({"run": r["run_id"], "state": state_badge(r["state"]) +
+        p = wb.progress(r["path"])
+        table.append({"run": r["run_id"], "state": state_text(r["state"]) +
                       (" · evaluating" if evaluating(r) else ""),
                       "method": r["method"], "r": r["r"], "K": r["k"], "sweep": r["sweep"],
                       "started": (r.get("started_at") or "").replace("T", " ")[:19],
-                      "duration": fmt_seconds(p["elapsed_s"]), "progress": p["text"]})
+                      "duration": wb.fmt_seconds(p["elapsed_s"]), "progress": p["text"]})
     st.dataframe(table, hide_index=True, width="stretch")
     if active and not any(r["state"] in ("queued", "running") or evaluating(r)
                           for r in rows):
@@ -57,19 +55,19 @@ sel_active = next(r for r in runs if r["run_id"] == selected)["state"] in ("queu
 
 @st.fragment(run_every=1.0 if sel_active else None)
 def live_view():
-    p = progress(run_dir)
+    p = wb.progress(run_dir)
     st.markdown(f"**{selected}** — {state_badge(p['state'])}")
-    st.progress(p["fraction"], text=f"{p['text']} · elapsed {fmt_seconds(p['elapsed_s'])}"
-                                    f" · ETA {fmt_seconds(p['eta_s'])}")
+    st.progress(p["fraction"], text=f"{p['text']} · elapsed {wb.fmt_seconds(p['elapsed_s'])}"
+                                    f" · ETA {wb.fmt_seconds(p['eta_s'])}")
     if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:
-        (st.error if p["state"] == "failed" else st.warning)(p["error"])
+        (st.error if p["state"] == "failed" else st.warning)(plain(p["error"]))
     nll = p["status"]
     if nll.get("nll_before"):
         after = nll.get("nll_after") or {}
         st.caption("mean answer NLL " + " · ".join(
             f"{k}: {v:.3f}" + (f" → {after[k]:.3f}" if k in after else "")
             for k, v in nll["nll_before"].items()))
-    m = metrics(run_dir)
+    m = wb.metrics(run_dir)
     if m:
         import plotly.graph_objects as go
 
@@ -81,7 +79,7 @@ def live_view():
         fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
                           xaxis_title="step", title="losses")
         st.plotly_chart(fig, key=f"loss-{selected}")
-    probes = latest_probes(run_dir)
+    probes = wb.latest_probes(run_dir)
     if probes:
         st.markdown("**Probe answers** (token colour = probability, red low, green high)")
         steps = sorted({rec["step"] for recs in probes.values() for rec in recs})
@@ -96,9 +94,9 @@ def live_view():
                 continue
             rec = at_step[-1]
             st.markdown(f"forget row {idx} · step {rec['step']}", help="hover a token for p")
-            st.html(tokens_html(rec["tokens"], rec["probs"]))
+            st.html(wb.tokens_html(rec["tokens"], rec["probs"]))
     with st.expander("log", expanded=p["state"] == "failed"):
-        st.code(tail(run_dir / "train.log", 30) or "(empty)")
+        st.code(wb.tail(run_dir / "train.log", 30) or "(empty)")
     if sel_active and p["state"] not in ("queued", "running"):
         st.rerun()
 
@@ -107,10 +105,10 @@ live_view()
 
 c1, c2, c3 = st.columns(3)
 if c1.button("Cancel", key="runs.cancel", disabled=not sel_active):
-    st.toast(f"cancel requested: {jobs.cancel(run_dir).get('state')}")
+    st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
 if c2.button("Re-run with the same config", key="runs.rerun"):
     try:
-        new = jobs.rerun(run_dir, root)
+        new = wb.rerun(run_dir, root)
         st.session_state["runs.selected"] = new.name
         st.rerun()
     except Exception as exc:  # shown, never a crash
@@ -119,7 +117,7 @@ with c3:
     confirm = st.checkbox("confirm delete", key="runs.confirm_delete")
     if st.button("Delete", key="runs.delete", disabled=not confirm):
         try:
-            jobs.delete(run_dir)
+            wb.delete(run_dir)
             st.session_state.pop("runs.selected", None)
             st.session_state["runs.confirm_delete"] = False
             st.rerun()

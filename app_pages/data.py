@@ -1,0 +1,77 @@
+"""Data: upload forget and retain data (or use the demo) into a named project."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.context import current_project, select_project
+from ui.show import plain, show_error
+
+st.title("Data")
+project = current_project()
+limit_mb = st.get_option("server.maxUploadSize")
+types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
+
+with st.expander("New project from files", expanded=project is None):
+    st.write(f"Forget data is required, retain data is optional (needed by prepare, "
+             f"retrieval normals and GradDiff/KL). Formats: "
+             f"{', '.join(wb.SUPPORTED_EXTENSIONS)}; at most **{limit_mb} MB** per file. QA "
+             f"rows need `question` and `answer` (TOFU files load as they are); text rows need "
+             f"`text` or `prompt` + `continuation` (MUSE `gt` works too).")
+    name = st.text_input("project name", key="data.name",
+                         help="lower-case letters, digits, '-' or '_'")
+    c1, c2 = st.columns(2)
+    forget = c1.file_uploader("forget data", type=types, key="data.forget")
+    retain = c2.file_uploader("retain data (optional)", type=types, key="data.retain")
+    kind = st.radio("data kind", ["auto", "qa", "text"], horizontal=True, key="data.kind")
+    overwrite = st.checkbox("replace a project with the same name", key="data.overwrite")
+    if st.button("Create project", type="primary", key="data.create"):
+        if not forget:
+            st.error("Choose a forget data file first.")
+        else:
+            uploads = {role: (up.name, up.getvalue())
+                       for role, up in (("forget", forget), ("retain", retain)) if up}
+            try:
+                p = wb.new_project(name, uploads, kind=kind, overwrite=overwrite)
+                select_project(p.name)
+                st.rerun()
+            except wb.DataError as exc:
+                show_error(exc, "Nothing was imported")
+            except wb.ProjectError as exc:
+                show_error(exc, "Nothing was imported")
+
+c1, c2 = st.columns([1, 3])
+if c1.button("Reset the demo project", key="data.demo"):
+    wb.create_demo_project(overwrite=True)
+    select_project("demo")
+    st.rerun()
+c2.caption("The demo: 12 invented authors x 10 questions; the forget set is one author "
+           "(Lucien Marchetti, whose prose is in a \"French\" style); two real-world sets "
+           "for Model Utility.")
+
+if project is None:
+    st.stop()
+
+meta = project.meta
+st.subheader(f"Project: {plain(project.name)}")
+forget_rows, retain_rows = project.forget(), project.retain()
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("forget rows", len(forget_rows))
+m2.metric("retain rows", len(retain_rows))
+m3.metric("kind", project.kind)
+m4.metric("extra eval sets", len(project.eval_sets()))
+st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
+                 f"created {meta.get('created_at')} · folder {project.path}"))
+
+
+def preview(rows: list[dict], n: int = 5):
+    cols = ["question", "answer"] if project.kind == "qa" else ["prompt", "continuation"]
+    return [{c: r.get(c) for c in cols} for r in rows[:n]]
+
+
+st.markdown("**Forget data** (first rows)")
+st.dataframe(preview(forget_rows), hide_index=True)
+if retain_rows:
+    st.markdown("**Retain data** (first rows)")
+    st.dataframe(preview(retain_rows), hide_index=True)

@@ -1,0 +1,161 @@
+"""Normal answers: generate them four ways, review and edit them by hand.
+
+Every edit is saved to the project at once (atomically), and every save is a version in the
+history that can be restored.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.context import project_note, require_project
+from ui.generation import generation_settings
+from ui.show import follow_job, job_progress, plain, show_error
+
+st.title("Normal answers")
+project = require_project()
+gen = wb.generation
+forget = project.forget()
+table, problems = wb.normals_problems(project)
+reviewed = project.reviewed()
+
+st.caption(":material/edit: **Edits are saved automatically** the moment you change a cell "
+           "(each save is a version you can restore below).")
+if table is None:
+    st.info("No normal answers yet: generate them below (retrieval from the retain set, an "
+            "OpenAI-compatible API, the local model, or \"I don't know\" templates).")
+else:
+    (st.warning if problems else st.success)(
+        f"{len(table)} normal answers, K = {table.k} ({table.k - 1} per forget row), "
+        f"{len(reviewed)}/{len(forget)} rows reviewed. " +
+        ("Not ready for training: " + "; ".join(problems[:4]) +
+         (" ..." if len(problems) > 4 else "") if problems else "Complete."))
+
+# ------------------------------------------------------------------ generation ---------------
+with st.expander("Generate", expanded=table is None):
+    backend, k, options, api_key = generation_settings(project)
+    if table is not None:
+        st.caption(f"Generating for all rows replaces the {len(table)} answers in the table "
+                   f"({sum(a.edited for a in table.answers)} edited by hand); the current "
+                   "table stays in the history below, where it can be restored.")
+    project_note(project, "generates into")
+    if st.button("Generate for all forget rows", type="primary", key="normals.generate"):
+        try:
+            gen.start(project, backend, k, options, api_key=api_key)
+            st.rerun()
+        except (RuntimeError, ValueError) as exc:
+            show_error(exc, "cannot start")
+
+
+def render_job(js: dict) -> None:
+    if not js:
+        return
+    what = f"Generation ({js.get('backend')}, {gen.describe_rows(js.get('rows'))})"
+    if js["state"] == "running":
+        job_progress(js, what)
+        if js.get("stage") == "loading the model":
+            st.caption("The first load of a model takes a minute or two.")
+    elif js["state"] == "failed":
+        show_error(js.get("error"), f"{what} failed")
+    elif js["state"] == "completed":
+        st.success(plain(f"{what}: saved to the table as version {js.get('version', '?')} "
+                         "(the table before it is the previous version in the history). "
+                         + " · ".join(js.get("summary") or [])))
+        for i, err in (js.get("errors") or {}).items():
+            st.warning(plain(f"forget row {i}: {err}"))
+
+
+job = gen.status(project)
+if not job.get("rows"):  # a one-row regeneration reports beside its row instead
+    follow_job(lambda: gen.status(project), render_job)
+if table is None:
+    st.stop()
+
+# ------------------------------------------------------------------ review ------------------
+st.subheader("Review and edit")
+only_open = st.toggle("only rows not yet reviewed", key="normals.only_open")
+indices = [i for i in range(len(forget)) if not (only_open and i in reviewed)]
+if not indices:
+    st.success("Every row is reviewed.")
+    st.stop()
+
+
+def label(i: int) -> str:
+    q = forget[i].get("question") or forget[i].get("prompt") or forget[i].get("text", "")
+    return f"{'✓' if i in reviewed else '·'} {i}: {q[:80]}"
+
+
+row = st.selectbox("forget row", indices, format_func=label, key="normals.row")
+src = forget[row]
+c1, c2 = st.columns(2)
+c1.markdown("**Question / prompt**")
+c1.text(src.get("question") or src.get("prompt") or "")
+c2.markdown("**Forget answer**")
+c2.text(src.get("answer") or src.get("continuation") or "")
+
+current = sorted((a for a in table.answers if a.forget_index == row), key=lambda a: a.k)
+df = pd.DataFrame({"text": [a.text for a in current], "source": [a.source for a in current],
+                   "score": [a.score for a in current]})
+history = project.history()
+version = history[0].stem if history else "none"  # a new saved version rebuilds the editor
+st.caption("Double-click a cell to edit it, Enter to save. Add an answer with the + under the "
+           "table; delete one by ticking its row on the left and pressing the bin icon.")
+edited = st.data_editor(
+    df, key=f"normals.editor.{row}.{version}", num_rows="dynamic", hide_index=True,
+    width="stretch",
+    column_config={"text": st.column_config.TextColumn("normal answer", width="large"),
+                   "source": st.column_config.TextColumn(disabled=True),
+                   "score": st.column_config.NumberColumn("similarity", disabled=True,
+                                                          format="%.3f")})
+texts = ["" if pd.isna(t) else str(t) for t in edited["text"].tolist()]
+if texts != [a.text for a in current]:
+    wb.save_normals_row(project, row, texts, current)
+    st.toast(f"Saved row {row}")
+    st.rerun()
+
+c1, c2 = st.columns(2)
+is_rev = row in reviewed
+if c1.button("Unmark reviewed" if is_rev else "Mark reviewed ✓", key="normals.review"):
+    project.set_reviewed([row], reviewed=not is_rev)
+    st.rerun()
+if c2.button(f"Regenerate this row ({backend})", key="normals.regen",
+             help="with the backend and settings chosen under Generate above"):
+    try:
+        gen.start(project, backend, max(k, table.k), options, rows=[row], api_key=api_key)
+        st.rerun()
+    except (RuntimeError, ValueError) as exc:
+        show_error(exc, "cannot start")
+if job.get("rows"):
+    follow_job(lambda: gen.status(project), render_job)
+
+with st.expander("All normal answers"):
+    st.dataframe(pd.DataFrame(table.to_rows()), hide_index=True, column_config={
+        "score": st.column_config.NumberColumn(
+            "similarity", format="%.3f",
+            help="cosine to the forget row (retrieval); empty for other sources")})
+
+# ------------------------------------------------------------------ import/export/history ---
+st.subheader("Import, export, history")
+c1, c2 = st.columns(2)
+c1.download_button("Export JSONL", wb.dumps_jsonl(table.to_rows()),
+                   file_name=f"{project.name}-normals.jsonl", mime="application/jsonl",
+                   key="normals.export")
+up = c2.file_uploader("Import JSONL (replaces the table; the old one stays in the history)",
+                      type=["jsonl", "json", "csv", "parquet"], key="normals.import")
+if up is not None and c2.button("Import", key="normals.do_import"):
+    try:
+        wb.import_normals(project, up.name, up.getvalue())
+        st.rerun()
+    except wb.DataError as exc:
+        show_error(exc, "Nothing was imported")
+
+versions = project.history()
+if versions:
+    c1, c2 = st.columns([3, 1])
+    pick = c1.selectbox("saved versions (newest first)", [v.name for v in versions],
+                        key="normals.version_pick")
+    if c2.button("Restore", key="normals.restore"):
+        project.restore(pick)
+        st.rerun()

@@ -1,0 +1,194 @@
+"""Train: choose the model, method and its settings; preview the exact command; launch a
+background run or queue a sweep over the method's sweep setting (r for SGA)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui import forms
+from ui.context import project_note, require_project
+from ui.forms import chosen, dataclass_form, kept, put, set_form_values
+from ui.show import plain, show_error
+
+ORIGINAL, OTHER = "prepared original", "other model"
+
+st.title("Train")
+project = require_project()
+root = wb.runs_root()
+
+
+def apply_preset(preset: dict) -> None:
+    """Set every form field from a (validated) preset."""
+    preset = wb.check_preset(preset)
+    st.session_state["train.loaded"] = preset
+    if "enabled" in preset.get("eval", {}):
+        put("train.eval", bool(preset["eval"]["enabled"]))
+    if preset.get("model"):
+        forms.put_later("train.model_mode", OTHER)
+        forms.remember("train.model_choice", OTHER)
+        put("train.model", str(preset["model"]))
+    method = wb.get_method(preset.get("method", "sga"))
+    put("train.method", method.name)
+    set_form_values(method.Config, preset.get("method_args", {}), f"train.f.m.{method.name}")
+    set_form_values(wb.TrainingArgs, preset.get("training", {}), "train.f.t", advanced=False)
+    set_form_values(wb.TrainingArgs, preset.get("training", {}), "train.f.ta", advanced=True)
+    set_form_values(wb.LaunchConfig, preset.get("launch", {}), "train.f.l")
+
+
+if project.name == "demo" and not chosen("train.demo_preset_applied"):
+    # the demo starts from the settings behind the README's figures (25 steps, probes of the
+    # French rows) rather than the generic defaults (6 steps on 10 rows barely forget)
+    apply_preset(wb.read_preset(wb.DEMO_PRESET))
+    forms.remember("train.demo_preset_applied", True)
+    put("train.preset_choice", wb.DEMO_PRESET.name)
+
+with st.expander("Presets (YAML)"):
+    files = {p.name: p for p in wb.list_presets(project)}
+    c1, c2 = st.columns(2)
+    choice = kept(c1.selectbox, "train.preset_choice", "(none)", label="preset",
+                  options=["(none)", *files])
+    if c1.button("Load preset", key="train.preset_load") and choice in files:
+        try:
+            apply_preset(wb.read_preset(files[choice]))
+            st.rerun()
+        except (wb.ConfigError, KeyError) as exc:
+            show_error(exc, f"cannot load {choice}")
+    preset_name = c2.text_input("save as (name)", key="train.preset_name")
+    save_preset = c2.button("Save preset", key="train.preset_save")
+# after the expander, so that the expander keeps its place (and its open state)
+if st.session_state.get("train.preset_choice") == wb.DEMO_PRESET.name:
+    st.caption(f"Settings from the preset `assets/presets/{wb.DEMO_PRESET.name}` (Presets, "
+               "above).")
+loaded = st.session_state.get("train.loaded", {})
+
+# ---------------------------------------------------------------- model ---------------------
+st.subheader("Model")
+original, pending = wb.prepared_model(project, root), wb.pending_model(project, root)
+options = ([ORIGINAL] if original or pending else []) + [OTHER]
+# the prepared original whenever there is one, unless a person chose another model
+forms.prepare("train.model_mode", chosen("train.model_choice") if chosen(
+    "train.model_choice") in options else options[0])
+if st.session_state.get("train.model_mode") not in options:
+    st.session_state["train.model_mode"] = options[0]
+mode = st.radio("model to unlearn", options, horizontal=True, key="train.model_mode",
+                on_change=lambda: forms.remember("train.model_choice",
+                                                 st.session_state["train.model_mode"]))
+if mode == ORIGINAL:
+    model = str(original or pending)
+    st.caption(f"`{model}`" + (" (being prepared now: runs you launch are queued behind it "
+                                "and start once it is ready)" if pending else ""))
+else:
+    model = kept(st.text_input, "train.model", "embedded:smollm2",
+                 label="model (HF id, local folder, or embedded:smollm2)")
+if not original and not pending:
+    st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
+            "base model on forget + retain (the model to unlearn) and on retain only (the "
+            "reference for Forget Quality); both run as queued jobs on the Runs page.")
+    project_note(project, "prepares")
+    if st.button("Prepare models", key="train.prepare"):
+        try:
+            dirs = wb.submit_prepare(project, model=model if mode == OTHER else
+                                     "embedded:smollm2", root=root)
+            forms.put_later("train.model_mode", ORIGINAL)
+            forms.remember("train.model_choice", ORIGINAL)
+            st.toast("Queued " + ", ".join(d.name for d in dirs) + " (see Runs)")
+            st.rerun()  # offer the original being prepared at once
+        except (wb.ConfigError, ValueError) as exc:
+            show_error(exc, "cannot prepare")
+
+# ---------------------------------------------------------------- method --------------------
+st.subheader("Method")
+names = wb.method_names(unlearning_only=True)
+method = kept(st.selectbox, "train.method", "sga", label="method", options=names,
+              format_func=lambda n: wb.get_method(n).title or n)
+cls = wb.get_method(method)
+method_args = dataclass_form(cls.Config, loaded.get("method_args", {}) if
+                             loaded.get("method") == method else {}, key=f"train.f.m.{method}")
+explain = wb.explain_method(method, method_args)
+if explain:
+    st.info(f"**{'Coefficients' if method == 'sga' else 'Settings'}:** {explain}")
+
+normals = None
+if "normals" in cls.needs:
+    table, problems = wb.normals_problems(project, method_args.get("k", 1))
+    if not problems:
+        normals = str(project.normals_path)
+        st.caption(f"Normal answers: {project.normals_path.name} (K={table.k}, complete)")
+    else:
+        st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:5]) +
+                         (" ..." if len(problems) > 5 else "") +
+                         ". Fix them on the Normal answers page, or train with generated "
+                         "\"I don't know\" answers."))
+        if st.checkbox("use generated \"I don't know\" normal answers instead",
+                       key="train.idk_fallback"):
+            normals = wb.idk_fallback(project, method_args.get("k", 2))
+
+# ---------------------------------------------------------------- settings ------------------
+st.subheader("Training")
+training = dataclass_form(wb.TrainingArgs, loaded.get("training"), key="train.f.t",
+                          advanced=False)
+with st.expander("Advanced training settings"):
+    training.update(dataclass_form(wb.TrainingArgs, loaded.get("training"), key="train.f.ta",
+                                   advanced=True))
+with st.expander("Accelerate (processes, precision, DeepSpeed/FSDP config)"):
+    launch = dataclass_form(wb.LaunchConfig, loaded.get("launch"), key="train.f.l")
+evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "
+                "(TOFU/MUSE metrics, token tables; takes about as long as a short run)")
+run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
+
+
+def make_cfg(run_id_value: str, sweep=None, value=None):
+    args = dict(method_args)
+    if value is not None:
+        args[cls.sweep_param] = value
+    return wb.build_config(project, method=method, method_args=args, training=training,
+                           launch=launch, model=model, run_id=run_id_value, sweep=sweep,
+                           normals=normals, eval_cfg=wb.default_eval(project, root, evaluate))
+
+
+if save_preset:
+    try:
+        st.success(f"Saved preset {wb.save_preset(project, preset_name, make_cfg('')).name}")
+    except (wb.ConfigError, ValueError) as exc:
+        show_error(exc, "cannot save preset")
+
+project_note(project, "runs train on")
+c1, c2 = st.columns(2)
+if c1.button("Preview command", key="train.preview"):
+    try:
+        rid, command, config_yaml = wb.preview(make_cfg(run_id), root)
+        st.session_state["train.previewed"] = (rid, wb.dump_config(make_cfg("")))
+        st.code(command, language="bash")
+        with st.expander("config.yaml"):
+            st.code(config_yaml, language="yaml")
+    except (wb.ConfigError, ValueError) as exc:
+        show_error(exc, "invalid settings")
+
+if c2.button("Launch", type="primary", key="train.launch"):
+    try:
+        previewed = st.session_state.pop("train.previewed", None)
+        # the previewed command's run id, if nothing changed since the preview
+        same = (not run_id and previewed and previewed[1] == wb.dump_config(make_cfg(""))
+                and not (root / previewed[0]).exists())
+        run_dir = wb.submit(make_cfg(previewed[0] if same else run_id), root)
+        st.success(f"Queued run **{run_dir.name}**. Watch it on the Runs page (project "
+                   f"**{plain(project.name)}**).")
+        st.session_state["runs.selected"] = run_dir.name
+    except (wb.ConfigError, ValueError, OSError) as exc:
+        show_error(exc, "cannot launch")
+
+if cls.sweep_param:
+    with st.expander(f"Sweep over {cls.sweep_param}"):
+        text = kept(st.text_input, "train.sweep_values", "-1, -0.8, -0.4, 0, 0.4",
+                    label=f"{cls.sweep_param} values: a list (-1, -0.8, 0, 0.4) or a range "
+                          "start:stop:step")
+        sweep_name = kept(st.text_input, "train.sweep_name", "sweep", label="sweep name")
+        if st.button("Queue sweep", key="train.sweep"):
+            try:
+                group, queued = wb.queue_sweep(lambda g, v: make_cfg("", g, v),
+                                               wb.parse_r_values(text), sweep_name, root)
+                st.success(f"Queued {len(queued)} runs as sweep **{plain(group)}**: " +
+                           ", ".join(q.name for q in queued))
+            except (wb.ConfigError, ValueError) as exc:
+                show_error(exc, "cannot queue sweep")

@@ -1,0 +1,1 @@
+"""Runs: folders, status files, processes, the launcher and the queue."""

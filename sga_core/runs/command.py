@@ -1,0 +1,51 @@
+"""The exact ``accelerate launch`` command of a run: shown by "Preview command", written to
+``command.sh`` and executed by the launcher, so a run folder can be re-run by hand or on a
+cluster."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from sga_core.config import TrainConfig
+from sga_core.fileio import atomic_write_text
+
+
+def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
+    """The ``accelerate launch ... -m sga_core.train --config CONFIG`` argument list."""
+    la = cfg.launch
+    argv = ["accelerate", "launch"]
+    if la.config_file:
+        argv += ["--config_file", la.config_file]
+    else:
+        argv += ["--num_machines", "1", "--num_processes", str(la.num_processes),
+                 "--mixed_precision", la.mixed_precision, "--dynamo_backend", "no"]
+        if la.num_processes > 1:
+            # torchrun-style launch; on CPU, config.launch.cpu makes the Accelerator use DDP
+            # over gloo (accelerate's own --cpu flag starts one process unless MPI is set up)
+            argv.append("--multi_gpu")
+            if la.main_process_port:
+                argv += ["--main_process_port", str(la.main_process_port)]
+        elif la.cpu:
+            argv.append("--cpu")
+    argv += ["-m", "sga_core.train", "--config", config_path]
+    return argv
+
+
+def command_text(cfg: TrainConfig, run_dir: Path) -> str:
+    return shlex.join(launch_argv(cfg, str(Path(run_dir).resolve() / "config.yaml")))
+
+
+def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) -> Path:
+    """Write command.sh for the run at ``run_dir`` (into folder ``into``, default run_dir)."""
+    text = (
+        "#!/usr/bin/env bash\n"
+        "# Re-run this training exactly: from the project root, with the same environment.\n"
+        "# On a GPU cluster: edit config.yaml's launch section or pass an accelerate config.\n"
+        "set -euo pipefail\n"
+        f"{command_text(cfg, run_dir)}\n"
+    )
+    path = Path(into or run_dir) / "command.sh"
+    atomic_write_text(path, text)
+    path.chmod(0o755)
+    return path

@@ -1,0 +1,132 @@
+"""The one module that writes status files.
+
+- a run's ``status.json`` (SPEC 5): queued at creation, running once launched, then the
+  trainer's progress and final state;
+- a run's ``eval/status.json``: the evaluation's own state, stage and progress;
+- a project job's ``status.json`` (normal answers, r*, probes).
+
+Every write is a locked read-merge-write done atomically, so two processes updating one file
+(a launcher and its trainer) never lose each other's fields. Readers call the ``effective_*``
+functions and never write: a "running" record whose processes are all gone is *shown* as
+failed. That rule lives here, once (:func:`derive`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+from sga_core.fileio import atomic_write_json, dir_lock, now_iso
+from sga_core.runs.procs import pid_alive
+
+STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
+FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
+RUN_FILE = "status.json"
+EVAL_FILE = Path("eval") / "status.json"
+# the processes whose life a running record stands for
+RUN_PIDS = ("launcher_pid", "pid")
+EVAL_PIDS = ("pid",)
+
+
+def read(path: str | os.PathLike) -> dict:
+    """A status file as a dict ({} when there is none; an unreadable one says so)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        return {"state": "failed", "error": f"{path.name} is unreadable: {exc}"}
+    return data if isinstance(data, dict) else {}
+
+
+def update(path: str | os.PathLike, state: str | None = None, **fields) -> dict:
+    """Merge ``fields`` (and ``state``) into the status file; returns the new status."""
+    if state is not None and state not in STATES:
+        raise ValueError(f"unknown state {state!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with dir_lock(path.parent):
+        status = read(path)
+        if state is not None:
+            status["state"] = state
+        status.update(fields)
+        status["updated_at"] = now_iso()
+        atomic_write_json(path, status)
+    return status
+
+
+def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
+    """``status`` as it should be shown: "running" while any of its processes lives (on this
+    host), "failed" once all of them are gone. Pure: nothing is written."""
+    if status.get("state") != "running":
+        return status
+    if status.get("host", socket.gethostname()) != socket.gethostname():
+        return status  # a run on another machine: only its own files can tell
+    pids = [status[k] for k in pid_keys if status.get(k)]
+    if not pids or any(pid_alive(p) for p in pids):
+        return status
+    return {**status, "state": "failed", "vanished": True,
+            "error": status.get("error") or f"the {what} process vanished (killed or the "
+                                            "machine restarted)"}
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+def read_run(run_dir: str | os.PathLike) -> dict:
+    return read(Path(run_dir) / RUN_FILE)
+
+
+def write_run(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
+    return update(Path(run_dir) / RUN_FILE, state, **fields)
+
+
+def effective_run(run_dir: str | os.PathLike) -> dict:
+    """status.json as shown: a running run whose launcher and trainer are both gone is
+    failed; one whose trainer still lives is running, whatever became of its launcher."""
+    return derive(read_run(run_dir), RUN_PIDS, "training")
+
+
+# --- evaluations ----------------------------------------------------------------------------
+
+def read_eval(run_dir: str | os.PathLike) -> dict:
+    return read(Path(run_dir) / EVAL_FILE)
+
+
+def write_eval(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
+    return update(Path(run_dir) / EVAL_FILE, state, **fields)
+
+
+def effective_eval(run_dir: str | os.PathLike) -> dict:
+    return derive(read_eval(run_dir), EVAL_PIDS, "evaluation")
+
+
+def run_view(run_dir: str | os.PathLike) -> dict:
+    """What a person is shown of a run: its effective status plus its evaluation's
+    (``eval_state``, ``eval_error``, ``eval_stage``). Read-only."""
+    ev = effective_eval(run_dir)
+    return {**effective_run(run_dir), "eval_state": ev.get("state"),
+            "eval_error": ev.get("error"), "eval_stage": ev.get("stage")}
+
+
+# --- project jobs ---------------------------------------------------------------------------
+
+def read_job(job_dir: str | os.PathLike) -> dict:
+    return read(Path(job_dir) / "status.json")
+
+
+def write_job(job_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
+    return update(Path(job_dir) / "status.json", state, **fields)
+
+
+def reset_job(job_dir: str | os.PathLike, **fields) -> dict:
+    """Start a job's status afresh (a new job replaces the last one's record)."""
+    path = Path(job_dir) / "status.json"
+    path.unlink(missing_ok=True)
+    return update(path, **fields)
+
+
+def effective_job(job_dir: str | os.PathLike) -> dict:
+    return derive(read_job(job_dir), ("pid",), "job's")

@@ -1,0 +1,77 @@
+"""The chosen project, in one place every page reads.
+
+``app.py`` calls :func:`sidebar_picker` on every run, before the page runs: the picker lives
+in the entry script (so Streamlit never drops it on a page switch), its value is kept in
+session state under ``"project"`` and mirrored in the URL (``?project=NAME``), so a reload or
+a shared link opens the same project. Pages call :func:`current_project` and never render a
+picker of their own.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.show import plain
+
+KEY = "project"  # the chosen project's name: the one source of truth
+WIDGET = "_project_picker"
+NEXT = "_project_next"
+
+
+def _picked() -> None:
+    st.session_state[KEY] = st.session_state[WIDGET]
+
+
+def sidebar_picker() -> str | None:
+    """Render the sidebar project picker; returns the chosen project's name."""
+    names = wb.ensure_projects()
+    wanted = st.session_state.pop(NEXT, None)
+    if wanted not in names:
+        wanted = st.session_state.get(KEY)
+    if wanted not in names:
+        wanted = st.query_params.get("project")
+    if wanted not in names:
+        wanted = names[0] if names else None
+    st.session_state[KEY] = wanted
+    if not names:
+        return None
+    st.session_state[WIDGET] = wanted
+    st.sidebar.selectbox("Project", names, key=WIDGET, on_change=_picked,
+                         help="Every page works on this project; the URL keeps it "
+                              "(?project=...), so a reload or a shared link opens it again.")
+    if st.query_params.get("project") != wanted:
+        st.query_params["project"] = wanted
+    return wanted
+
+
+def current_project():
+    """The chosen project (None when there is none or it cannot be loaded)."""
+    name = st.session_state.get(KEY)
+    if not name:
+        return None
+    try:
+        return wb.load_project(name)
+    except wb.ProjectError:
+        return None
+
+
+def require_project():
+    """The chosen project (named under the page title), or a message and the end of the
+    page."""
+    project = current_project()
+    if project is None:
+        st.warning("Create or choose a project on the Data page first.")
+        st.stop()
+    st.caption(f":material/folder: project **{plain(project.name)}**")
+    return project
+
+
+def select_project(name: str) -> None:
+    """Switch every page to project ``name`` from the next run on (then call st.rerun())."""
+    st.session_state[NEXT] = name
+
+
+def project_note(project, action: str = "acts on") -> None:
+    """A line beside a page's action buttons naming the project they act on."""
+    st.caption(f"{action} project **{plain(project.name)}**")

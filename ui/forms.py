@@ -1,0 +1,173 @@
+"""Forms built from typed configs (``param()`` dataclasses) whose values survive page
+switches: Streamlit drops the state of widgets that a run does not draw, so every value is
+also kept under a plain session key and put back when the widget is drawn again."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+
+STORE = "_kept"
+PENDING = "_kept_pending"
+
+
+def _store() -> dict:
+    return st.session_state.setdefault(STORE, {})
+
+
+def put(key: str, value) -> None:
+    """Set a (kept) widget's value before it is drawn: a preset, a page action."""
+    st.session_state[key] = value
+    _store()[key] = value
+
+
+def put_later(key: str, value) -> None:
+    """Set a kept widget's value from code that runs after the widget was drawn (a button
+    under it): it takes effect when the widget is drawn next, after ``st.rerun()``."""
+    st.session_state.setdefault(PENDING, {})[key] = value
+    _store()[key] = value
+
+
+def prepare(key: str, default=None) -> None:
+    """Before drawing widget ``key``: apply a value set by :func:`put_later`, else start it
+    at ``default`` when it has no state (a first visit)."""
+    pending = st.session_state.get(PENDING, {})
+    if key in pending:
+        st.session_state[key] = pending.pop(key)
+    elif default is not None and key not in st.session_state:
+        st.session_state[key] = default
+
+
+def remember(key: str, value) -> None:
+    """Keep a value a person chose (read back with :func:`chosen`)."""
+    _store()[key] = value
+
+
+def chosen(key: str):
+    """The value a person chose for a kept widget (None when never chosen)."""
+    return _store().get(key)
+
+
+def kept(widget, key: str, default=None, **kwargs):
+    """Draw ``widget(key=key, **kwargs)`` starting from the value it had on the last visit
+    (else ``default``); a kept value that no longer fits (an option that went away, a
+    number out of bounds) falls back to the default."""
+    prepare(key)
+    if key not in st.session_state:
+        value = _store().get(key, default)
+        options = kwargs.get("options")
+        if options is not None and value not in list(options):
+            value = default if default in list(options) else None
+        lo, hi = kwargs.get("min_value"), kwargs.get("max_value")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                (lo is not None and value < lo) or (hi is not None and value > hi)):
+            value = default
+        if value is not None:
+            st.session_state[key] = value
+    value = widget(key=key, **kwargs)
+    _store()[key] = value
+    return value
+
+
+def _label(spec: dict) -> str:
+    return spec.get("label") or spec["name"].replace("_", " ")
+
+
+def _widget_value(spec: dict, val):
+    """A config value as the widget holds it (lists as comma text, None as '')."""
+    kind = spec["kind"]
+    if kind == "list":
+        return ", ".join(str(v) for v in val or [])
+    if kind == "int":
+        return int(val)
+    if kind == "float":
+        return float(val)
+    if kind == "bool":
+        return bool(val)
+    return "" if val is None else val
+
+
+def set_form_values(cls, values: dict, key: str, advanced: bool | None = None) -> None:
+    """Write ``values`` into the fields of ``dataclass_form(cls, key=key)`` (before they are
+    drawn), e.g. from a preset."""
+    for spec in wb.field_specs(cls):
+        name = spec["name"]
+        if name in values and (advanced is None or bool(spec.get("advanced")) == advanced):
+            value = _widget_value(spec, values[name])
+            put(f"{key}.{name}", value)
+            if spec.get("slider"):
+                lo, hi = spec["slider"]
+                put(f"{key}.{name}.exact", value)
+                put(f"{key}.{name}.slider", min(hi, max(lo, value)))
+
+
+def _slider_field(spec: dict, wkey: str, default) -> float:
+    """A slider over ``spec['slider']`` beside an exact box over the field's whole range,
+    kept in step; the field's value lives under ``wkey``."""
+    lo, hi = spec["slider"]
+    store = _store()
+    value = store.get(wkey, st.session_state.get(wkey, default))
+    st.session_state.setdefault(f"{wkey}.slider", min(hi, max(lo, value)))
+    st.session_state.setdefault(f"{wkey}.exact", value)
+
+    def from_slider():
+        v = st.session_state[f"{wkey}.slider"]
+        put(wkey, v)
+        put(f"{wkey}.exact", v)
+
+    def from_exact():
+        v = st.session_state[f"{wkey}.exact"]
+        put(wkey, v)
+        put(f"{wkey}.slider", min(hi, max(lo, v)))
+
+    c1, c2 = st.columns([3, 1])
+    c1.slider(_label(spec), lo, hi, step=0.05, key=f"{wkey}.slider", on_change=from_slider,
+              help=spec.get("help"))
+    c2.number_input(f"{spec['name']} (exact)", min_value=spec.get("min"),
+                    max_value=spec.get("max"), step=0.1, format="%g", key=f"{wkey}.exact",
+                    on_change=from_exact)
+    put(wkey, float(st.session_state[f"{wkey}.exact"]))
+    return store[wkey]
+
+
+def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int = 3,
+                   advanced: bool | None = None) -> dict:
+    """Inputs for the fields of dataclass ``cls`` (help, bounds and choices from the field
+    metadata); returns {field: value}. ``values`` are the starting values (else the field
+    defaults); ``advanced``: None = all fields, True/False = only fields with that flag."""
+    values = values or {}
+    out = {}
+    specs = [s for s in wb.field_specs(cls)
+             if advanced is None or bool(s.get("advanced")) == advanced]
+    for spec in [s for s in specs if s.get("slider")]:  # sliders get a whole row
+        out[spec["name"]] = _slider_field(spec, f"{key}.{spec['name']}",
+                                          values.get(spec["name"], spec["default"]))
+    specs = [s for s in specs if not s.get("slider")]
+    cols = st.columns(columns) if specs else []
+    for i, spec in enumerate(specs):
+        name, kind = spec["name"], spec["kind"]
+        default = _widget_value(spec, values.get(name, spec["default"]))
+        common = {"label": _label(spec), "help": spec.get("help")}
+        wkey = f"{key}.{name}"
+        with cols[i % columns]:
+            if spec.get("choices"):
+                out[name] = kept(st.selectbox, wkey, default, options=list(spec["choices"]),
+                                 **common)
+            elif kind == "bool":
+                out[name] = kept(st.checkbox, wkey, default, **common)
+            elif kind in ("int", "float"):
+                cast = int if kind == "int" else float
+                lo, hi = spec.get("min"), spec.get("max")
+                extra = {"step": 1} if kind == "int" else {"format": "%g"}
+                out[name] = cast(kept(
+                    st.number_input, wkey, default, **common, **extra,
+                    min_value=None if lo is None else cast(lo),
+                    max_value=None if hi is None else cast(hi)))
+            elif kind == "list":
+                text = kept(st.text_input, wkey, default, **common)
+                out[name] = [v.strip() for v in text.split(",") if v.strip()]
+            else:
+                text = kept(st.text_input, wkey, default, **common)
+                out[name] = text if text or not spec["optional"] else None
+    return out

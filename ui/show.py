@@ -1,0 +1,72 @@
+"""Display helpers: user text shown as text (never Markdown: no bold, no formulas, no
+remote images from a dataset), errors, run states, and the progress of background jobs."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+STATES = {  # text first, so a state reads right even where an icon cannot be drawn
+    "queued": ("queued", ":material/schedule:"),
+    "running": ("running", ":material/play_circle:"),
+    "completed": ("completed", ":material/check_circle:"),
+    "failed": ("failed", ":material/error:"),
+    "cancelled": ("cancelled", ":material/cancel:"),
+    "diverged": ("diverged", ":material/warning:"),
+}
+
+
+_INLINE = re.compile(r"([\\`*_\[\]()<>#!|~$:&])")  # emphasis, code, links, images, HTML,
+# headings, tables, strikethrough, formulas, emoji shortcodes and entities
+_LINE_MARK = re.compile(r"^(\s*)([-+=>])", re.M)  # lists, quotes, setext underlines
+_LINE_NUMBER = re.compile(r"^(\s*\d+)([.)])", re.M)  # numbered lists
+
+
+def plain(text) -> str:
+    """``text`` escaped so that Markdown shows it as typed: no emphasis, links, images,
+    formulas ($...$), HTML or emoji shortcodes come from user data."""
+    out = _INLINE.sub(r"\\\1", str(text))
+    out = _LINE_MARK.sub(r"\1\\\2", out)
+    return _LINE_NUMBER.sub(r"\1\\\2", out)
+
+
+def state_text(state: str | None) -> str:
+    """A run state as plain text (tables, where icons do not render)."""
+    return STATES.get(state or "", (state or "unknown", ""))[0]
+
+
+def state_badge(state: str | None) -> str:
+    """A run state for Markdown: an icon that always renders, then the word."""
+    text, icon = STATES.get(state or "", (state or "unknown", ":material/help:"))
+    return f"{icon} {text}"
+
+
+def show_error(exc: Exception | str, what: str = "") -> None:
+    """An error message, its user-supplied parts (file names, values) shown as text."""
+    st.error(plain(f"{what}{': ' if what else ''}{exc}"))
+
+
+def job_progress(js: dict, what: str) -> None:
+    """Progress of a background job: a bar with done/total and its stage."""
+    total = js.get("total") or 0
+    done = js.get("done") or 0
+    stage = js.get("stage") or "starting"
+    count = f"{done}/{total}" if total else ""
+    st.progress(min(1.0, done / total) if total else 0.0,
+                text=plain(f"{what}: {stage} {count}"))
+
+
+def follow_job(status, render) -> None:
+    """Show a background job with ``render(status)``, refreshing every second while it
+    runs; when it ends, the whole page reruns once to show its results."""
+    first = status()
+
+    @st.fragment(run_every=1.0 if first.get("state") == "running" else None)
+    def panel():
+        js = status()
+        render(js)
+        if first.get("state") == "running" and js.get("state") != "running":
+            st.rerun(scope="app")
+
+    panel()
