@@ -17,7 +17,8 @@ st.title("Results")
 project = require_project()
 root = wb.runs_root()
 kind = project.kind
-columns = [c.label for c in wb.table_columns(kind)]
+specs = wb.table_columns(kind)
+columns = [c.label for c in specs]
 rows = wb.results_table(project, root, kind)
 all_runs = wb.project_runs(project, root)
 
@@ -39,18 +40,8 @@ else:
     intro = ("One row per evaluated run, with the Original (before unlearning) and Retained "
              "(never saw the forget set: the target) models first; the best unlearning value "
              "of each metric in bold. ")
-    st.caption(intro + (
-               "**VerbMem**: ROUGE-L of the continuation of forget text prompts; **KnowMem**: "
-               "ROUGE-L of answers to questions about the forget / retain documents; "
-               "**PrivLeak**: Min-K% membership AUC relative to the Retained model's (0 is "
-               "best); **PPL**: perplexity on the holdout set. — = cannot be computed "
-               "(why: below)." if kind == "text" else
-               "**FQ** Forget Quality: KS-test p-value of the forget "
-               "truth ratios against the Retained model's (higher = closer to never having "
-               "seen the data). **MU** Model Utility: harmonic mean of probability, truth "
-               "ratio and ROUGE-L on the retain set and the two real-world sets. **ROUGE-L**: "
-               "recall of the greedy answer against the reference answer. **prob**: mean "
-               "probability of the reference answer. — = cannot be computed (why: below)."))
+    st.caption(intro + " ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
+                                for c in specs) + " — = cannot be computed (why: below).")
     df["K"] = df["K"].astype("Int64")
     fmt = {c: "{:.4g}" for c in columns}
     fmt["r"] = "{:g}"

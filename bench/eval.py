@@ -6,14 +6,15 @@
 (a) Scoring: the demo's forget rows and the retain rows the evaluation scores (the evenly
     spaced ``eval.max_retain_rows`` subset; ``--retain-rows 0`` = all 110), each with all its
     candidate answers (answer, paraphrase, 5 perturbed), through the library path
-    (:func:`sga_core.evaluate.qa_batches` groups -> ``metrics.score_qa_candidates`` ->
-    ``scoring.batched_nll``: tokenise, collate, forward, per-sequence NLL);
+    (``sga_core.evaluation.score_qa_candidates`` with the evaluation's
+    :func:`~sga_core.evaluation.qa_batches` groups -> ``sga_core.model.forward.batched_nll``:
+    tokenise, collate, forward, per-sequence NLL);
 (b) the same padded batches (same sequences, same order, same width; collated before the
     clock starts) through a bare ``model(input_ids=..., attention_mask=..., use_cache=False)``
     under ``torch.no_grad()``: the forward pass alone.
     The two are interleaved batch by batch (A,B then B,A, ...), because another process may
     share the CPU; tokens are real (non-pad) tokens in both.
-(c) The wall time of the full demo evaluation (``sga_core.evaluate.evaluate_model``: forget
+(c) The wall time of the full demo evaluation (``sga_core.evaluation.evaluate_model``: forget
     10 rows, retain 40 of 110, real_authors 20, world_facts 20; scoring + 48-token greedy
     answers), model loading included, with the per-stage timings.
 
@@ -71,18 +72,17 @@ def pick_model(spec: str | None, tmp: Path) -> str:
 def scoring_vs_bare(model, enc, rows, batch_size: int) -> dict:
     import torch
 
-    from sga_core.evaluation import qa_batches, qa_candidates
-    from sga_core.metrics import score_qa_candidates
+    from sga_core.evaluation import qa_batches, qa_candidates, score_qa_candidates
     from sga_core.model.encoding import collate
 
     groups = qa_batches(enc, rows, batch_size)
 
-    def seqs_of(group):  # exactly the sequences score_qa_candidates builds, in its order
+    def seqs_of(group):  # exactly the sequences of one scoring batch, in its order
         out = []
         for i in group:
             q = rows[i]["question"]
             out += [enc.qa(q, c, role="eval") for c in qa_candidates(rows[i])]
-        return sorted(out, key=len)  # batched_nll's order (a stable sort by length)
+        return sorted(out, key=len)  # the forward loop's order (a stable sort by length)
 
     def lib(group):
         t = time.perf_counter()

@@ -1,6 +1,8 @@
 """Turning evaluated run folders into evidence: a table like the paper's Table 1 (one row per
 run, plus the Original and Retained rows), metric-versus-r series for a sweep, config diffs.
-No Streamlit here; the Results page renders what these functions return."""
+The metric columns, their order and their directions come from the metric catalog
+(:func:`table_columns`). No Streamlit here; the Results page renders what these functions
+return."""
 
 from __future__ import annotations
 
@@ -8,24 +10,8 @@ import re
 from pathlib import Path
 
 from sga_core.fileio import read_json, read_jsonl
+from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, table_columns
 from sga_core.runs.folder import list_runs, runs_root
-
-# column -> (summary metric name, higher is better)
-QA_COLUMNS = {
-    "FQ": ("forget_quality", True),
-    "MU": ("model_utility", True),
-    "forget ROUGE-L": ("forget_rouge", False),
-    "retain ROUGE-L": ("retain_rouge", True),
-    "forget prob": ("forget_probability", False),
-    "retain prob": ("retain_probability", True),
-}
-TEXT_COLUMNS = {
-    "VerbMem": ("verbmem", False),
-    "KnowMem forget": ("knowmem_forget", False),
-    "KnowMem retain": ("knowmem_retain", True),
-    "PrivLeak": ("privleak", None),
-    "PPL": ("perplexity", False),
-}
 
 
 def _forget_file(run_dir: Path) -> Path | None:
@@ -96,7 +82,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     """One dict per evaluated run: label, method, r, K, sweep, state and each metric; the
     Original and Retained rows first. A metric that could not be computed is None, and
     its reason is kept under ``<column> (why)``."""
-    columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+    columns = table_columns(kind)
     rows = []
     runs = project_runs(project, root)
     names = display_names(runs, project)
@@ -107,11 +93,11 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         row = {"run": names[r["run_id"]], "run_id": r["run_id"],
                "method": r["method"] if r["method"] != "finetune" else "-",
                "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"]}
-        for col, (name, _) in columns.items():
-            value, reason = metric_value(summ, name)
-            row[col] = value
+        for col in columns:
+            value, reason = metric_value(summ, col.name)
+            row[col.label] = value
             if value is None and reason:
-                row[f"{col} (why)"] = reason
+                row[f"{col.label} (why)"] = reason
         rows.append(row)
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
@@ -120,16 +106,16 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
 
 
 def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
-    """The best value of each metric among the unlearning runs (Original/Retained excluded)."""
-    columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+    """The best value of each column (by label) among the unlearning runs (Original and
+    Retained excluded), following the column's direction: the highest, the lowest, or the
+    closest to 0."""
     runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
+    pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
     best = {}
-    for col, (_, higher) in columns.items():
-        vals = [r[col] for r in runs if r.get(col) is not None]
-        if vals and higher is not None:
-            best[col] = max(vals) if higher else min(vals)
-        elif vals:  # PrivLeak: closest to 0 is best
-            best[col] = min(vals, key=abs)
+    for col in table_columns(kind):
+        vals = [r[col.label] for r in runs if r.get(col.label) is not None]
+        if vals:
+            best[col.label] = pick[col.direction](vals)
     return best
 
 
@@ -147,14 +133,14 @@ def r_groups(rows: list[dict]) -> list[str]:
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
     """Metric-versus-r points of one :func:`r_groups` entry (a sweep, or ``all <method>
     runs``), sorted by r."""
-    columns = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
+    labels = [c.label for c in table_columns(kind)]
     if sweep.startswith("all ") and sweep.endswith(" runs"):
         method = sweep[4:-5]
         chosen = [r for r in rows if r["method"] == method]
     else:
         chosen = [r for r in rows if r.get("sweep") == sweep]
     pts = sorted((r for r in chosen if r.get("r") is not None), key=lambda r: r["r"])
-    return {"r": [p["r"] for p in pts], **{c: [p.get(c) for p in pts] for c in columns}}
+    return {"r": [p["r"] for p in pts], **{c: [p.get(c) for p in pts] for c in labels}}
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -213,4 +199,4 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
 
 __all__ = ["best_values", "config_diff", "display_names", "follow_token", "per_sample",
            "project_runs", "r_groups", "results_table", "run_label", "runs_root", "summary_of",
-           "sweep_series", "token_table"]
+           "sweep_series", "table_columns", "token_table"]

@@ -16,6 +16,7 @@ from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalT
 from sga_core.fileio import atomic_write_text, dumps_jsonl
 from sga_core.live import fmt_seconds, latest_probes, progress, tokens_html
 from sga_core.methods import get_method, method_names
+from sga_core.metrics.catalog import DIRECTIONS
 from sga_core.model.losses import describe_coefficients
 from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as generation
@@ -52,6 +53,7 @@ from sga_core.results import (
     r_groups,
     results_table,
     sweep_series,
+    table_columns,
     token_table,
     word_token_index,
 )
@@ -60,21 +62,21 @@ from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tai
 from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rerun, submit
 
 __all__ = [
-    "BACKEND_DESCRIPTIONS", "ConfigError", "DEMO_PRESET", "DataError", "LaunchConfig",
-    "NormalAnswer", "NormalTable", "Project", "ProjectError", "SUPPORTED_EXTENSIONS",
-    "TrainingArgs", "best_values", "build_config", "cancel", "check_preset", "command_text",
-    "config_diff", "create_demo_project", "create_project", "default_eval", "delete",
-    "describe_coefficients", "display_names", "dump_config", "dumps_jsonl", "ensure_projects",
-    "ensure_runner", "explain_method", "field_specs", "fmt_seconds", "follow_token",
-    "generation", "get_method", "idk_fallback", "import_normals", "last_generation",
-    "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
-    "load_project", "make_run_id", "method_names", "metrics", "new_project",
-    "normals_problems", "original_run_id", "parse_r_values", "pending_model", "per_sample",
-    "prepared_model", "prepared_reference", "preview", "probe", "probe_models", "progress",
-    "project_runs", "queue_sweep", "r_groups", "read_preset", "request_eval", "rerun",
-    "results_table", "rstar", "runs_root", "save_normals_row", "save_preset", "submit",
-    "submit_prepare", "sweep_series", "table_columns", "tail", "token_table", "tokens_html",
-    "word_token_index",
+    "BACKEND_DESCRIPTIONS", "ConfigError", "DEMO_PRESET", "DIRECTIONS", "DataError",
+    "LaunchConfig", "NormalAnswer", "NormalTable", "Project", "ProjectError",
+    "SUPPORTED_EXTENSIONS", "TrainingArgs", "best_values", "build_config", "cancel",
+    "check_preset", "command_text", "config_diff", "create_demo_project", "create_project",
+    "default_eval", "delete", "describe_coefficients", "display_names", "dump_config",
+    "dumps_jsonl", "ensure_projects", "ensure_runner", "explain_method", "field_specs",
+    "fmt_seconds", "follow_token", "generation", "get_method", "idk_fallback",
+    "import_normals", "last_generation", "latest_probes", "list_presets", "list_projects",
+    "list_runs", "list_templates", "load_project", "make_run_id", "method_names", "metrics",
+    "new_project", "normals_problems", "original_run_id", "parse_r_values", "pending_model",
+    "per_sample", "prepared_model", "prepared_reference", "preview", "probe", "probe_models",
+    "progress", "project_runs", "queue_sweep", "r_groups", "read_preset", "request_eval",
+    "rerun", "results_table", "rstar", "runs_root", "save_normals_row", "save_preset",
+    "submit", "submit_prepare", "sweep_series", "table_columns", "tail", "token_table",
+    "tokens_html", "word_token_index",
 ]
 
 
@@ -235,18 +237,3 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
         if r["run_id"] != original_run_id(project) and (model / "config.json").exists():
             out[r["run_id"]] = str(model)
     return out
-
-
-# --- results (until the metric catalog lands) --------------------------------------------------
-
-def table_columns(kind: str) -> list:
-    """The Results table's metric columns for a task kind, in order (label, metric name,
-    direction, help)."""
-    from collections import namedtuple
-
-    from sga_core.results import QA_COLUMNS, TEXT_COLUMNS
-
-    Col = namedtuple("Col", "label name direction help")
-    cols = QA_COLUMNS if kind == "qa" else TEXT_COLUMNS
-    return [Col(label, name, {True: "higher", False: "lower", None: "zero"}[higher], "")
-            for label, (name, higher) in cols.items()]

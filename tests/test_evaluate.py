@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from sga_core import evaluation as ev
 from sga_core.config import ConfigError, TrainConfig, load_config
 from sga_core.data import load_qa, load_text, write_dataset
 from sga_core.evaluation import (
@@ -28,7 +29,7 @@ from sga_core.evaluation import (
     evaluate_model,
     evaluate_run,
 )
-from sga_core.evaluation import run as ev
+from sga_core.evaluation import run as ev_run  # the one place evaluation loads models
 from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics import MODEL_UTILITY_KEYS
 
@@ -124,13 +125,13 @@ def check_metrics(summary: dict, expected: set[str]) -> None:
 def count_loads(monkeypatch):
     """Record every model that evaluation loads."""
     loaded: list[str] = []
-    real = ev.load_model_and_tokenizer
+    real = ev_run.load_model_and_tokenizer
 
     def spy(spec, *a, **k):
         loaded.append(str(Path(spec).resolve()) if Path(spec).exists() else spec)
         return real(spec, *a, **k)
 
-    monkeypatch.setattr(ev, "load_model_and_tokenizer", spy)
+    monkeypatch.setattr(ev_run, "load_model_and_tokenizer", spy)
     return loaded
 
 

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from sga_core.evaluation.inputs import split_scores
 from sga_core.metrics import (
     MODEL_UTILITY_KEYS,
     MetricResult,
@@ -30,6 +29,7 @@ from sga_core.metrics import (
     truth_ratio_retain_score,
     verbmem,
 )
+from sga_core.metrics.context import split_scores
 
 LN2, LN4 = math.log(2), math.log(4)
 

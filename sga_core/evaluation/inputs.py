@@ -1,6 +1,9 @@
-"""Model-side inputs of the metrics: candidate-answer NLLs of QA rows, per-token log-probs of
-text rows (Min-K%, perplexity) and batched greedy generation (ROUGE, VerbMem, KnowMem).
+"""Model-side inputs of the metrics, built on the one batched forward module
+(:mod:`sga_core.model.forward`): candidate-answer NLLs of QA rows, per-token log-probs of
+text rows (Min-K%, perplexity) and greedy generation (ROUGE, VerbMem, KnowMem).
 
+This module turns rows into token sequences (chat template, truncation, EOS) and results
+back into rows; the batching and the forwards are the forward module's.
 torch is imported inside the functions, so importing this module stays cheap.
 """
 
@@ -8,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sga_core.model.encoding import IGNORE, Encoder, collate
+from sga_core.evaluation.common import Progress, report
+from sga_core.model.encoding import IGNORE, Encoder
 from sga_core.model.encoding import Sequence as TokSeq
 
 
-def _as_encoder(enc_or_tok) -> Encoder:
+def as_encoder(enc_or_tok) -> Encoder:
     return enc_or_tok if isinstance(enc_or_tok, Encoder) else Encoder(enc_or_tok)
 
 
@@ -20,55 +24,90 @@ def _as_encoder(enc_or_tok) -> Encoder:
 # QA candidates
 
 
-def score_qa_candidates(model, encoder: Encoder, rows: Sequence[dict], device="cpu",
-                        rows_per_batch: int = 4) -> list[dict]:
-    """Mean answer NLL of every candidate answer of each QA row.
+def candidate_slots(row: dict) -> list[tuple[str, str]]:
+    """A QA row's candidate answers as ``(slot, text)``: ``answer``, ``paraphrased`` (when
+    the row has one), then each ``perturbed`` answer."""
+    out = [("answer", row["answer"])]
+    para = row.get("paraphrased_answer")
+    if isinstance(para, str) and para.strip():
+        out.append(("paraphrased", para))
+    return out + [("perturbed", p) for p in row.get("perturbed_answer") or []]
+
+
+def qa_candidates(row: dict) -> list[str]:
+    """A QA row's candidate answers: the answer, its paraphrase (if any), each perturbed one."""
+    return [text for _, text in candidate_slots(row)]
+
+
+def qa_batches(enc, rows: Sequence[dict], batch_size: int) -> list[list[int]]:
+    """Groups of row indices, each scored as ONE padded batch of all its rows' candidates
+    (answer, paraphrase, perturbed answers): rows sorted by their longest candidate, packed
+    up to ``batch_size`` sequences (one row at least), so little of each batch is padding."""
+    sized = []
+    for i, row in enumerate(rows):
+        cands = qa_candidates(row)
+        longest = max(len(enc.qa(row["question"], c, role="eval")) for c in cands)
+        sized.append((longest, len(cands), i))
+    sized.sort()
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    n_seqs = 0
+    for _, n, i in sized:
+        if cur and n_seqs + n > batch_size:
+            groups.append(cur)
+            cur, n_seqs = [], 0
+        cur.append(i)
+        n_seqs += n
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
+                        rows_per_batch: int = 4, *, batch_size: int | None = None,
+                        progress: Progress = None,
+                        stage: str = "scoring answers") -> list[dict]:
+    """Mean answer NLL of every candidate answer of each QA row, in input order.
 
     Returns, per row, ``{"answer": x, "paraphrased": y or None, "perturbed": [..]}``. The
-    candidates of ``rows_per_batch`` rows (answer, paraphrased answer, each perturbed answer)
-    go through the model as ONE padded batch (``sga_core.scoring.batched_nll`` sorts them by
-    length first).
+    candidates of a group of rows go through the model as ONE padded batch: groups of
+    ``rows_per_batch`` consecutive rows, or with ``batch_size`` the :func:`qa_batches`
+    packing (the evaluation's).
     """
     from sga_core.model.forward import batched_nll
 
-    enc = _as_encoder(encoder)
+    enc = as_encoder(encoder)
     rows = list(rows)
-    out: list[dict] = []
-    step = max(1, int(rows_per_batch))
-    for start in range(0, len(rows), step):
-        group = rows[start:start + step]
-        seqs: list[TokSeq] = []
-        slots: list[tuple[int, str]] = []  # (row in group, answer/paraphrased/perturbed)
-        for i, row in enumerate(group):
-            q = row["question"]
-            seqs.append(enc.qa(q, row["answer"], role="eval"))
-            slots.append((i, "answer"))
-            para = row.get("paraphrased_answer")
-            if isinstance(para, str) and para.strip():
-                seqs.append(enc.qa(q, para, role="eval"))
-                slots.append((i, "paraphrased"))
-            for pert in row.get("perturbed_answer") or []:
-                seqs.append(enc.qa(q, pert, role="eval"))
-                slots.append((i, "perturbed"))
-        nlls = batched_nll(model, seqs, enc.pad_id, device, batch_size=len(seqs))
-        res = [{"answer": None, "paraphrased": None, "perturbed": []} for _ in group]
-        for (i, kind), v in zip(slots, nlls):
-            if kind == "perturbed":
-                res[i]["perturbed"].append(float(v))
-            else:
-                res[i][kind] = float(v)
-        out.extend(res)
+    if batch_size is not None:
+        groups = qa_batches(enc, rows, batch_size)
+    else:
+        step = max(1, int(rows_per_batch))
+        groups = [list(range(s, min(s + step, len(rows)))) for s in range(0, len(rows), step)]
+    seqs: list[TokSeq] = []
+    slots: list[tuple[int, str]] = []  # (row, answer / paraphrased / perturbed)
+    seq_groups: list[list[int]] = []
+    for g in groups:
+        first = len(seqs)
+        for i in g:
+            for kind, text in candidate_slots(rows[i]):
+                seqs.append(enc.qa(rows[i]["question"], text, role="eval"))
+                slots.append((i, kind))
+        seq_groups.append(list(range(first, len(seqs))))
+    done_rows = [0]
+
+    def on_batch(idx: list[int]) -> None:
+        done_rows[0] += len({slots[k][0] for k in idx})
+        report(progress, stage, done_rows[0], len(rows))
+
+    report(progress, stage, 0, len(rows))
+    nlls = batched_nll(model, seqs, enc.pad_id, device, batches=seq_groups, on_batch=on_batch)
+    out = [{"answer": None, "paraphrased": None, "perturbed": []} for _ in rows]
+    for (i, kind), v in zip(slots, nlls):
+        if kind == "perturbed":
+            out[i]["perturbed"].append(float(v))
+        else:
+            out[i][kind] = float(v)
     return out
-
-
-def split_scores(scores: Sequence[dict]) -> tuple[list, list, list]:
-    """``(nll_answer, nll_paraphrased_or_answer, nll_perturbed_lists)`` from
-    :func:`score_qa_candidates` output, ready for the truth-ratio / probability metrics."""
-    answer = [s["answer"] for s in scores]
-    denom = [s["paraphrased"] if s.get("paraphrased") is not None else s["answer"]
-             for s in scores]
-    perturbed = [list(s.get("perturbed") or []) for s in scores]
-    return answer, denom, perturbed
 
 
 # ------------------------------------------------------------------------------------------
@@ -98,29 +137,20 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
     ``include_eos``. For Min-K% (:func:`~sga_core.metrics.min_k_percent_score`) and perplexity
     (:func:`~sga_core.metrics.perplexity_from_logprobs`).
     """
-    from sga_core.model.forward import inference, length_batches
-    from sga_core.model.losses import token_logprobs
+    from sga_core.model.forward import sequence_logprobs
 
-    enc = _as_encoder(encoder)
+    enc = as_encoder(encoder)
     seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
-    out: list[list[float]] = [[] for _ in seqs]
-    with inference(model):
-        for idx in length_batches([len(x) for x in seqs], batch_size):
-            b = {k: v.to(device) for k, v in collate([seqs[i] for i in idx], enc.pad_id).items()}
-            logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                           use_cache=False).logits
-            lp = token_logprobs(logits, b["labels"]).cpu()
-            mask = (b["labels"][:, 1:] != IGNORE).cpu()
-            for j, i in enumerate(idx):
-                out[i] = lp[j][mask[j]].tolist()
-    return out
+    return sequence_logprobs(model, seqs, enc.pad_id, device, batch_size)
 
 
 # ------------------------------------------------------------------------------------------
 # Generation
 
 
-def _prompt_ids(enc: Encoder, prompt: str, kind: str) -> list[int]:
+def prompt_ids(enc: Encoder, prompt: str, kind: str) -> list[int]:
+    """The token ids generation starts from: a question wrapped like training prompts
+    (``kind='qa'``), or a raw prefix after a start token (``kind='text'``)."""
     if kind == "qa":
         return list(enc.prompt_ids(prompt))
     if kind != "text":
@@ -132,49 +162,30 @@ def _prompt_ids(enc: Encoder, prompt: str, kind: str) -> list[int]:
 
 def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int = 64,
                      kind: str = "qa", device="cpu", batch_size: int = 8,
-                     max_prompt_tokens: int | None = None) -> list[str]:
-    """Greedy generations for ``prompts``, batched with LEFT padding, in input order.
+                     max_prompt_tokens: int | None = None, *, progress: Progress = None,
+                     stage: str = "generating") -> list[str]:
+    """Greedy generations for ``prompts``, batched by length with LEFT padding, in input order.
 
     ``kind='qa'``: each prompt is a question, wrapped like training prompts (chat template
     when the tokenizer has one); ``kind='text'``: each prompt is a raw prefix (after a start
-    token). ``encoder`` is an :class:`~sga_core.encoding.Encoder` or a tokenizer. Prompts
-    longer than ``max_prompt_tokens`` (default: the encoder's ``max_length``) keep their end.
-    Returns the new text only, decoded without special tokens and stripped.
+    token). ``encoder`` is an :class:`~sga_core.model.encoding.Encoder` or a tokenizer.
+    Prompts longer than ``max_prompt_tokens`` (default: the encoder's ``max_length``) keep
+    their end. Returns the new text only, decoded without special tokens and stripped.
     """
-    import copy
+    from sga_core.model.forward import greedy_generate
 
-    import torch
-
-    from sga_core.model.forward import inference, length_batches
-
-    enc = _as_encoder(encoder)
+    enc = as_encoder(encoder)
     limit = max_prompt_tokens or enc.max_length
-    ids = [_prompt_ids(enc, p, kind)[-limit:] for p in prompts]
-    out = [""] * len(ids)
-    gen_cfg = copy.deepcopy(model.generation_config)
-    gen_cfg.do_sample = False
-    for attr in ("temperature", "top_p", "top_k", "typical_p", "min_p"):
-        if hasattr(gen_cfg, attr):
-            setattr(gen_cfg, attr, None)
-    gen_cfg.num_beams = 1
-    gen_cfg.max_new_tokens = int(max_new_tokens)
-    gen_cfg.max_length = None
-    gen_cfg.pad_token_id = enc.pad_id
-    gen_cfg.eos_token_id = enc.eos_id
-    with inference(model):
-        for idx in length_batches([len(x) for x in ids], batch_size):
-            width = max(len(ids[i]) for i in idx)
-            input_ids = torch.full((len(idx), width), enc.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for j, i in enumerate(idx):
-                n = len(ids[i])
-                input_ids[j, width - n:] = torch.tensor(ids[i])
-                mask[j, width - n:] = 1
-            gen = model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                                 generation_config=gen_cfg)
-            for j, i in enumerate(idx):
-                new = gen[j, width:].tolist()
-                if enc.eos_id in new:
-                    new = new[:new.index(enc.eos_id)]
-                out[i] = enc.tok.decode(new, skip_special_tokens=True).strip()
-    return out
+    ids = [prompt_ids(enc, p, kind)[-limit:] for p in prompts]
+    if not ids:
+        return []
+    done = [0]
+
+    def on_batch(idx: list[int]) -> None:
+        done[0] += len(idx)
+        report(progress, stage, done[0], len(ids))
+
+    report(progress, stage, 0, len(ids))
+    new = greedy_generate(model, ids, enc.pad_id, enc.eos_id, max_new_tokens, device,
+                          batch_size, on_batch)
+    return [enc.tok.decode(n, skip_special_tokens=True).strip() for n in new]

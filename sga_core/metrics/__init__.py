@@ -1,9 +1,11 @@
 """Unlearning metrics (SPEC 4), following the public open-unlearning definitions.
 
 Pure metric functions return a :class:`MetricResult` (aggregate ``value``, ``per_sample``
-values, and a ``reason`` when the metric cannot be computed). The model-side helpers in
-:mod:`sga_core.evaluation.inputs` produce their inputs (candidate NLLs, token log-probs,
-greedy generations); torch is only imported when those run.
+values, and a ``reason`` when the metric cannot be computed). :mod:`.catalog` declares every
+metric the evaluation writes (name, kind, label, direction, help, reference, the inputs it
+needs, its compute function); :mod:`.context` holds what those compute functions read. The
+model-side helpers in :mod:`sga_core.evaluation.inputs` produce the inputs (candidate NLLs,
+token log-probs, greedy generations); torch is only imported when those run.
 """
 
 from .muse import (

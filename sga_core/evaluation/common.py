@@ -1,0 +1,65 @@
+"""Names and small helpers shared by the evaluation modules: the files of an ``eval/`` folder,
+the error type, progress reports, the retain subset, strict-JSON numbers."""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable
+from typing import Any
+
+SUMMARY_FILE = "summary.json"
+PER_SAMPLE_FILE = "per_sample.jsonl"
+TOKENS_FILE = "tokens.jsonl"
+REFERENCE_CACHE_FILE = "reference_cache.json"
+EVAL_DIR = "eval"
+EVAL_LOG = "eval.log"
+SUMMARY_VERSION = 1
+
+# progress(stage, done, total), or None
+Progress = Callable[[str, int, int], None] | None
+
+
+class EvalError(ValueError):
+    """An evaluation that cannot start (no model, no data); the message says what is missing."""
+
+
+def report(progress: Progress, stage: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(stage, done, total)
+
+
+def retain_subset(n_rows: int, max_rows: int) -> list[int]:
+    """Indices of an evenly spaced, deterministic subset of ``max_rows`` of ``n_rows`` rows
+    (all rows when ``max_rows`` is 0 or not smaller)."""
+    if not max_rows or max_rows >= n_rows:
+        return list(range(n_rows))
+    return [i * n_rows // max_rows for i in range(max_rows)]
+
+
+def is_qa_rows(rows) -> bool:
+    return bool(rows) and all(isinstance(r, dict) and "question" in r and "answer" in r
+                              for r in rows)
+
+
+def finite(x: Any) -> Any:
+    """Non-finite floats -> None, recursively (summary files are strict JSON)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x
+
+
+def free_memory() -> None:
+    """Give memory back after a model was dropped (the caller deletes its references)."""
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # pragma: no cover - cleanup only
+        pass

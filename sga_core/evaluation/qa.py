@@ -1,0 +1,134 @@
+"""TOFU-style evaluation of a loaded model on QA rows (SPEC 4).
+
+The forget, retain (an evenly spaced subset of at most ``max_retain_rows``) and extra
+(real-world) sets are scored once: every candidate answer's NLL in padded batches, one greedy
+answer per question; then each QA metric of the catalog (:mod:`sga_core.metrics.catalog`)
+is computed from those inputs: per set probability (normalised on the extra sets), truth
+ratio score and ROUGE-L recall, Model Utility, and Forget Quality against the retain
+reference's forget truth ratios.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+from sga_core.evaluation.common import EvalError, Progress, finite, is_qa_rows, retain_subset
+from sga_core.evaluation.compute import (
+    evaluate_catalog,
+    flat_rows,
+    scatter,
+    sets_needing,
+)
+from sga_core.evaluation.inputs import generate_answers, score_qa_candidates
+from sga_core.metrics.catalog import QA, expand, sample_keys, spec_of
+from sga_core.metrics.context import CANDIDATE_NLLS, GREEDY_ANSWERS, MetricInputs, SetData
+
+QA_INPUT_KEYS = ("set", "index", "question", "answer", "generated", "nll_answer",
+                 "nll_paraphrased", "nll_perturbed")
+QA_SAMPLE_KEYS = QA_INPUT_KEYS + sample_keys(QA)
+RESERVED = ("forget", "retain")
+
+
+def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
+            sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0
+            ) -> dict[str, SetData]:
+    """The evaluated QA sets, in order: forget, the retain subset, each extra set."""
+    forget_rows = list(forget_rows or [])
+    retain_all = list(retain_rows or [])
+    keep = retain_subset(len(retain_all), max_retain_rows)
+    out = {"forget": SetData("forget", forget_rows, list(range(len(forget_rows)))),
+           "retain": SetData("retain", [retain_all[i] for i in keep], keep)}
+    for name, rows in (sets or {}).items():
+        if name in RESERVED:
+            raise EvalError(f"eval set name {name!r} is reserved")
+        rows = list(rows or [])
+        if rows and not is_qa_rows(rows):
+            raise EvalError(f"eval set {name!r} is not QA data (question + answer rows)")
+        out[name] = SetData(name, rows, list(range(len(rows))))
+    return out
+
+
+def absent(name: str) -> str:
+    """Why a QA set's metrics cannot be computed when the set has no rows."""
+    return {"forget": "no forget rows",
+            "retain": "no retain rows (data.retain)"}.get(name, f"eval set {name!r} is empty")
+
+
+def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_tokens: int,
+                batch_size: int, device, progress: Progress) -> dict[str, float]:
+    """Score the candidate answers and generate the greedy answers of the sets whose metrics
+    need them, all sets in one pass each; returns the timings."""
+    timings = {}
+    ts = time.time()
+    names = sets_needing(instances, sets, CANDIDATE_NLLS)
+    scores = score_qa_candidates(model, enc, flat_rows(sets, names), device,
+                                 batch_size=batch_size, progress=progress)
+    scatter(sets, names, scores, "nlls")
+    timings["scoring_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    names = sets_needing(instances, sets, GREEDY_ANSWERS)
+    rows = flat_rows(sets, names)
+    generated = generate_answers(model, enc, [r["question"] for r in rows], max_new_tokens,
+                                 "qa", device, batch_size, progress=progress,
+                                 stage="generating answers")
+    scatter(sets, names, generated, "generated")
+    for n in names:
+        sets[n].prompts = [r["question"] for r in sets[n].rows]
+        sets[n].gold = [r["answer"] for r in sets[n].rows]
+    timings["generation_s"] = round(time.time() - ts, 3)
+    return timings
+
+
+def _sample_base(d: SetData, j: int) -> dict:
+    row, sc = d.rows[j], (d.nlls[j] if d.nlls else {})
+    return {"set": d.name, "index": d.indices[j], "question": row["question"],
+            "answer": row["answer"], "generated": d.generated[j] if d.generated else None,
+            "nll_answer": sc.get("answer"), "nll_paraphrased": sc.get("paraphrased"),
+            "nll_perturbed": list(sc.get("perturbed") or [])}
+
+
+def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
+                sets: Mapping[str, Sequence[dict]] | None,
+                reference_tr: Sequence[float | None] | None,
+                max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
+                *, max_retain_rows: int = 0, device="cpu",
+                reference_reason: str | None = None,
+                self_reference: bool = False) -> tuple[dict, list[dict]]:
+    """TOFU-style metrics of a loaded model on QA rows.
+
+    ``sets`` are the extra (real-world) QA sets, name -> rows; Model Utility uses
+    ``real_authors`` and ``world_facts``. ``reference_tr`` are the retain reference's forget
+    truth ratios (None: Forget Quality is None, with ``reference_reason`` if given);
+    ``self_reference``: this model IS the retain reference, so its own truth ratios are the
+    reference (its Forget Quality is then 1, the KS p-value of identical samples).
+    Returns ``(summary, per_sample)``: ``summary["metrics"]`` maps each QA metric of the
+    catalog (``<set>_probability``, ``<set>_truth_ratio``, ``<set>_rouge``,
+    ``model_utility``, ``forget_quality``) to ``{"name", "value", "reason"}``;
+    ``summary["forget_truth_ratios"]`` is the raw per-row list (the values a later run
+    compares against when this model is its reference).
+    """
+    data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows)
+    results, summary, per_sample = evaluate_catalog(
+        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED]),
+        partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
+                batch_size=batch_size, device=device, progress=progress),
+        absent, QA_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
+        reference=reference_tr, reference_reason=reference_reason,
+        self_reference=self_reference)
+    summary["forget_truth_ratios"] = finite([float(t) if t is not None else None
+                                             for t in results["forget_truth_ratio"].per_sample])
+    return summary, per_sample
+
+
+def reference_truth_ratios(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,
+                           device="cpu", progress: Progress = None) -> list:
+    """The forget truth ratios of a (reference) model: the per-row values of its
+    ``forget_truth_ratio`` metric."""
+    data = {"forget": SetData("forget", list(forget_rows), list(range(len(forget_rows))))}
+    data["forget"].nlls = score_qa_candidates(model, enc, forget_rows, device,
+                                              batch_size=batch_size, progress=progress,
+                                              stage="reference: scoring forget answers")
+    spec = spec_of("forget_truth_ratio", QA)
+    return spec.compute(MetricInputs(spec.name, data, spec.on)).per_sample

@@ -1,0 +1,32 @@
+"""Reading an evaluation's summary back, and printing it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sga_core.evaluation.common import EVAL_DIR, SUMMARY_FILE
+from sga_core.fileio import read_json
+
+
+def read_summary(path: str | os.PathLike) -> dict | None:
+    """A run folder's (or an eval folder's) summary.json, or None."""
+    p = Path(path)
+    for cand in (p / EVAL_DIR / SUMMARY_FILE, p / SUMMARY_FILE, p):
+        if cand.is_file():
+            return read_json(cand)
+    return None
+
+
+def format_summary(summary: dict) -> str:
+    """The summary's metrics as an aligned text table (the CLI prints it)."""
+    lines = [f"{'metric':28s} {'value':>12s}  note"]
+    for name, m in (summary.get("metrics") or {}).items():
+        v = m.get("value")
+        text = "-" if v is None else f"{v:.4g}" if abs(v) < 1e4 else f"{v:.4e}"
+        lines.append(f"{name:28s} {text:>12s}  {m.get('reason') or ''}".rstrip())
+    ref = summary.get("reference") or {}
+    if ref.get("path"):
+        lines.append(f"reference: {ref['path']} ({ref.get('source') or ref.get('reason')})")
+    lines.append(f"elapsed: {summary.get('elapsed_s')} s")
+    return "\n".join(lines)

@@ -1,0 +1,196 @@
+"""MUSE-style evaluation of a loaded model on text rows (SPEC 4).
+
+The sets: ``forget`` (VerbMem prefixes, Min-K% members, perplexity), ``holdout`` (never
+trained on: Min-K% non-members, perplexity), the ``retain`` subset, ``forget_qa`` /
+``retain_qa`` (KnowMem), and any extra QA set (``<name>_knowmem``) or text set
+(``<name>_perplexity``). Their model-side inputs (greedy continuations and answers, token
+log-probs) are computed once, then each text metric of the catalog
+(:mod:`sga_core.metrics.catalog`) is computed from them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+from sga_core.evaluation.common import (
+    EvalError,
+    Progress,
+    is_qa_rows,
+    report,
+    retain_subset,
+)
+from sga_core.evaluation.compute import (
+    evaluate_catalog,
+    flat_rows,
+    scatter,
+    sets_needing,
+)
+from sga_core.evaluation.inputs import generate_answers, text_token_logprobs
+from sga_core.metrics.catalog import TEXT, expand, sample_keys, spec_of
+from sga_core.metrics.context import (
+    GREEDY_ANSWERS,
+    GREEDY_CONTINUATIONS,
+    TOKEN_LOGPROBS,
+    MetricInputs,
+    SetData,
+)
+
+VERBMEM_NEW_TOKENS = 128  # MUSE
+TEXT_PROMPT_WORDS = 15  # text rows without a prompt: split after this many words (the demo's)
+TEXT_SETS = ("holdout", "forget_qa", "retain_qa")
+TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated")
+TEXT_SAMPLE_KEYS = TEXT_INPUT_KEYS + sample_keys(TEXT)
+
+
+def full_text(row: dict | str) -> str:
+    """The whole passage of a text row (``text``, else prompt + continuation)."""
+    if isinstance(row, str):
+        return row
+    if isinstance(row.get("text"), str) and row["text"].strip():
+        return row["text"]
+    prompt = row.get("prompt") or ""
+    cont = row.get("continuation") or row.get("gt") or ""
+    sep = " " if prompt and not prompt.endswith((" ", "\n")) else ""
+    return prompt + sep + cont
+
+
+def prompt_and_continuation(row: dict) -> tuple[str, str]:
+    """A forget row's VerbMem prefix and true continuation; a row without a prompt is split
+    after its first 15 words (the demo's split), or in the middle when it is shorter."""
+    prompt = row.get("prompt") or ""
+    cont = row.get("continuation") or row.get("gt") or ""
+    if prompt.strip():
+        return prompt, cont
+    words = full_text(row).split()
+    cut = min(TEXT_PROMPT_WORDS, max(1, len(words) // 2))
+    return " ".join(words[:cut]), " ".join(words[cut:])
+
+
+def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
+              sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0
+              ) -> tuple[dict[str, SetData], list[str], list[str]]:
+    """The evaluated sets (forget, holdout, the retain subset, then the extra sets in their
+    order), and the names of the extra QA sets and extra text sets (the catalog's families
+    run over them)."""
+    forget_rows = list(forget_rows or [])
+    retain_all = list(retain_rows or [])
+    keep = retain_subset(len(retain_all), max_retain_rows)
+    given = {k: list(v or []) for k, v in (sets or {}).items()}
+    holdout = given.get("holdout") or []
+    if holdout and is_qa_rows(holdout):
+        raise EvalError("eval set 'holdout' must be text rows")
+    for name in ("forget_qa", "retain_qa"):
+        if given.get(name) and not is_qa_rows(given[name]):
+            raise EvalError(f"eval set {name!r} must be QA rows (question + answer)")
+    out = {"forget": SetData("forget", forget_rows, list(range(len(forget_rows)))),
+           "holdout": SetData("holdout", holdout, list(range(len(holdout)))),
+           "retain": SetData("retain", [retain_all[i] for i in keep], keep)}
+    extra_qa, extra_text = [], []
+    for name, rows in given.items():
+        if name in ("forget", "retain"):
+            raise EvalError(f"eval set name {name!r} is reserved")
+        if name == "holdout" or not rows:
+            continue
+        out[name] = SetData(name, rows, list(range(len(rows))))
+        if is_qa_rows(rows):
+            if name not in TEXT_SETS:
+                extra_qa.append(name)
+        else:
+            extra_text.append(name)
+    return out, extra_qa, extra_text
+
+
+def absent(name: str) -> str:
+    """Why a text set's metrics cannot be computed when the set has no rows."""
+    if name in TEXT_SETS:
+        return f"no {name} set (eval.sets.{name})"
+    return {"forget": "no forget rows",
+            "retain": "no retain rows (data.retain)"}.get(name, f"{name} is empty")
+
+
+def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_tokens: int,
+                batch_size: int, device, progress: Progress,
+                verbmem_new_tokens: int = VERBMEM_NEW_TOKENS) -> dict[str, float]:
+    """Greedy continuations, greedy answers and token log-probs of the sets whose metrics
+    need them; returns the timings."""
+    timings = {}
+    ts = time.time()
+    for n in sets_needing(instances, sets, GREEDY_CONTINUATIONS):
+        d = sets[n]
+        d.prompts, d.gold = (list(x) for x in zip(*map(prompt_and_continuation, d.rows)))
+        d.generated = generate_answers(model, enc, d.prompts, verbmem_new_tokens, "text",
+                                       device, batch_size, progress=progress,
+                                       stage="verbatim continuations")
+    timings["verbmem_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    for n in sets_needing(instances, sets, GREEDY_ANSWERS):
+        d = sets[n]
+        d.prompts, d.gold = [r["question"] for r in d.rows], [r["answer"] for r in d.rows]
+        d.generated = generate_answers(model, enc, d.prompts, max_new_tokens, "qa", device,
+                                       batch_size, progress=progress, stage=f"answering {n}")
+    timings["knowmem_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    names = sets_needing(instances, sets, TOKEN_LOGPROBS)
+    texts = [full_text(r) for r in flat_rows(sets, names)]
+    report(progress, "scoring texts", 0, len(texts))
+    lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size) \
+        if texts else []
+    report(progress, "scoring texts", len(texts), len(texts))
+    scatter(sets, names, lps, "logprobs")
+    timings["logprobs_s"] = round(time.time() - ts, 3)
+    return timings
+
+
+def _sample_base(d: SetData, j: int) -> dict:
+    base = {"set": d.name, "index": d.indices[j]}
+    if d.generated is not None:
+        return base | {"prompt": d.prompts[j], "reference": d.gold[j],
+                       "generated": d.generated[j]}
+    return base | {"reference": full_text(d.rows[j])}
+
+
+def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
+                  sets: Mapping[str, Sequence[dict]] | None, reference_auc: float | None,
+                  max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
+                  *, max_retain_rows: int = 0, device="cpu",
+                  reference_reason: str | None = None,
+                  verbmem_new_tokens: int = VERBMEM_NEW_TOKENS,
+                  self_reference: bool = False) -> tuple[dict, list[dict]]:
+    """MUSE-style metrics of a loaded model on text rows.
+
+    ``sets``: ``holdout`` (text, never trained on: Min-K% AUC, PrivLeak, perplexity),
+    ``forget_qa`` / ``retain_qa`` (QA about the forget / retain documents: KnowMem); other
+    QA sets get ``<name>_knowmem``, other text sets ``<name>_perplexity``.
+    ``reference_auc`` is the retain reference's Min-K% AUC on the same forget / holdout texts
+    (``self_reference``: this model is the reference, its own AUC is used: PrivLeak 0).
+    Metrics: the catalog's text metrics (``forget_verbmem``, ``forget_knowmem``,
+    ``retain_knowmem``, ``mia_auc``, ``privleak``, ``holdout_perplexity``,
+    ``forget_perplexity``, ``retain_perplexity`` and the families).
+    """
+    data, extra_qa, extra_text = text_sets(forget_rows, retain_rows, sets, max_retain_rows)
+    _, summary, per_sample = evaluate_catalog(
+        TEXT, data, expand(TEXT, qa_sets=extra_qa, text_sets=extra_text),
+        partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
+                batch_size=batch_size, device=device, progress=progress,
+                verbmem_new_tokens=verbmem_new_tokens),
+        absent, TEXT_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
+        reference=reference_auc, reference_reason=reference_reason,
+        self_reference=self_reference)
+    summary["rows"] = {"forget": len(data["forget"].rows), "retain": len(data["retain"].rows),
+                       **{n: len(list(r or [])) for n, r in (sets or {}).items()}}
+    return summary, per_sample
+
+
+def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dict],
+                  batch_size: int = 16, device="cpu") -> float | None:
+    """The Min-K% AUC of a (reference) model on the forget and holdout texts: the value of
+    its ``mia_auc`` metric."""
+    forget_rows, holdout = list(forget_rows), list(holdout)
+    lps = text_token_logprobs(model, enc, [full_text(r) for r in forget_rows + holdout],
+                              device=device, batch_size=batch_size)
+    data = {"forget": SetData("forget", forget_rows, logprobs=lps[:len(forget_rows)]),
+            "holdout": SetData("holdout", holdout, logprobs=lps[len(forget_rows):])}
+    spec = spec_of("mia_auc", TEXT)
+    return spec.compute(MetricInputs(spec.name, data, spec.on)).value

@@ -1,0 +1,85 @@
+"""What a catalog metric is computed from: the model-side inputs of each evaluated set, the
+metrics computed before it, and the retain reference's value. Pure data, no torch.
+
+The evaluation (:mod:`sga_core.evaluation`) fills a :class:`SetData` per evaluated set with
+the inputs the catalog's metrics on that set need (the ``needs`` of
+:class:`~sga_core.metrics.catalog.MetricSpec`), then calls each metric's ``compute`` with a
+:class:`MetricInputs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .result import MetricResult
+
+# the model-side inputs a metric can need (MetricSpec.needs), and what each one is
+CANDIDATE_NLLS = "candidate_nlls"
+GREEDY_ANSWERS = "greedy_answers"
+GREEDY_CONTINUATIONS = "greedy_continuations"
+TOKEN_LOGPROBS = "token_logprobs"
+REFERENCE = "reference"
+INPUTS = {
+    CANDIDATE_NLLS: "mean NLL of each candidate answer of a QA row (the answer, its "
+                    "paraphrase, each perturbed answer), scored in padded batches",
+    GREEDY_ANSWERS: "greedy answers to the questions (chat template), compared with the "
+                    "gold answers",
+    GREEDY_CONTINUATIONS: "greedy continuations of the forget texts' prefixes, compared with "
+                          "the true continuations",
+    TOKEN_LOGPROBS: "the log-probability of each token of each whole text",
+    REFERENCE: "the retain reference's own value (a model trained without the forget set)",
+}
+
+
+@dataclass
+class SetData:
+    """One evaluated set: its rows (``indices`` into the original data) and the model-side
+    inputs computed for it (None where no metric on the set needs them)."""
+
+    name: str
+    rows: list = field(default_factory=list)
+    indices: list[int] = field(default_factory=list)
+    nlls: list[dict] | None = None  # CANDIDATE_NLLS: {"answer", "paraphrased", "perturbed"}
+    prompts: list[str] | None = None  # what generation was given (questions or prefixes)
+    gold: list[str] | None = None  # what the generations are compared with
+    generated: list[str] | None = None  # GREEDY_ANSWERS / GREEDY_CONTINUATIONS
+    logprobs: list[list[float]] | None = None  # TOKEN_LOGPROBS
+
+    def split(self) -> tuple[list, list, list]:
+        """:func:`split_scores` of this set's candidate NLLs."""
+        return split_scores(self.nlls or [])
+
+
+def split_scores(scores: Sequence[dict]) -> tuple[list, list, list]:
+    """``(nll_answer, nll_paraphrased_or_answer, nll_perturbed_lists)`` of candidate NLLs,
+    ready for the truth-ratio / probability metrics."""
+    answer = [s["answer"] for s in scores]
+    denom = [s["paraphrased"] if s.get("paraphrased") is not None else s["answer"]
+             for s in scores]
+    perturbed = [list(s.get("perturbed") or []) for s in scores]
+    return answer, denom, perturbed
+
+
+@dataclass
+class MetricInputs:
+    """Everything one metric instance computes from.
+
+    ``on`` are the sets it reads (a family member's own set substituted), ``results`` the
+    metrics computed before it (by summary name), ``reference`` the retain reference's value
+    (None, with ``reference_reason``, when there is none); ``self_reference``: the evaluated
+    model is the retain reference itself."""
+
+    name: str
+    sets: dict[str, SetData]
+    on: tuple[str, ...] = ()
+    results: dict[str, MetricResult] = field(default_factory=dict)
+    reference: Any = None
+    reference_reason: str | None = None
+    self_reference: bool = False
+
+    @property
+    def data(self) -> SetData:
+        """The (first) set the metric reads."""
+        return self.sets[self.on[0]]
