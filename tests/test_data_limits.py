@@ -243,8 +243,30 @@ def test_problems_never_build_a_huge_list():
 
 
 def test_infinite_score_is_refused(tmp_path):
-    path = normals_file(tmp_path, answer(score=1e400))
+    path = normals_file(tmp_path, answer(score="inf"))
     assert error_of(NormalTable.load, path).field == "score"
+
+
+def test_nan_and_overflowing_numbers_read_as_missing(tmp_path):
+    """Python's NaN/Infinity and a float that overflows are null (missing), as in parquet,
+    so a dataset written back reloads identically (NaN != NaN would not)."""
+    path = tmp_path / "nan.jsonl"
+    path.write_text('{"question": "q", "answer": "a", "x": NaN, "y": 1e999, "z": -Infinity, '
+                    '"w": [NaN, 2.5]}\n', encoding="utf-8")
+    rows = load_dataset(path).rows
+    assert rows == [{"question": "q", "answer": "a", "x": None, "y": None, "z": None,
+                     "w": [None, 2.5]}]
+    write_dataset(tmp_path / "again.jsonl", rows)
+    assert load_dataset(tmp_path / "again.jsonl").rows == rows
+    normals = normals_file(tmp_path, answer(score=float("nan")), name="n2.jsonl")
+    assert NormalTable.load(normals).answers[0].score is None
+
+
+def test_jsonl_line_ends(tmp_path):
+    for end in ("\r\n", "\r", "\n"):
+        path = tmp_path / "ends.jsonl"
+        path.write_bytes((qa_line()[:-1] + end + qa_line()[:-1] + end).encode())
+        assert len(load_dataset(path).rows) == 2
 
 
 def test_project_import_checks_k_and_forget_index(tmp_path):

@@ -6,6 +6,7 @@ record (nesting depth, string size, text that is not valid Unicode)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -31,11 +32,23 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
+def _no_number(name: str) -> None:
+    """NaN and Infinity (Python's JSON extensions) read as null: missing, as in parquet."""
+    return None
+
+
+def _finite(text: str) -> float | None:
+    value = float(text)  # 1e999 is inf: read as null too, so a written file reloads the same
+    return value if math.isfinite(value) else None
+
+
 def parse_json(text: str, file: str | None, row: int | None = None) -> Any:
     """``json.loads`` whose every failure is a :class:`DataError`; a repeated key is marked
-    for :func:`check_record` (which knows the row) instead of silently dropping a value."""
+    for :func:`check_record` (which knows the row) instead of silently dropping a value, and
+    NaN, Infinity and numbers too large for a float read as null."""
     try:
-        return json.loads(text, object_pairs_hook=_pairs)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_number,
+                          parse_float=_finite)
     except json.JSONDecodeError as exc:
         at = (f"on line {row} (column {exc.colno})" if row is not None
               else f"at line {exc.lineno}, column {exc.colno}")

@@ -4,8 +4,9 @@ records, or JSON Lines as TOFU ships it), .jsonl, .csv and .parquet (:mod:`.parq
 Every problem is a :class:`DataError` naming the file's base name, and the row where one
 applies; every record is checked against :mod:`sga_core.data.limits` before it is returned.
 Text files are UTF-8 (a byte-order mark is skipped; UTF-16 and UTF-32 with a byte-order mark
-are read too). JSON Lines are split on "\\n" only: a raw U+2028, U+2029 or U+0085 inside a
-string is text, as JSON says (``str.splitlines`` would break the line there).
+are read too). JSON Lines are split at line ends only ("\\n", "\\r\\n", "\\r"): a raw U+2028,
+U+2029 or U+0085 inside a string is text, as JSON says (``str.splitlines`` would break the
+line there).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import codecs
 import csv
 import io
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,9 @@ SUPPORTED_EXTENSIONS = (".json", ".jsonl", ".csv", ".parquet")
 
 PathLike = str | os.PathLike
 
+# a JSON Lines line ends at \n, \r\n or \r: none of them can stand raw inside a JSON string,
+# unlike U+2028, U+2029 and U+0085 (which str.splitlines() would also split at)
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16"))
@@ -110,7 +115,7 @@ def _check_objects(items: Sequence[Any], rows: Sequence[int], name: str) -> Raw:
 
 
 def _read_jsonl(text: str, name: str) -> Raw:
-    lines = text.split("\n")
+    lines = _LINE_END.split(text)
     if len(lines) > MAX_ROWS + 1 and sum(1 for ln in lines if ln.strip()) > MAX_ROWS:
         raise DataError(f"more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} are allowed", name)
     items: list[Any] = []
