@@ -300,3 +300,16 @@ def test_set_refuses_oversized_text(monkeypatch):
     with pytest.raises(DataError, match="at most 10"):
         table.set(0, 1, "x" * 11)
     assert table.get(0, 1).text == "ok"
+
+
+@pytest.mark.parametrize("cell", ["", "   "])
+def test_empty_perturbed_answer_string_is_absent_and_the_project_reloads(tmp_path, cell):
+    """A JSON "perturbed_answer": "" loaded as [""] and the project then failed to reload
+    ("item 1 is an empty string"): found by the hostile suite."""
+    from sga_core.projects import create_project, load_project
+
+    path = tmp_path / "p.jsonl"
+    path.write_text(qa_line(perturbed_answer=cell))
+    assert load_dataset(path).rows == [{"question": "q", "answer": "a"}]
+    create_project("p", path, root=tmp_path / "ws")
+    assert load_project("p", tmp_path / "ws").forget() == [{"question": "q", "answer": "a"}]

@@ -81,6 +81,8 @@ def _parse_list_string(text: str, file: str | None, row: int | None, key: str) -
 def _str_list(value: Any, file: str | None, row: int | None, key: str) -> list[str]:
     if isinstance(value, str):
         s = value.strip()
+        if not s:
+            return []  # an empty cell: no items
         if s.startswith("[") and s.endswith("]"):
             value = _parse_list_string(s, file, row, key)
         else:
