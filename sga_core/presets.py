@@ -172,12 +172,11 @@ def validate_preset(preset: Any, source: str = "preset", *,
                               f"{', '.join(method_names())}")
         if "method" in preset:
             out["method"] = method
-        if "method_args" in preset:
-            out["method_args"] = check_section(get_method(method).Config,
-                                               preset["method_args"] or {}, "method_args")
-        for key, cls in _SECTIONS.items():
+        sections = {"method_args": get_method(method).Config, **_SECTIONS}
+        for key, cls in sections.items():
             if key in preset and (key != "data" or keep_run_fields):
-                out[key] = check_section(cls, preset[key] or {}, key)
+                value = preset[key]  # an empty section (null) is no settings; 0 or "" is wrong
+                out[key] = check_section(cls, {} if value is None else value, key)
         _check_training(out.get("training", {}))
         _check_eval(out.get("eval", {}))
         if "notes" in preset:

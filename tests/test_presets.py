@@ -38,6 +38,9 @@ def test_clean_dict_holds_only_given_keys_typed():
 
 @pytest.mark.parametrize("preset, field, expected", [
     ({"training": 5}, "training", "a mapping"),
+    ({"training": 0}, "training", "a mapping"),
+    ({"launch": ""}, "launch", "a mapping"),
+    ({"method_args": False}, "method_args", "a mapping"),
     ({"training": [1, 2]}, "training", "a mapping"),
     ({"method_args": {"r": [1, 2]}}, "method_args.r", "a number"),
     ({"method_args": [1, 2]}, "method_args", "a mapping"),
