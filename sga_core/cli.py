@@ -44,8 +44,6 @@ def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = ""
 def chosen_method(argv: list[str] | None) -> str:
     """The method a ``train`` command line is about: ``--method``, else its ``--preset``'s,
     else sga. Only that method's settings become flags, each with its own default."""
-    import yaml
-
     argv = list(sys.argv[1:] if argv is None else argv)
     value = {}
     for i, arg in enumerate(argv):
@@ -57,11 +55,11 @@ def chosen_method(argv: list[str] | None) -> str:
     if "--method" in value:
         return value["--method"]
     if "--preset" in value:
+        from sga_core.presets import load_preset
+
         try:
-            preset = yaml.safe_load(Path(value["--preset"]).read_text(encoding="utf-8"))
-            if isinstance(preset, dict) and isinstance(preset.get("method"), str):
-                return preset["method"]
-        except (OSError, yaml.YAMLError):
+            return load_preset(value["--preset"], keep_run_fields=True).get("method", "sga")
+        except ConfigError:
             pass  # reported when the preset is read for real
     return "sga"
 
@@ -128,14 +126,13 @@ def cmd_normals(args) -> int:
 
 
 def build_train_config(args) -> dict:
-    """Merge a preset file (``--preset``) with the flags given on the command line."""
-    import yaml
+    """Merge a preset file (``--preset``, validated first: a bad one is a one-line
+    ConfigError naming the field) with the flags given on the command line."""
+    from sga_core.presets import load_preset
 
     base: dict = {}
     if args.preset:
-        base = yaml.safe_load(Path(args.preset).read_text()) or {}
-        if not isinstance(base, dict):
-            raise ConfigError(f"{args.preset}: a preset must be a YAML mapping")
+        base = load_preset(args.preset, keep_run_fields=True)
     base = json.loads(json.dumps(base))  # deep copy
     for key in ("model", "method", "run_id", "sweep", "notes"):
         if getattr(args, key, None) is not None:
@@ -581,5 +578,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ConfigError, DataError, ModelError, ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 2

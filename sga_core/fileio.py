@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -60,13 +61,33 @@ def finite_json(obj: Any) -> Any:
     return obj
 
 
+# Characters that json.dumps(ensure_ascii=False) leaves raw but that break a reader: U+0085,
+# U+2028 and U+2029 end a line for str.splitlines() (and for many editors), and a lone
+# surrogate cannot be encoded as UTF-8 at all. Inside a JSON string they are written as
+# \\uXXXX escapes, which every JSON reader turns back into the same character.
+_UNSAFE = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
+
+
+def _escape_unsafe(text: str) -> str:
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def dumps_line(obj: Any) -> str:
+    """One JSON Lines record as the workbench writes it (the one dialect every file shares):
+    readable UTF-8 (``ensure_ascii=False``) except the characters above, escaped, so it is a
+    single physical line whatever text ``obj`` holds."""
+    return _escape_unsafe(json.dumps(obj, ensure_ascii=False)) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
-    text = json.dumps(finite_json(obj), indent=indent, ensure_ascii=False, allow_nan=False)
+    text = _escape_unsafe(json.dumps(finite_json(obj), indent=indent, ensure_ascii=False,
+                                     allow_nan=False))
     return atomic_write_text(path, text + "\n")
 
 
 def dumps_jsonl(rows: Iterable[Any]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    """JSON Lines that :func:`read_jsonl` and the data loaders read back identically."""
+    return "".join(dumps_line(r) for r in rows)
 
 
 def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
@@ -81,15 +102,17 @@ def append_jsonl(path: str | os.PathLike, obj: Any) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(finite_json(obj), ensure_ascii=False, allow_nan=False) + "\n"
+    line = _escape_unsafe(json.dumps(finite_json(obj), ensure_ascii=False,
+                                     allow_nan=False)) + "\n"
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(line)
         fh.flush()
 
 
 def read_jsonl(path: str | os.PathLike, tolerate_partial_tail: bool = True) -> list[Any]:
-    """Read a JSONL file. A trailing line without a newline that does not parse (a record
-    still being written by another process) is ignored when ``tolerate_partial_tail``."""
+    """Read a JSONL file, split on "\\n" only (a raw U+2028 inside a string is not a line
+    break). A trailing line without a newline that does not parse (a record still being
+    written by another process) is ignored when ``tolerate_partial_tail``."""
     path = Path(path)
     if not path.exists():
         return []

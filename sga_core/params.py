@@ -83,7 +83,7 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
                 value = [v for v in re.split(r"[,\s]+", value.strip()) if v]
             inner = int if "int" in text else float if "float" in text else str
             return [inner(v) for v in value]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         raise ConfigError(f"{key}: cannot read {value!r} as {text}") from None
     return value
 

@@ -3,21 +3,26 @@ source (retrieval, openai, local, idk, manual), a similarity score and edit mark
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sga_core.data.loaders import DataError, PathLike, _read, _type_name
+from sga_core.data.checks import check_text
+from sga_core.data.errors import DataError, short
+from sga_core.data.errors import type_name as _type_name
+from sga_core.data.formats import PathLike, read_raw
+from sga_core.data.limits import MAX_K, MAX_ROWS
 from sga_core.fileio import atomic_write_jsonl, now_iso
 
 NORMAL_SOURCES = ("retrieval", "openai", "local", "idk", "manual")
 
 
-
-
-def _as_int(value: Any, key: str, minimum: int, file: str | None, row: int | None) -> int:
+def _as_int(value: Any, key: str, lo: int, hi: int, bound: str, file: str | None,
+            row: int | None) -> int:
+    """An integer ``lo..hi`` from a number or a numeric string; ``bound`` says why ``hi``."""
     if value is None:
         raise DataError("missing required field", file, row, key)
     result: int | None = None
@@ -29,14 +34,19 @@ def _as_int(value: Any, key: str, minimum: int, file: str | None, row: int | Non
         result = int(value)
     elif isinstance(value, str):
         try:
-            f = float(value.strip())
-            result = int(f) if f.is_integer() else None
+            f = float(value.strip())  # a string of 5,000 digits is inf here
+            result = int(f) if f.is_integer() else hi + 1 if f == math.inf else None
         except ValueError:
             result = None
+    elif value == math.inf:
+        result = hi + 1
     if result is None:
-        raise DataError(f"expected an integer, got {value!r}", file, row, key)
-    if result < minimum:
-        raise DataError(f"must be >= {minimum}, got {result}", file, row, key)
+        raise DataError(f"expected an integer, got {short(value)}", file, row, key)
+    if result < lo:
+        raise DataError(f"must be >= {lo}, got {short(result)}", file, row, key)
+    if result > hi:
+        raise DataError(f"must be at most {hi:,} ({bound}), got {short(value)}", file, row,
+                        key)
     return result
 
 
@@ -53,9 +63,12 @@ def _as_score(value: Any, file: str | None, row: int | None) -> float | None:
         try:
             result = float(value)
         except ValueError:
-            raise DataError(f"expected a number, got {value!r}", file, row, "score") from None
+            raise DataError(f"expected a number, got {short(value)}", file, row,
+                            "score") from None
     else:
         raise DataError(f"expected a number, got {_type_name(value)}", file, row, "score")
+    if math.isinf(result):
+        raise DataError(f"expected a finite number, got {result}", file, row, "score")
     return None if math.isnan(result) else result
 
 
@@ -72,7 +85,7 @@ def _as_bool(value: Any, file: str | None, row: int | None) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
         return value.strip().lower() in _TRUE
-    raise DataError(f"expected true or false, got {value!r}", file, row, "edited")
+    raise DataError(f"expected true or false, got {short(value)}", file, row, "edited")
 
 
 @dataclass
@@ -106,13 +119,13 @@ class NormalAnswer:
             text = ""
         if not isinstance(text, str):
             raise DataError(f"expected a string, got {_type_name(text)}", file, row, "text")
+        check_text(text, file, row, "text")
         source = d.get("source")
         if source is None:
             raise DataError("missing required field", file, row, "source")
         if not isinstance(source, str) or source.strip().lower() not in NORMAL_SOURCES:
-            raise DataError(
-                f"must be one of {', '.join(NORMAL_SOURCES)}, got {source!r}", file, row, "source"
-            )
+            raise DataError(f"must be one of {', '.join(NORMAL_SOURCES)}, got {short(source)}",
+                            file, row, "source")
         updated_at = d.get("updated_at")
         if updated_at is None or updated_at == "":
             updated_at = now_iso()
@@ -122,9 +135,12 @@ class NormalAnswer:
             raise DataError(
                 f"expected a string, got {_type_name(updated_at)}", file, row, "updated_at"
             )
+        else:
+            check_text(updated_at, file, row, "updated_at")
         return cls(
-            forget_index=_as_int(d.get("forget_index"), "forget_index", 0, file, row),
-            k=_as_int(d.get("k"), "k", 1, file, row),
+            forget_index=_as_int(d.get("forget_index"), "forget_index", 0, MAX_ROWS - 1,
+                                 f"a forget set has at most {MAX_ROWS:,} rows", file, row),
+            k=_as_int(d.get("k"), "k", 1, MAX_K - 1, f"K is at most {MAX_K}", file, row),
             text=text,
             source=source.strip().lower(),
             score=_as_score(d.get("score"), file, row),
@@ -141,7 +157,9 @@ class NormalTable:
 
     def __init__(self, answers: Iterable[NormalAnswer], k: int) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"K must be an integer >= 1, got {k!r}")
+            raise ValueError(f"K must be an integer >= 1, got {short(k)}")
+        if k > MAX_K:
+            raise DataError(f"K={k:,} is above the maximum K={MAX_K}", field="k")
         self.k = k
         self._by_key: dict[tuple[int, int], NormalAnswer] = {}
         for ans in answers:
@@ -152,14 +170,19 @@ class NormalTable:
             self._by_key[key] = ans
 
     def _check_slot(
-        self, forget_index: int, k: int, file: str | None = None, row: int | None = None
+        self, forget_index: int, k: int, file: str | None = None, row: int | None = None,
+        num_forget: int | None = None,
     ) -> None:
         if isinstance(forget_index, bool) or not isinstance(forget_index, int) or forget_index < 0:
             raise DataError(
-                f"must be an integer >= 0, got {forget_index!r}", file, row, "forget_index"
+                f"must be an integer >= 0, got {short(forget_index)}", file, row, "forget_index"
             )
+        if num_forget is not None and forget_index >= num_forget:
+            raise DataError(f"forget row {forget_index} does not exist: the forget set has "
+                            f"{num_forget} rows (0..{num_forget - 1})", file, row, "forget_index")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.k - 1:
-            raise DataError(f"k={k!r} is outside 1..{self.k - 1} (K={self.k})", file, row, "k")
+            raise DataError(f"k={short(k)} is outside 1..{self.k - 1} (K={self.k}; K is at "
+                            f"most {MAX_K})", file, row, "k")
 
     @property
     def answers(self) -> list[NormalAnswer]:
@@ -173,12 +196,15 @@ class NormalTable:
         return key in self._by_key
 
     @classmethod
-    def load(cls, path: PathLike, k: int | None = None) -> NormalTable:
-        """Load a table from JSONL/JSON/CSV/parquet; K defaults to the largest k + 1.
+    def load(cls, path: PathLike, k: int | None = None,
+             num_forget: int | None = None) -> NormalTable:
+        """Load a table from JSONL/JSON/CSV/parquet; K defaults to the largest k + 1 (at most
+        ``MAX_K``). With ``num_forget`` (the forget set's size), every ``forget_index`` must
+        name one of its rows. Each problem is a DataError naming the file, row and field.
 
         An empty file gives an empty table when ``k`` is given.
         """
-        raw = _read(path, allow_empty=k is not None)
+        raw = read_raw(path, allow_empty=k is not None)
         loaded: list[tuple[NormalAnswer, int]] = []
         first_row: dict[tuple[int, int], int] = {}
         for rec, row in zip(raw.records, raw.rows):
@@ -195,9 +221,12 @@ class NormalTable:
             loaded.append((ans, row))
         if k is None:
             k = max(ans.k for ans, _ in loaded) + 1
-        table = cls([], k)
+        try:
+            table = cls([], k)
+        except DataError as exc:
+            raise exc.with_file(raw.file) from None
         for ans, row in loaded:
-            table._check_slot(ans.forget_index, ans.k, raw.file, row)
+            table._check_slot(ans.forget_index, ans.k, raw.file, row, num_forget)
             table._by_key[(ans.forget_index, ans.k)] = ans
         return table
 
@@ -235,6 +264,7 @@ class NormalTable:
         self._check_slot(forget_index, k)
         if not isinstance(text, str):
             raise DataError(f"expected a string, got {_type_name(text)}", field="text")
+        check_text(text, None, None, "text")
         if source not in NORMAL_SOURCES:
             raise DataError(
                 f"must be one of {', '.join(NORMAL_SOURCES)}, got {source!r}", field="source"
@@ -257,23 +287,35 @@ class NormalTable:
         """Remove one answer; False when there was none."""
         return self._by_key.pop((forget_index, k), None) is not None
 
-    def problems(self, num_forget: int) -> list[str]:
-        """Human-readable problems: missing or empty answers, rows out of range."""
-        out: list[str] = []
+    def _problems(self, num_forget: int) -> Iterator[str]:
         for i in range(num_forget):
             for k in range(1, self.k):
                 ans = self._by_key.get((i, k))
                 if ans is None:
-                    out.append(f"forget row {i}: normal answer k={k} is missing")
+                    yield f"forget row {i}: normal answer k={k} is missing"
                 elif not ans.text.strip():
-                    out.append(f"forget row {i}: normal answer k={k} is empty")
+                    yield f"forget row {i}: normal answer k={k} is empty"
         for i, k in sorted(self._by_key):
             if i >= num_forget:
-                out.append(
-                    f"forget row {i}: normal answer k={k} is out of range "
-                    f"(the forget set has {num_forget} rows)"
-                )
+                yield (f"forget row {i}: normal answer k={k} is out of range "
+                       f"(the forget set has {num_forget} rows)")
+
+    def count_problems(self, num_forget: int) -> int:
+        """How many :meth:`problems` there are, counted without listing them."""
+        present = [key for key in self._by_key if key[0] < num_forget]
+        empty = sum(1 for key in present if not self._by_key[key].text.strip())
+        missing = num_forget * (self.k - 1) - len(present)
+        return missing + empty + len(self._by_key) - len(present)
+
+    def problems(self, num_forget: int, limit: int = 1000) -> list[str]:
+        """Human-readable problems (missing or empty answers, rows out of range): the first
+        ``limit``, then one line counting the rest, so a huge table never builds a huge list."""
+        out = list(itertools.islice(self._problems(num_forget), limit))
+        if len(out) == limit:
+            more = self.count_problems(num_forget) - limit
+            if more > 0:
+                out.append(f"... and {more:,} more problems")
         return out
 
     def is_complete(self, num_forget: int) -> bool:
-        return not self.problems(num_forget)
+        return self.count_problems(num_forget) == 0

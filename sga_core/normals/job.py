@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from sga_core.data import NormalTable
@@ -48,18 +49,47 @@ def describe_rows(rows: list[int] | None) -> str:
     return f"row {', '.join(map(str, rows))}" if rows else "all rows"
 
 
-def merge(current: NormalTable | None, new: NormalTable, rows: list[int] | None) -> NormalTable:
-    """The current table with the generated answers of ``rows`` (all rows if None) replaced."""
-    keep = [] if current is None else [a for a in current.answers
-                                       if rows is not None and a.forget_index not in rows]
-    touched = set(rows) if rows is not None else None
-    fresh = [a for a in new.answers if touched is None or a.forget_index in touched]
-    k = max(new.k, current.k if current is not None and rows is not None else 0)
+def merge(current: NormalTable | None, new: NormalTable, rows: list[int] | None,
+          failed: Iterable[int] = ()) -> NormalTable:
+    """The current table with the generated answers of ``rows`` (all rows if None) replaced,
+    except the ``failed`` rows: those keep their current answers. K follows the generation
+    only when it replaced every row; otherwise it is the larger of both, so no kept answer
+    falls outside it."""
+    failed = set(failed)
+
+    def replaced(i: int) -> bool:
+        return (rows is None or i in rows) and i not in failed
+
+    keep = [] if current is None else [a for a in current.answers if not replaced(a.forget_index)]
+    fresh = [a for a in new.answers if replaced(a.forget_index)]
+    everything = rows is None and not failed
+    k = new.k if everything or current is None else max(new.k, current.k)
     return NormalTable(keep + fresh, k)
 
 
+class NothingGenerated(RuntimeError):
+    """Every requested row failed: the table is kept as it was."""
+
+
+def _failed_rows(res, new: NormalTable, idx: list[int], k: int) -> dict[int, str]:
+    """Forget rows (by index) that did not get all K-1 non-empty answers, and why."""
+    failed = {idx[i]: e for i, e in res.errors.items()}
+    for i in idx:
+        if i not in failed:
+            got = sum(1 for j in range(1, k) if (a := new.get(i, j)) and a.text.strip())
+            if got < k - 1:
+                failed[i] = f"got {got} of {k - 1} answers"
+    return failed
+
+
 def generate(project, spec: dict) -> dict:
-    """Generate the spec's rows and save them into the project's table as a new version."""
+    """Generate the spec's rows and merge them into the project's table as a new version.
+
+    Rows that failed (an error, or fewer than K-1 non-empty answers) keep their answers; if
+    every row failed, nothing is saved and the job fails, saying why. The status says what
+    happened: ``applied`` (saved or not), ``outcome`` ("replaced", "merged" or "kept"),
+    ``replaced_rows`` and ``failed_rows`` (forget indices), ``errors`` (row -> reason) and a
+    one-line ``message``."""
     from sga_core.data import NormalAnswer
     from sga_core.normals import generate_normals
 
@@ -82,12 +112,28 @@ def generate(project, spec: dict) -> dict:
                for a in res.table.answers]
     new = NormalTable(answers, spec["k"])
     new.save(job_dir(project) / "result.jsonl")
+    failed = _failed_rows(res, new, idx, spec["k"])
+    done = [i for i in idx if i not in failed]
+    fields = {"done": len(idx), "total": len(idx), "stage": None, "tokens": res.tokens,
+              "errors": {str(i): e for i, e in sorted(failed.items())},
+              "failed_rows": sorted(failed), "replaced_rows": done,
+              "summary": res.summary_lines()}
+    if not done:
+        first = min(failed)
+        message = (f"no answers were generated ({len(failed)} of {len(idx)} rows failed; "
+                   f"row {first}: {failed[first]}); the table was kept as it was")
+        bgjob.update(project, NAME, **fields, applied=False, outcome="kept", message=message)
+        raise NothingGenerated(message)
     rows = spec.get("rows")
-    _, version = project.update_normals(lambda current: merge(current, new, rows),
+    _, version = project.update_normals(lambda current: merge(current, new, rows, failed),
                                         reason=f"generate {backend} {describe_rows(rows)}")
-    return {"done": len(idx), "total": len(idx), "stage": None,
-            "errors": {str(idx[i]): e for i, e in res.errors.items()}, "tokens": res.tokens,
-            "summary": res.summary_lines(), "applied": True, "version": version.name}
+    message = f"saved the answers of {len(done)} rows as version {version.name}"
+    if failed:
+        message += (f"; {len(failed)} rows failed and kept their previous answers: "
+                    f"{', '.join(map(str, sorted(failed)[:20]))}"
+                    + (" ..." if len(failed) > 20 else ""))
+    return {**fields, "applied": True, "outcome": "merged" if failed else "replaced",
+            "version": version.name, "message": message}
 
 
 def main(argv=None) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sga_core.data import (
+    MAX_K,
     DataError,
     Dataset,
     NormalTable,
@@ -116,6 +117,18 @@ class Project:
             return None
         return NormalTable.load(self.normals_path, k=self.k)
 
+    def import_normals(self, path: str | os.PathLike, k: int | None = None,
+                       name: str | None = None) -> NormalTable:
+        """Import a normal-answer file as the current table (a new version; the table before
+        stays in the history). Every ``k`` must be within 1..K-1 of ``k`` (default: the
+        project's K; at most ``MAX_K``) and every ``forget_index`` must name a row of the
+        forget set; a bad file raises DataError (file, row, field) and changes nothing.
+        ``name`` is the file name shown in the version's reason (an upload's own name)."""
+        table = NormalTable.load(path, k=self.k if k is None else k,
+                                 num_forget=len(self.forget()))
+        self.save_normals(table, reason=f"import {name or Path(path).name}")
+        return table
+
     def save_normals(self, table: NormalTable, reason: str = "edit") -> Path:
         """Save the table as the current one and as a new version in the history."""
         with file_lock(self.path / NORMALS_LOCK):
@@ -183,6 +196,8 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     """Validate the files and create the project in one step: a bad file raises
     :class:`~sga_core.data.DataError` (file, row, field) and nothing is written."""
     name = check_name(name)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise ProjectError(f"K={k!r}: K must be an integer from 1 to {MAX_K}")
     root = workspace_root(root)
     final = root / name
     if final.exists() and not overwrite:

@@ -3,6 +3,7 @@ behind the Train page, kept here so the page stays thin and the CLI can share it
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -42,34 +43,46 @@ def prepared_reference(project: Project, root=None) -> Path | None:
     return path if (path / "model" / "config.json").exists() else None
 
 
+MAX_SWEEP_RUNS = 100
+
+
+def _number(token: str, what: str) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise ConfigError(f"sweep: {what} {token.strip()[:40]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"sweep: {what} {token.strip()[:40]!r} is not a finite number")
+    return value
+
+
 def parse_r_values(text: str) -> list[float]:
-    """Sweep values: a list ``-1, -0.5, 0, 0.4`` or a range ``start:stop:step`` (inclusive)."""
+    """Sweep values: a list ``-1, -0.5, 0, 0.4`` or a range ``start:stop:step`` (inclusive);
+    at most ``MAX_SWEEP_RUNS`` values, each finite and <= 1. Anything else (``0:inf:1``,
+    ``nan``, a step of 0 or one that never reaches stop) is a ConfigError."""
     text = (text or "").strip()
     if not text:
         raise ConfigError("sweep: enter r values, e.g. '-1, -0.5, 0' or '-1:0.4:0.2'")
     if ":" in text:
         parts = text.split(":")
         if len(parts) != 3:
-            raise ConfigError(f"sweep: range {text!r} must be start:stop:step")
-        try:
-            start, stop, step = (float(p) for p in parts)
-        except ValueError:
-            raise ConfigError(f"sweep: range {text!r} has a value that is not a number") from None
+            raise ConfigError(f"sweep: range {text[:60]!r} must be start:stop:step")
+        start, stop, step = (_number(p, what) for p, what in zip(parts, ("start", "stop",
+                                                                         "step")))
         if step == 0 or (stop - start) / step < 0:
             raise ConfigError(f"sweep: step {step:g} never reaches {stop:g} from {start:g}")
-        n = int(round((stop - start) / step)) + 1
-        if n > 100:
-            raise ConfigError(f"sweep: {n} runs is too many (at most 100)")
+        count = (stop - start) / step  # inf when it overflows
+        n = int(round(count)) + 1 if count < MAX_SWEEP_RUNS else MAX_SWEEP_RUNS + 1
+        if n > MAX_SWEEP_RUNS:
+            raise ConfigError(f"sweep: {start:g}:{stop:g}:{step:g} makes more than "
+                              f"{MAX_SWEEP_RUNS} runs (at most {MAX_SWEEP_RUNS})")
         values = [round(start + i * step, 10) for i in range(n)]
     else:
-        values = []
-        for tok in re.split(r"[,\s;]+", text):
-            if not tok:
-                continue
-            try:
-                values.append(float(tok))
-            except ValueError:
-                raise ConfigError(f"sweep: {tok!r} is not a number") from None
+        tokens = [tok for tok in re.split(r"[,\s;]+", text) if tok]
+        values = list(dict.fromkeys(_number(tok, "value") for tok in tokens))
+        if len(values) > MAX_SWEEP_RUNS:
+            raise ConfigError(f"sweep: {len(values)} runs is too many (at most "
+                              f"{MAX_SWEEP_RUNS})")
     bad = [v for v in values if v > 1]
     if bad:
         raise ConfigError(f"sweep: r must be <= 1, got {bad[0]:g}")
