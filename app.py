@@ -9,9 +9,11 @@ so every page shares it and a page switch never resets it.
 import streamlit as st
 
 from ui.context import sidebar_picker
+from ui.startup import clean_leftovers_once
 
 st.set_page_config(page_title="SGA Workbench", page_icon=":material/cleaning_services:",
                    layout="wide")
+clean_leftovers_once()
 
 pages = {
     "Workbench": [

@@ -57,14 +57,16 @@ def render_job(js: dict) -> None:
         job_progress(js, what)
         if js.get("stage") == "loading the model":
             st.caption("The first load of a model takes a minute or two.")
-    elif js["state"] == "failed":
+    elif js["state"] == "failed":  # nothing was saved: the table is as it was
         show_error(js.get("error"), f"{what} failed")
     elif js["state"] == "completed":
-        st.success(plain(f"{what}: saved to the table as version {js.get('version', '?')} "
-                         "(the table before it is the previous version in the history). "
-                         + " · ".join(js.get("summary") or [])))
-        for i, err in (js.get("errors") or {}).items():
-            st.warning(plain(f"forget row {i}: {err}"))
+        merged = js.get("outcome") == "merged"
+        (st.warning if merged else st.success)(plain(
+            f"{what} saved to the table: {js.get('message') or js.get('version', '?')} (the "
+            "table before it is the previous version in the history). " +
+            " · ".join(js.get("summary") or [])))
+    for i, err in (js.get("errors") or {}).items() if js["state"] != "running" else ():
+        st.warning(plain(f"forget row {i}: {err}"))
 
 
 job = gen.status(project)
@@ -146,7 +148,7 @@ up = c2.file_uploader("Import JSONL (replaces the table; the old one stays in th
                       type=["jsonl", "json", "csv", "parquet"], key="normals.import")
 if up is not None and c2.button("Import", key="normals.do_import"):
     try:
-        wb.import_normals(project, up.name, up.getvalue())
+        wb.import_normals(project, up.name, up.getvalue(), k=max(k, project.k))
         st.rerun()
     except wb.DataError as exc:
         show_error(exc, "Nothing was imported")

@@ -19,8 +19,7 @@ root = wb.runs_root()
 
 
 def apply_preset(preset: dict) -> None:
-    """Set every form field from a (validated) preset."""
-    preset = wb.check_preset(preset)
+    """Set every form field from a preset (already validated: wb.load_preset)."""
     st.session_state["train.loaded"] = preset
     if "enabled" in preset.get("eval", {}):
         put("train.eval", bool(preset["eval"]["enabled"]))
@@ -39,7 +38,7 @@ def apply_preset(preset: dict) -> None:
 if project.name == "demo" and not chosen("train.demo_preset_applied"):
     # the demo starts from the settings behind the README's figures (25 steps, probes of the
     # French rows) rather than the generic defaults (6 steps on 10 rows barely forget)
-    apply_preset(wb.read_preset(wb.DEMO_PRESET))
+    apply_preset(wb.load_preset(wb.DEMO_PRESET))
     forms.remember("train.demo_preset_applied", True)
     put("train.preset_choice", wb.DEMO_PRESET.name)
 
@@ -50,9 +49,9 @@ with st.expander("Presets (YAML)"):
                   options=["(none)", *files])
     if c1.button("Load preset", key="train.preset_load") and choice in files:
         try:
-            apply_preset(wb.read_preset(files[choice]))
+            apply_preset(wb.load_preset(files[choice]))
             st.rerun()
-        except (wb.ConfigError, KeyError) as exc:
+        except wb.ConfigError as exc:
             show_error(exc, f"cannot load {choice}")
     preset_name = c2.text_input("save as (name)", key="train.preset_name")
     save_preset = c2.button("Save preset", key="train.preset_save")

@@ -13,7 +13,9 @@ import yaml
 from sga_core.assets import DEMO_PRESET, PRESETS_DIR
 from sga_core.config import LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
+from sga_core.data.limits import MAX_K
 from sga_core.fileio import atomic_write_text, dumps_jsonl
+from sga_core.leftovers import clean_leftovers
 from sga_core.live import fmt_seconds, latest_probes, progress, tokens_html
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS
@@ -23,6 +25,7 @@ from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
 from sga_core.params import ConfigError, field_specs, from_dict
+from sga_core.presets import load_preset, validate_preset
 from sga_core.projects import (
     Project,
     ProjectError,
@@ -63,20 +66,20 @@ from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rer
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "ConfigError", "DEMO_PRESET", "DIRECTIONS", "DataError",
-    "LaunchConfig", "NormalAnswer", "NormalTable", "Project", "ProjectError",
+    "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable", "Project", "ProjectError",
     "SUPPORTED_EXTENSIONS", "TrainingArgs", "best_values", "build_config", "cancel",
-    "check_preset", "command_text", "config_diff", "create_demo_project", "create_project",
+    "clean_workspace", "command_text", "config_diff", "create_demo_project", "create_project",
     "default_eval", "delete", "describe_coefficients", "display_names", "dump_config",
     "dumps_jsonl", "ensure_projects", "ensure_runner", "explain_method", "field_specs",
     "fmt_seconds", "follow_token", "generation", "get_method", "idk_fallback",
     "import_normals", "last_generation", "latest_probes", "list_presets", "list_projects",
-    "list_runs", "list_templates", "load_project", "make_run_id", "method_names", "metrics",
-    "new_project", "normals_problems", "original_run_id", "parse_r_values", "pending_model",
-    "per_sample", "prepared_model", "prepared_reference", "preview", "probe", "probe_models",
-    "progress", "project_runs", "queue_sweep", "r_groups", "read_preset", "request_eval",
-    "rerun", "results_table", "rstar", "runs_root", "save_normals_row", "save_preset",
-    "submit", "submit_prepare", "sweep_series", "table_columns", "tail", "token_table",
-    "tokens_html", "word_token_index",
+    "list_runs", "list_templates", "load_preset", "load_project", "make_run_id",
+    "method_names", "metrics", "new_project", "normals_problems", "original_run_id",
+    "parse_r_values", "pending_model", "per_sample", "prepared_model", "prepared_reference",
+    "preview", "probe", "probe_models", "progress", "project_runs", "queue_sweep", "r_groups",
+    "request_eval", "rerun", "results_table", "rstar", "runs_root", "save_normals_row",
+    "save_preset", "submit", "submit_prepare", "sweep_series", "table_columns", "tail",
+    "token_table", "tokens_html", "validate_preset", "word_token_index",
 ]
 
 
@@ -154,14 +157,22 @@ def save_normals_row(project: Project, row: int, texts: list[str],
     project.update_normals(change, reason=f"edit row {row}")
 
 
-def import_normals(project: Project, filename: str, data: bytes) -> NormalTable:
-    """Replace the table with an uploaded one (the old one stays in the history)."""
+def import_normals(project: Project, filename: str, data: bytes, k: int | None = None
+                   ) -> NormalTable:
+    """Replace the table with an uploaded one (the old one stays in the history); every k
+    and forget_index is checked against the project (K = ``k``, default the project's)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(filename).name
         path.write_bytes(data)
-        table = NormalTable.load(path)
-    project.save_normals(table, reason=f"import {Path(filename).name}")
-    return table
+        return project.import_normals(path, k=k, name=Path(filename).name)
+
+
+def clean_workspace() -> list[Path]:
+    """Remove what killed processes left behind in the workspace and the runs folder
+    (partial project or run folders, temporary files) once they are an hour old."""
+    from sga_core.projects import workspace_root
+
+    return clean_leftovers(workspace_root(), runs_root())
 
 
 # --- training --------------------------------------------------------------------------------
@@ -169,25 +180,6 @@ def import_normals(project: Project, filename: str, data: bytes) -> NormalTable:
 def list_presets(project: Project) -> list[Path]:
     """Shipped presets, then the project's own."""
     return sorted(PRESETS_DIR.glob("*.yaml")) + sorted((project.path / "presets").glob("*.yaml"))
-
-
-def read_preset(path: str | Path) -> dict:
-    """A preset file as a mapping (a config.yaml without run-specific fields)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{Path(path).name}: not a readable YAML file ("
-                          f"{str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{Path(path).name}: a preset must be a YAML mapping")
-    return data
-
-
-def check_preset(preset) -> dict:
-    """A preset as a mapping, ready to fill the forms."""
-    if not isinstance(preset, dict):
-        raise ConfigError("a preset must be a YAML mapping")
-    return preset
 
 
 def explain_method(name: str, args: dict) -> str | None:

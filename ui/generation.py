@@ -21,7 +21,7 @@ def generation_settings(project) -> tuple[str, int, dict, str | None]:
     backend = kept(st.selectbox, "normals.backend", last_backend or "retrieval",
                    label="backend", options=["retrieval", "local", "openai", "idk"],
                    format_func=lambda b: f"{b}: {wb.BACKEND_DESCRIPTIONS.get(b, '')}")
-    k = int(kept(st.number_input, "normals.k", project.k, min_value=2, max_value=17,
+    k = int(kept(st.number_input, "normals.k", project.k, min_value=2, max_value=wb.MAX_K,
                  label="K (forget answer + K-1 normal answers)"))
     options: dict = {}
     api_key = None

@@ -158,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     atomic_write_json(root / RUNNER_INFO, {"pid": os.getpid(), "started_at": now_iso(),
                                            "max_parallel": args.max_parallel})
+    from sga_core.leftovers import clean_leftovers
+
+    for path in clean_leftovers(root):  # what killed processes left behind, an hour old
+        print(f"removed the leftover {path}", flush=True)
     runner = Runner(root, args.max_parallel, args.grace, args.idle_exit)
 
     def _stop(signum, frame):
