@@ -143,10 +143,33 @@ def manifest(run_dir: str | os.PathLike) -> dict:
         return {}
 
 
+def _config_of(path: Path) -> dict:
+    """A run's config.yaml as a mapping ({} when unreadable), parsed once per file version:
+    the Runs and Results pages list every run each second."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _CONFIGS:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+        except Exception:  # a broken config still lists, marked as such
+            data = {}
+        if len(_CONFIGS) > 4096:
+            _CONFIGS.clear()
+        _CONFIGS[key] = data if isinstance(data, dict) else {}
+    return _CONFIGS[key]
+
+
+_CONFIGS: dict[tuple, dict] = {}
+
+
 def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
     """Every run folder with its status and key settings, newest first."""
-    import yaml
-
     root = runs_root(root)
     out = []
     if not root.exists():
@@ -154,11 +177,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
     for d in root.iterdir():
         if not d.is_dir() or d.name.startswith(".") or not (d / "config.yaml").exists():
             continue
-        try:
-            cfg = yaml.safe_load((d / "config.yaml").read_text()) or {}
-        except Exception:  # a broken config still lists, marked as such
-            cfg = {}
-        cfg = cfg if isinstance(cfg, dict) else {}
+        cfg = _config_of(d / "config.yaml")
         st = run_status.effective_run(d)
         args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
         forget = manifest(d).get("forget") or {}
