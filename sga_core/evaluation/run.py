@@ -206,8 +206,10 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     """Evaluate a model spec (folder, hub id, ``embedded:...``) into ``out_dir``.
 
     ``forget`` / ``retain`` / each of ``sets`` is a data file or a list of rows; ``task`` is
-    'qa', 'text' or 'auto' (from the forget data). Writes ``out_dir/per_sample.jsonl`` and
-    then ``out_dir/summary.json`` (atomically) and returns the summary.
+    'qa', 'text' or 'auto' (from the forget data). The sets ``forget_eval`` and
+    ``retain_eval`` (a benchmark's own evaluation rows) replace the forget / retain rows.
+    Writes ``out_dir/per_sample.jsonl`` and then ``out_dir/summary.json`` (atomically) and
+    returns the summary.
     """
     proto, st, options = (settings or EvalSettings()).resolve()
     t0 = time.time()
@@ -222,6 +224,12 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     set_paths: dict[str, str | None] = {}
     for name, src in (sets or {}).items():
         set_rows[name], set_paths[name], _ = _load_rows(src, "auto")
+    # a benchmark's own evaluation rows replace the training rows: TOFU's retain_perturbed
+    # (retain_eval), MUSE's verbmem forget passages (forget_eval)
+    if set_rows.get("forget_eval"):
+        forget_rows = set_rows.pop("forget_eval")
+    if set_rows.get("retain_eval"):
+        retain_rows = set_rows.pop("retain_eval")
     device = choose_device(st.device)
     timings: dict[str, float] = {}
 
