@@ -139,20 +139,26 @@ def _evaluate(model, project, out, protocol, reference=None, **kw):
                           settings=EvalSettings(protocol=protocol, batch_size=8, **kw))
 
 
+@pytest.mark.slow
 def test_tofu_project_evaluates_under_the_tofu_protocol(tmp_path, tofu_folder, tiny_model_dir):
     p = import_benchmark("tofu", folder=tofu_folder, root=tmp_path)
     ref = tmp_path / "ref"
     shutil.copytree(tiny_model_dir, ref)
-    s = _evaluate(tiny_model_dir, p, tmp_path / "eval", "tofu", str(ref))
-    assert s["protocol"]["name"] == "tofu" and s["settings"]["max_new_tokens"] == 200
+    proto, st, options = EvalSettings(protocol="tofu").resolve()
+    assert (st.max_new_tokens, st.max_retain_rows, st.max_length) == (200, 0, 512)
+    assert options["epsilon"] == 1e-10 and options["tr_denominator"] == "tofu"
+    # the whole protocol but shorter answers (200 tokens of a random tiny model only cost
+    # time here; the lengths are the protocol's, checked above)
+    s = _evaluate(tiny_model_dir, p, tmp_path / "eval", "tofu", str(ref), max_new_tokens=8)
+    assert s["protocol"]["name"] == "tofu" and s["protocol"]["epsilon"] == 1e-10
     assert s["rows"]["retain"] == 12  # every retain_perturbed row (retain_eval)
     m = s["metrics"]
     for key in ("forget_quality", "model_utility", "forget_truth_ratio",
                 "forget_extraction_strength", "forget_exact_memorization"):
         assert m[key]["value"] is not None, key
     # the same demo data under the demo protocol: 48 tokens, 40 retain rows at most
-    d = _evaluate(tiny_model_dir, p, tmp_path / "demo", "demo")
-    assert d["settings"]["max_new_tokens"] == 48 and d["protocol"]["fast"] is True
+    assert EvalSettings().resolve()[1].max_new_tokens == 48  # the demo's own
+    assert EvalSettings().resolve()[0].fast is True
 
 
 def test_muse_project_evaluates_under_the_muse_protocol(tmp_path, muse_folder, tiny_model_dir):
@@ -218,6 +224,7 @@ def lm_tasks(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_lm_eval_runs_in_process_on_a_tiny_local_task(tiny_model_dir, lm_tasks):
     from sga_core.evaluation import load_model_and_tokenizer
     from sga_core.evaluation.utility import run_lm_eval
@@ -230,7 +237,9 @@ def test_lm_eval_runs_in_process_on_a_tiny_local_task(tiny_model_dir, lm_tasks):
     assert "not an lm-eval task" in res["no_such_task"]["error"]
 
 
-def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, lm_tasks):
+@pytest.mark.slow
+def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, lm_tasks,
+                                                     monkeypatch):
     """The demo's text data as the "book": BLEU, ROUGE-L recall, the FQ gap against a
     retained model, and perplexities (a local rolling-perplexity lm-eval task standing in for
     Wikitext, which is not cached offline: its column says so)."""
@@ -246,6 +255,16 @@ def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, l
         tiny_model_dir)(rows[0]["prompt"] + " " + rows[0]["continuation"])["input_ids"])
     assert p.meta["protocol"] == "copyright" and len(rows) >= 3 and tok_len <= 96 + 2
     retained = build_tiny_model(tmp_path / "retained", seed=1)
+    from dataclasses import replace
+
+    from sga_core.evaluation import protocols
+
+    full = protocols.PROTOCOLS["copyright"]
+    assert full.completion_new_tokens == 400 and len(full.lm_eval_tasks) == 10
+    # shorter completions and only Wikitext of its utility tasks (each of the nine zero-shot
+    # tasks would only fail offline the same way)
+    monkeypatch.setitem(protocols.PROTOCOLS, "copyright",
+                        replace(full, completion_new_tokens=24, lm_eval_tasks=("wikitext",)))
     s = _evaluate(tiny_model_dir, p, tmp_path / "eval", "copyright", str(retained),
                   lm_eval_tasks=("local_ppl",), lm_eval_include=str(lm_tasks))
     m = s["metrics"]
@@ -258,4 +277,5 @@ def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, l
     assert m["lm_local_ppl"]["value"] > 1 and m["retain_perplexity"]["value"] > 1
     assert m["wikitext_perplexity"]["value"] is None
     assert "wikitext" in m["wikitext_perplexity"]["reason"]
+    assert m["zero_shot_accuracy"]["value"] is None
     assert "forget_verbmem" not in m  # MUSE's metrics are not the copyright protocol's
