@@ -138,6 +138,15 @@ DEVIATIONS: tuple[tuple[str, str, str, str], ...] = (
              "with the EOS prediction left out; open-unlearning appends no EOS to "
              "pretraining texts and so leaves out the last real token",
      "one encoder for every text row", "one token of 128 or more"),
+    ("muse", "one forget evaluation set per project: an imported MUSE-News project's "
+             "forget_eval is the verbmem forget passages, so the Min-K% members of PrivLeak are "
+             "those passages; MUSE's eval.py takes them from its privleak/forget split",
+     "the evaluation has one forget set; both are forget-corpus text",
+     "not measured; both splits are passages of the same forget articles"),
+    ("copyright", "an lm-eval group task (truthfulqa) counts once in the zero-shot mean (the "
+                  "mean of its subtasks); FLAT's get_average_acc averages every entry of "
+                  "the results, so truthfulqa_mc1 and _mc2 count twice",
+     "one number per task named in the paper", "one of 9 (or 10) terms of a mean"),
     ("copyright", "completions start from the raw book prefix; FLAT wraps it in '### "
                   "Question:' / '### Answer:' tags and drops the first generated token",
      "the workbench fine-tunes on raw text, so the model continues raw text; FLAT's tags "
