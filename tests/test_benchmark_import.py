@@ -279,3 +279,23 @@ def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, l
     assert "wikitext" in m["wikitext_perplexity"]["reason"]
     assert m["zero_shot_accuracy"]["value"] is None
     assert "forget_verbmem" not in m  # MUSE's metrics are not the copyright protocol's
+
+
+def test_data_page_imports_a_benchmark_from_a_folder(ui_env, tofu_folder):
+    """The Data page's panel: TOFU from a folder becomes the chosen project, with its
+    protocol shown; a folder without the files says what is missing, nothing is imported."""
+    from tests.ui import open_page, shown
+
+    at = open_page("app_pages/data.py")
+    at.radio(key="bench.source").set_value("folder").run()
+    at.text_input(key="bench.folder").set_value(str(ui_env / "nothing"))
+    at.button(key="bench.go").click().run()
+    errors = " ".join(shown(e.value) for e in at.error)
+    assert "Nothing was imported" in errors and "no such folder" in errors
+    at.text_input(key="bench.folder").set_value(str(tofu_folder))
+    at.text_input(key="bench.name").set_value("tofu-ui")
+    at.button(key="bench.go").click().run()
+    assert not at.exception, at.exception
+    text = " ".join(shown(c.value) for c in at.caption)
+    assert "evaluation protocol: tofu" in text
+    assert (ui_env / "workspace" / "tofu-ui" / "project.json").exists()
