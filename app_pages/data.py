@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.benchmark_import import import_panel
 from ui.context import current_project, select_project
 from ui.show import plain, show_error
 
@@ -41,6 +42,8 @@ with st.expander("New project from files", expanded=project is None):
             except wb.ProjectError as exc:
                 show_error(exc, "Nothing was imported")
 
+import_panel(select_project)
+
 c1, c2 = st.columns([1, 3])
 if c1.button("Reset the demo project", key="data.demo"):
     wb.create_demo_project(overwrite=True)
@@ -61,6 +64,8 @@ m1.metric("forget rows", len(forget_rows))
 m2.metric("retain rows", len(retain_rows))
 m3.metric("kind", project.kind)
 m4.metric("extra eval sets", len(project.eval_sets()))
+if meta.get("protocol"):
+    st.caption(plain(f"evaluation protocol: {meta['protocol']} ({meta.get('benchmark')})"))
 st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
                  f"created {meta.get('created_at')} · folder {project.path}"))
 

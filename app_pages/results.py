@@ -17,9 +17,9 @@ st.title("Results")
 project = require_project()
 root = wb.runs_root()
 kind = project.kind
-specs = wb.table_columns(kind)
-columns = [c.label for c in specs]
 rows = wb.results_table(project, root, kind)
+specs = wb.table_columns(kind, {r.get("protocol") or "demo" for r in rows})
+columns = [c.label for c in specs] + wb.extra_columns(rows)
 all_runs = wb.project_runs(project, root)
 
 if not rows:
@@ -40,6 +40,7 @@ else:
     intro = ("One row per evaluated run, with the Original (before unlearning) and Retained "
              "(never saw the forget set: the target) models first; the best unlearning value "
              "of each metric in bold. ")
+    st.caption(plain(wb.protocol_note(rows) or ""))
     st.caption(intro + " ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
                                 for c in specs) + " — = cannot be computed (why: below).")
     df["K"] = df["K"].astype("Int64")

@@ -17,8 +17,15 @@
 (c) The wall time of the full demo evaluation (``sga_core.evaluation.evaluate_model``: forget
     10 rows, retain 40 of 110, real_authors 20, world_facts 20; scoring + 48-token greedy
     answers), model loading included, with the per-stage timings.
+(d) With ``--protocols demo,tofu``: the demo evaluated under each protocol, the Results
+    table's columns side by side and each evaluation's wall time (the TOFU protocol: 200-token
+    answers, all 110 retain rows, the open-unlearning epsilons).
 
-The last line is machine-readable: ``eval_vs_bare_ratio=<x> demo_eval_s=<y>``.
+    python bench/eval.py --protocols demo,tofu --skip-full     # SmolLM2: the lead's run
+    python bench/eval.py --model tiny --protocols demo,tofu --skip-full --max-new-tokens 8
+
+The last line is machine-readable: ``eval_vs_bare_ratio=<x> demo_eval_s=<y>`` (plus
+``protocol_<name>_s=<z>`` per protocol of ``--protocols``).
 """
 
 from __future__ import annotations
@@ -55,7 +62,44 @@ def parse_args(argv=None):
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     p.add_argument("--skip-full", action="store_true", help="skip (c)")
+    p.add_argument("--protocols", default="",
+                   help="(d): evaluate under these protocols, comma-separated (demo,tofu)")
+    p.add_argument("--protocol-new-tokens", type=int, default=None,
+                   help="(d): answer length for every protocol (smoke runs only; default: "
+                        "each protocol's own)")
     return p.parse_args(argv)
+
+
+def protocol_table(spec: str, reference: str | None, protocols: list[str], tmp: Path,
+                   batch_size: int, new_tokens: int | None) -> dict[str, float]:
+    """(d): the demo under each protocol; prints the Results-table columns and times."""
+    from sga_core.evaluation import EvalSettings, evaluate_model
+    from sga_core.metrics.catalog import QA, table_columns
+
+    cols = table_columns(QA, protocols)
+    sets = {"real_authors": str(DEMO / "real_authors.jsonl"),
+            "world_facts": str(DEMO / "world_facts.jsonl")}
+    times, rows = {}, []
+    for name in protocols:
+        t0 = time.perf_counter()
+        s = evaluate_model(spec, tmp / f"eval-{name}", str(DEMO / "forget.jsonl"),
+                           str(DEMO / "retain.jsonl"), sets, reference, task="qa",
+                           settings=EvalSettings(protocol=name, batch_size=batch_size,
+                                                 max_new_tokens=new_tokens))
+        times[name] = time.perf_counter() - t0
+        m = s["metrics"]
+        rows.append([name, f"{times[name]:.1f}", str(s["settings"]["max_new_tokens"]),
+                     str(s["rows"]["retain"])]
+                    + [("-" if m[c.name]["value"] is None else f"{m[c.name]['value']:.4g}")
+                       for c in cols])
+    head = ["protocol", "eval s", "new tokens", "retain rows"] + [c.label for c in cols]
+    print("(d) the demo under each protocol (reference: "
+          f"{reference or 'none: FQ needs runs/demo-retain-ref'})")
+    print("    | " + " | ".join(head) + " |")
+    print("    |" + "---|" * len(head))
+    for r in rows:
+        print("    | " + " | ".join(r) + " |")
+    return times
 
 
 def pick_model(spec: str | None, tmp: Path) -> str:
@@ -186,10 +230,20 @@ def main(argv=None) -> int:
             print("    " + " ".join(f"{k}={m[k]['value']:.3g}" for k in
                                     ("forget_rouge", "retain_rouge", "model_utility")
                                     if m[k]["value"] is not None))
+        extra = ""
+        if args.protocols:
+            reference = args.reference
+            ref_run = ROOT / "runs" / "demo-retain-ref"
+            if reference is None and (ref_run / "model" / "config.json").exists():
+                reference = str(ref_run)
+            times = protocol_table(spec, reference, [p.strip() for p in
+                                                     args.protocols.split(",") if p.strip()],
+                                   tmp, args.batch_size, args.protocol_new_tokens)
+            extra = "".join(f" protocol_{k}_s={v:.1f}" for k, v in times.items())
     if os.getloadavg()[0] > (os.cpu_count() or 1):
         print(f"note: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: "
               "other processes share the CPU, so wall times are inflated")
-    print(f"eval_vs_bare_ratio={ratio:.3f} demo_eval_s={demo_s:.1f}")
+    print(f"eval_vs_bare_ratio={ratio:.3f} demo_eval_s={demo_s:.1f}{extra}")
     return 0
 
 

@@ -13,6 +13,8 @@ from sga_core.config import LaunchConfig, TrainingArgs
 from sga_core.methods import REGISTRY, method_names
 from sga_core.params import ConfigError, field_specs
 
+PROTOCOL_CHOICES = ["demo", "tofu", "muse", "copyright"]  # sga_core.evaluation.protocols
+
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
@@ -169,6 +171,8 @@ def apply_eval_flags(base: dict, args) -> None:
         ev["enabled"] = args.eval_enabled
     if getattr(args, "eval_reference", None):
         ev["reference"] = args.eval_reference
+    if getattr(args, "eval_protocol", None):
+        ev["protocol"] = args.eval_protocol
     sets = parse_sets(getattr(args, "eval_set", None))
     if sets:
         ev["sets"] = {**(ev.get("sets") or {}), **sets}
@@ -216,24 +220,68 @@ def cmd_eval(args) -> int:
         overrides = {"sets": sets, "reference": args.reference,
                      "max_new_tokens": args.max_new_tokens,
                      "max_retain_rows": args.max_retain_rows, "batch_size": args.batch_size,
-                     "device": args.device}
+                     "device": args.device, **protocol_overrides(args)}
         summary = evaluate_run(target, _eval_progress(), overrides=overrides, out_dir=args.out)
         out = Path(args.out) if args.out else target / "eval"
     else:
         if not args.forget or not args.out:
             raise ConfigError(f"{args.target} is not a run folder: evaluating a model needs "
                               "--forget, --retain and --out")
+        ov = protocol_overrides(args)
         settings = EvalSettings(
-            max_new_tokens=args.max_new_tokens or 48,
-            max_retain_rows=40 if args.max_retain_rows is None else args.max_retain_rows,
+            max_new_tokens=args.max_new_tokens, max_retain_rows=args.max_retain_rows,
             batch_size=args.batch_size or 16, max_length=args.max_length or 256,
-            system_prompt=args.system_prompt, dtype=args.dtype, device=args.device or "auto")
+            system_prompt=args.system_prompt, dtype=args.dtype, device=args.device or "auto",
+            protocol=ov.get("protocol") or "demo", prompt_format=ov.get("prompt_format"),
+            lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ()),
+            lm_eval_limit=ov.get("lm_eval_limit"), lm_eval_include=ov.get("lm_eval_include"),
+            retrained_auc=ov.get("retrained_auc"))
         summary = evaluate_model(args.target, args.out, args.forget, args.retain, sets,
                                  args.reference, task=args.task, settings=settings,
                                  progress=_eval_progress())
         out = Path(args.out)
     print(format_summary(summary))
     print(f"wrote {out / 'summary.json'} and {out / 'per_sample.jsonl'}")
+    return 0
+
+
+def protocol_overrides(args) -> dict:
+    """``eval``'s protocol flags (only those given)."""
+    ov = {"protocol": args.protocol, "prompt_format": args.prompt_format,
+          "lm_eval_tasks": args.lm_eval_task, "lm_eval_limit": args.lm_eval_limit,
+          "lm_eval_include": args.lm_eval_include, "retrained_auc": args.retrained_auc}
+    return {k: v for k, v in ov.items() if v is not None}
+
+
+def cmd_import(args) -> int:
+    """A ready project from a benchmark (TOFU, MUSE-News) or your own book (copyright)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sga_core.projects.benchmarks import import_benchmark, import_copyright
+
+    if args.benchmark == "copyright":
+        if not args.book or not args.retain_text or not args.name:
+            raise ConfigError("import copyright needs --book BOOK.txt, --retain RETAIN.txt and "
+                              "--name NAME (your own text files: nothing copyrighted ships)")
+        project = import_copyright(args.name, args.book, args.retain_text, model=args.model,
+                                   segment_tokens=args.segment_tokens,
+                                   prompt_tokens=args.prompt_tokens, root=args.workspace,
+                                   overwrite=args.overwrite)
+    else:
+        project = import_benchmark(args.benchmark, args.name, variant=args.split,
+                                   folder=args.from_folder, online=args.online,
+                                   root=args.workspace, overwrite=args.overwrite)
+    meta = project.meta
+    print(f"project {project.name}: {project.path}")
+    print(f"  forget rows: {meta.get('n_forget')} ({meta.get('forget_source')}), retain rows: "
+          f"{meta.get('n_retain')} ({meta.get('retain_source')})")
+    sets = project.eval_sets()
+    print(f"  evaluation sets: {', '.join(sets) or 'none'}; protocol: {meta.get('protocol')}")
+    set_flags = " ".join(f"--set {n}={p}" for n, p in sets.items())
+    print("next: python -m sga_core prepare --forget "
+          f"{project.forget_path} --retain {project.retain_path} --task {project.kind} "
+          f"--name {project.name} --eval-protocol {meta.get('protocol')} {set_flags}".rstrip())
     return 0
 
 
@@ -311,7 +359,8 @@ def cmd_prepare(args) -> int:
     results = prepare(forget=forget, retain=retain, model=args.model, name=name,
                       runs_dir=args.runs_dir, training=collect(args, "training."),
                       launch=collect(args, "launch."), task=args.task, which=args.which,
-                      evaluate=args.eval, eval_sets=eval_sets)
+                      evaluate=args.eval, eval_sets=eval_sets,
+                      eval_protocol=args.eval_protocol)
     print(json.dumps(results, indent=2))
     return 0 if all(r["state"] == "completed" for r in results.values()) else 1
 
@@ -462,6 +511,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                                             "runs/demo-retain-ref when prepared)")
     s.add_argument("--eval-set", action="append", metavar="NAME=PATH",
                    help="an extra evaluation set (eval.sets), repeatable")
+    s.add_argument("--eval-protocol", choices=PROTOCOL_CHOICES,
+                   help="evaluation protocol (eval.protocol; default: demo)")
     from sga_core.config import DataConfig
 
     add_dataclass_flags(s, DataConfig, "data.")
@@ -494,6 +545,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("--set", action="append", metavar="NAME=PATH",
                    help="an extra evaluation set (eval.sets), repeatable; --demo adds the "
                         "demo's")
+    s.add_argument("--eval-protocol", choices=PROTOCOL_CHOICES,
+                   help="evaluation protocol of both models (eval.protocol; default: demo)")
     add_dataclass_flags(s, TrainingArgs, "training.")
     add_dataclass_flags(s, LaunchConfig, "launch.")
     s.set_defaults(func=cmd_prepare)
@@ -529,7 +582,48 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     s.add_argument("--device", help="cpu, cuda, ... (default: a run's launch.cpu, else auto)")
     s.add_argument("--runs-dir", help="where to look up a run id")
+    s.add_argument("--protocol", choices=PROTOCOL_CHOICES,
+                   help="evaluation protocol: demo (fast settings of its own), tofu, muse, "
+                        "copyright (default: a run's eval.protocol, else demo)")
+    s.add_argument("--prompt-format", choices=["chat", "llama2", "question-answer"],
+                   help="QA prompt format (default: the protocol's, the chat template)")
+    s.add_argument("--lm-eval-task", action="append", metavar="TASK",
+                   help="an extra lm-evaluation-harness task (a utility column), repeatable")
+    s.add_argument("--lm-eval-limit", type=float,
+                   help="at most N documents per lm-eval task (a fraction below 1)")
+    s.add_argument("--lm-eval-include", help="a folder of lm-eval task YAML files")
+    s.add_argument("--retrained-auc", type=float,
+                   help="PrivLeak against this retrained MIA AUC instead of the reference's")
     s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser(
+        "import", help="a ready project from a benchmark (TOFU, MUSE-News) or your book",
+        description="Write a project (forget and retain data, evaluation sets, the "
+                    "benchmark's evaluation protocol) from TOFU or MUSE-News through Hugging "
+                    "Face datasets (--online: the hub; default: the local HF cache only; "
+                    "--from-folder: files you downloaded), or the copyright task from your "
+                    "own text files (copyright --book --retain).")
+    s.add_argument("benchmark", choices=["tofu", "muse-news", "copyright"])
+    s.add_argument("--name", help="project name (default: tofu-<split> / muse-news)")
+    s.add_argument("--split", choices=["forget01", "forget05", "forget10"],
+                   help="TOFU's forget split (default forget10; the matching retain split)")
+    s.add_argument("--from-folder", help="a folder with the benchmark's files "
+                                         "(<config>.json or <config>/<split>.jsonl ...)")
+    s.add_argument("--online", action="store_true",
+                   help="allow downloading from the Hugging Face hub")
+    s.add_argument("--book", help="copyright: the book as a UTF-8 text file")
+    s.add_argument("--retain", dest="retain_text", help="copyright: a retain corpus as a "
+                                                         "UTF-8 text file")
+    s.add_argument("--model", default="embedded:smollm2",
+                   help="copyright: whose tokenizer counts the segments' tokens")
+    s.add_argument("--segment-tokens", type=int, default=512,
+                   help="copyright: tokens per segment at most (default 512)")
+    s.add_argument("--prompt-tokens", type=int, default=200,
+                   help="copyright: tokens of each segment's prompt (default 200, FLAT's)")
+    s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
+                                       "./workspace)")
+    s.add_argument("--overwrite", action="store_true", help="replace a project of that name")
+    s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("rstar", help="per-sample r* analysis (SPEC 2)",
                        description="For each forget row: the gradient a of its answer NLL, the"

@@ -108,11 +108,35 @@ class EvalConfig:
     sets: dict = param({}, "Extra evaluation sets, name -> file. QA: real-world utility sets "
                            "(real_authors, world_facts). Text: holdout, forget_qa, "
                            "retain_qa.")
-    max_new_tokens: int = param(48, "Tokens generated per QA answer (greedy). Text VerbMem "
-                                    "continuations always use 128 (MUSE).", min=1, max=4096)
-    max_retain_rows: int = param(40, "Evaluate at most this many retain rows: an evenly "
-                                     "spaced, deterministic subset (TOFU likewise evaluates "
-                                     "a retain subset); 0 = all.", min=0, max=10_000_000)
+    protocol: str = param("demo", "Evaluation protocol: 'demo' (fast settings of its own, "
+                                  "not comparable with published tables), 'tofu', 'muse' or "
+                                  "'copyright' (the benchmarks' own protocols; README).",
+                          choices=("demo", "tofu", "muse", "copyright"))
+    max_new_tokens: int = param(48, "Demo protocol: tokens generated per QA answer (greedy). "
+                                    "The benchmark protocols use their own (TOFU 200, MUSE "
+                                    "KnowMem 32; VerbMem always 128).", min=1, max=4096)
+    max_retain_rows: int = param(40, "Demo protocol: evaluate at most this many retain rows, "
+                                     "an evenly spaced, deterministic subset; 0 = all. The "
+                                     "benchmark protocols evaluate all.", min=0,
+                                 max=10_000_000)
+    prompt_format: str = param("protocol", "How QA questions are wrapped: 'protocol' (its "
+                                           "own: the chat template), 'chat' (the tokenizer's "
+                                           "template), 'llama2' ([INST] q [/INST], TOFU's "
+                                           "Llama-2 models) or 'question-answer' "
+                                           "(Question: / Answer:).",
+                               choices=("protocol", "chat", "llama2", "question-answer"),
+                               advanced=True)
+    lm_eval_tasks: list[str] = param([], "Extra lm-evaluation-harness tasks, each an extra "
+                                         "utility column (e.g. mmlu); run in-process.")
+    lm_eval_limit: float | None = param(None, "At most this many documents per lm-eval task "
+                                              "(a fraction below 1); empty = all.", min=0.0,
+                                        advanced=True)
+    lm_eval_include: str | None = param(None, "A folder of lm-eval task YAML files (local "
+                                              "tasks).", advanced=True)
+    retrained_auc: float | None = param(None, "PrivLeak against this retrained-model MIA AUC "
+                                              "(1 = memorised; MUSE's own published constant "
+                                              "is 1 - this) instead of the retain "
+                                              "reference's.", min=0.0, max=1.0, advanced=True)
     batch_size: int = param(16, "Sequences per forward pass when scoring, prompts per "
                                 "batch when generating.", min=1, max=4096, advanced=True)
 
@@ -189,6 +213,8 @@ class TrainConfig:
             if p.exists() or ref.startswith(("/", ".", "~")):
                 ref = os.path.abspath(p)
         ev.reference = ref
+        if ev.lm_eval_include:
+            ev.lm_eval_include = str(os.path.abspath(self.resolve(ev.lm_eval_include)))
 
     def to_dict(self) -> dict:
         d = to_dict(self)

@@ -26,12 +26,14 @@ PREPARE_DEFAULTS = {"lr": 1e-4, "epochs": 4, "batch_size": 8, "probe_count": 0,
 def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str | None = None,
             runs_dir=None, training: dict | None = None, launch: dict | None = None,
             task: str = "qa", which: str = "both", overwrite: bool = True,
-            echo=print, evaluate: bool = True, eval_sets: dict | None = None) -> dict:
+            echo=print, evaluate: bool = True, eval_sets: dict | None = None,
+            eval_protocol: str | None = None) -> dict:
     """Train the original and/or the retain reference, then (``evaluate``) evaluate them;
     returns {run_id: {state, path, model, error, eval_state, eval_error}}.
 
     ``eval_sets`` are the extra evaluation sets (``eval.sets``: real-world QA sets, or the
-    text holdout / forget_qa / retain_qa sets) recorded in both runs' configs."""
+    text holdout / forget_qa / retain_qa sets) recorded in both runs' configs, with the
+    evaluation protocol ``eval_protocol`` (default: the demo's)."""
     name = name or "prepared"
     root = runs_root(runs_dir)
     ref_dir = root / f"{name}-retain-ref"
@@ -52,7 +54,8 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             "launch": launch or {},
             # both are compared with the retain reference (Forget Quality, PrivLeak); the
             # reference against itself gives the paper's "Retained" row (FQ 1)
-            "eval": {"sets": dict(eval_sets or {}), "reference": str(ref_dir)},
+            "eval": {"sets": dict(eval_sets or {}), "reference": str(ref_dir),
+                     "protocol": eval_protocol or "demo"},
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
         })

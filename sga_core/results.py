@@ -10,7 +10,14 @@ import re
 from pathlib import Path
 
 from sga_core.fileio import read_json, read_jsonl
-from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, table_columns
+from sga_core.metrics.catalog import (
+    HIGHER,
+    KINDS,
+    LOWER,
+    PROTOCOL_NAMES,
+    ZERO,
+    table_columns,
+)
 from sga_core.runs.folder import list_runs, runs_root
 
 
@@ -82,7 +89,6 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     """One dict per evaluated run: label, method, r, K, sweep, state and each metric; the
     Original and Retained rows first. A metric that could not be computed is None, and
     its reason is kept under ``<column> (why)``."""
-    columns = table_columns(kind)
     rows = []
     runs = project_runs(project, root)
     names = display_names(runs, project)
@@ -90,10 +96,15 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         summ = summary_of(r["path"])
         if summ is None:
             continue
+        protocol = (summ.get("protocol") or {}).get("name") or "demo"
         row = {"run": names[r["run_id"]], "run_id": r["run_id"],
                "method": r["method"] if r["method"] != "finetune" else "-",
-               "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"]}
-        for col in columns:
+               "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"],
+               "protocol": protocol}
+        # the columns of the protocol this run was evaluated under, then its extra lm-eval
+        # tasks (lm_<task>: one column each)
+        extra = [n for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
+        for col in table_columns(kind, [protocol]) + [_Column(n) for n in extra]:
             value, reason = metric_value(summ, col.name)
             row[col.label] = value
             if value is None and reason:
@@ -105,6 +116,27 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     return rows
 
 
+class _Column:
+    """An extra lm-eval task's column (``lm_<task>``): label = the task's name."""
+
+    def __init__(self, name: str):
+        self.name, self.label = name, name[len(LM_PREFIX):]
+
+
+LM_PREFIX = "lm_"
+
+
+def extra_columns(rows: list[dict]) -> list[str]:
+    """The labels of the extra lm-eval task columns some row has, in first-seen order."""
+    base = {c.label for k in KINDS for c in table_columns(k, PROTOCOL_NAMES)}
+    fixed = {"run", "run_id", "method", "r", "K", "sweep", "state", "protocol"}
+    out: list[str] = []
+    for r in rows:
+        out += [k for k in r if k not in base | fixed and not k.endswith("(why)")
+                and k not in out]
+    return out
+
+
 def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     """The best value of each column (by label) among the unlearning runs (Original and
     Retained excluded), following the column's direction: the highest, the lowest, or the
@@ -112,7 +144,8 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
     pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
     best = {}
-    for col in table_columns(kind):
+    protocols = {r.get("protocol") or "demo" for r in rows}
+    for col in table_columns(kind, protocols):
         vals = [r[col.label] for r in runs if r.get(col.label) is not None]
         if vals:
             best[col.label] = pick[col.direction](vals)
@@ -133,7 +166,8 @@ def r_groups(rows: list[dict]) -> list[str]:
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
     """Metric-versus-r points of one :func:`r_groups` entry (a sweep, or ``all <method>
     runs``), sorted by r."""
-    labels = [c.label for c in table_columns(kind)]
+    protocols = {r.get("protocol") or "demo" for r in rows}
+    labels = [c.label for c in table_columns(kind, protocols)] + extra_columns(rows)
     if sweep.startswith("all ") and sweep.endswith(" runs"):
         method = sweep[4:-5]
         chosen = [r for r in rows if r["method"] == method]
@@ -197,6 +231,7 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
     return pts
 
 
-__all__ = ["best_values", "config_diff", "display_names", "follow_token", "per_sample",
+__all__ = ["best_values", "config_diff", "display_names", "extra_columns", "follow_token",
+           "per_sample",
            "project_runs", "r_groups", "results_table", "run_label", "runs_root", "summary_of",
            "sweep_series", "table_columns", "token_table"]

@@ -50,6 +50,7 @@ from sga_core.results import (
     best_values,
     config_diff,
     display_names,
+    extra_columns,
     follow_token,
     per_sample,
     project_runs,
@@ -65,12 +66,15 @@ from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tai
 from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rerun, submit
 
 __all__ = [
-    "BACKEND_DESCRIPTIONS", "ConfigError", "DEMO_PRESET", "DIRECTIONS", "DataError",
+    "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
+    "DataError",
     "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable", "Project", "ProjectError",
     "SUPPORTED_EXTENSIONS", "TrainingArgs", "best_values", "build_config", "cancel",
     "clean_workspace", "command_text", "config_diff", "create_demo_project", "create_project",
     "default_eval", "delete", "describe_coefficients", "display_names", "dump_config",
-    "dumps_jsonl", "ensure_projects", "ensure_runner", "explain_method", "field_specs",
+    "dumps_jsonl", "ensure_projects", "extra_columns", "ensure_runner", "explain_method",
+    "field_specs",
+    "import_benchmark", "import_copyright_upload", "protocol_note",
     "fmt_seconds", "follow_token", "generation", "get_method", "idk_fallback",
     "import_normals", "last_generation", "latest_probes", "list_presets", "list_projects",
     "list_runs", "list_templates", "load_preset", "load_project", "make_run_id",
@@ -107,6 +111,51 @@ def new_project(name: str, uploads: dict[str, tuple[str, bytes]], kind: str = "a
             paths[role].write_bytes(data)
         return create_project(name, paths["forget"], paths.get("retain"), kind=kind,
                               overwrite=overwrite)
+
+
+# --- benchmarks (sga_core.data.hub, sga_core.projects.benchmarks) ----------------------------
+
+BENCHMARK_CHOICES = {"tofu": "TOFU (locuslab/TOFU)",
+                     "muse-news": "MUSE-News (muse-bench/MUSE-News)",
+                     "copyright": "Copyright task (your own book + retain text)"}
+
+
+def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | None = None,
+                     folder: str | None = None, online: bool = False,
+                     overwrite: bool = False) -> Project:
+    """A ready TOFU / MUSE-News project (:func:`sga_core.projects.benchmarks.
+    import_benchmark`); ``datasets`` is imported only when it runs."""
+    from sga_core.projects.benchmarks import import_benchmark as run
+
+    return run(benchmark, name or None, variant=variant, folder=folder or None,
+               online=online, overwrite=overwrite)
+
+
+def import_copyright_upload(name: str, book: tuple[str, bytes], retain: tuple[str, bytes], *,
+                            model: str = "embedded:smollm2", segment_tokens: int = 512,
+                            prompt_tokens: int = 200, overwrite: bool = False) -> Project:
+    """A copyright-task project from two uploaded text files ((file name, bytes) each)."""
+    from sga_core.projects.benchmarks import import_copyright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for role, (filename, data) in (("book", book), ("retain", retain)):
+            path = Path(tmp) / role / Path(filename).name
+            path.parent.mkdir()
+            path.write_bytes(data)
+            paths.append(path)
+        return import_copyright(name, paths[0], paths[1], model=model,
+                                segment_tokens=segment_tokens, prompt_tokens=prompt_tokens,
+                                overwrite=overwrite)
+
+
+def protocol_note(rows: list[dict]) -> str | None:
+    """What the Results table's numbers were evaluated under: each protocol's one line (the
+    demo's says its settings are its own, not comparable with published tables)."""
+    from sga_core.evaluation.protocols import get_protocol
+
+    names = sorted({r.get("protocol") or "demo" for r in rows})
+    return " · ".join(get_protocol(n).describe() for n in names) if names else None
 
 
 # --- normal answers --------------------------------------------------------------------------

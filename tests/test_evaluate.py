@@ -329,9 +329,10 @@ def test_text_eval(tmp_path, tiny_model_dir, text_data, count_loads):
     assert 0 <= m["mia_auc"]["value"] <= 1
     # the same weights as reference: the same AUC, PrivLeak 0
     assert s["reference"]["mia_auc"] == pytest.approx(m["mia_auc"]["value"])
-    if s["reference"]["mia_auc"] > 0:
+    if s["reference"]["mia_auc"] < 1:
         assert m["privleak"]["value"] == pytest.approx(0.0, abs=1e-9)
-    else:  # 3 vs 3 texts on a random tiny model can give AUC 0: PrivLeak is undefined
+    else:  # 3 vs 3 texts on a random tiny model can give AUC 1: then 1 - AUC = 0 and
+        # PrivLeak (MUSE's convention, SPEC 4 as corrected) is undefined
         assert m["privleak"]["value"] is None and m["privleak"]["reason"]
     rows = read_jsonl(tmp_path / "t1" / PER_SAMPLE_FILE)
     assert all(tuple(r) == TEXT_SAMPLE_KEYS for r in rows)

@@ -232,12 +232,15 @@ def test_auc_matches_brute_force_pairs():
 
 
 def test_privleak_sign_and_reasons():
-    assert privleak(0.6, 0.5).value == pytest.approx(20.0)  # above the reference: positive
-    assert privleak(0.4, 0.5).value == pytest.approx(-20.0)
-    assert privleak(MetricResult("auc", 0.75), MetricResult("auc", 0.5)).value == 50.0
+    # SPEC 4 as corrected on 2026-11-22 (MUSE's convention, A = 1 - AUC): a model whose forget
+    # texts look MORE like members than to the reference is negative (under-unlearning)
+    assert privleak(0.6, 0.5).value == pytest.approx(-20.0)
+    assert privleak(0.4, 0.5).value == pytest.approx(20.0)  # over-unlearning: positive
+    assert privleak(MetricResult("auc", 0.75), MetricResult("auc", 0.5)).value == -50.0
     assert privleak(0.6, None).reason == "no retain-reference AUC"
     assert privleak(None, 0.5).reason == "no AUC for the unlearned model"
-    assert privleak(0.6, 0.0).value is None
+    assert privleak(0.6, 1.0).value is None  # A_reference = 1 - 1 = 0: undefined
+    assert privleak(0.6, 0.0).value == pytest.approx(-60.0)  # (0.4 - 1) / 1
 
 
 def test_perplexity_token_weighted():

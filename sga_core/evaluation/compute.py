@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from sga_core.evaluation.common import finite
-from sga_core.metrics.catalog import Instance, check_names, sample_keys
+from sga_core.metrics.catalog import UTILITY_SET, Instance, check_names, sample_keys
 from sga_core.metrics.context import MetricInputs, SetData
 from sga_core.metrics.result import MetricResult, missing
 
@@ -43,9 +43,10 @@ def scatter(sets: dict[str, SetData], names: Sequence[str], values: Sequence,
 def compute_metrics(instances: Sequence[Instance], sets: dict[str, SetData],
                     absent: Callable[[str], str], *, reference=None,
                     reference_reason: str | None = None,
-                    self_reference: bool = False) -> dict[str, MetricResult]:
+                    self_reference: bool = False,
+                    options: dict | None = None) -> dict[str, MetricResult]:
     """Each metric instance, in order; a metric whose set has no rows gets ``absent(set)``
-    as its reason."""
+    as its reason. ``options`` are the protocol's settings the metrics read."""
     results: dict[str, MetricResult] = {}
     for inst in instances:
         gone = next((s for s in inst.on if s not in sets or not sets[s].rows), None)
@@ -53,7 +54,8 @@ def compute_metrics(instances: Sequence[Instance], sets: dict[str, SetData],
             res = missing(inst.name, absent(gone))
         else:
             res = inst.spec.compute(MetricInputs(inst.name, sets, inst.on, results, reference,
-                                                 reference_reason, self_reference))
+                                                 reference_reason, self_reference,
+                                                 dict(options or {})))
         results[inst.name] = replace(res, name=inst.name)
     return results
 
@@ -98,6 +100,8 @@ def sample_records(sets: dict[str, SetData], instances: Sequence[Instance],
             offset += len(sets[s].rows) if s in sets else 0
     out = []
     for name, d in sets.items():
+        if name == UTILITY_SET:  # lm-eval tasks: no rows of their own in per_sample.jsonl
+            continue
         for j in range(len(d.rows)):
             rec = dict.fromkeys(keys) | base(d, j)
             for offset, key, values in fills.get(name, []):
@@ -112,7 +116,7 @@ def evaluate_catalog(kind: str, sets: dict[str, SetData], instances: Sequence[In
                      absent: Callable[[str], str], input_keys: Sequence[str],
                      base: Callable[[SetData, int], dict], *, retain_rows=None,
                      reference=None, reference_reason: str | None = None,
-                     self_reference: bool = False
+                     self_reference: bool = False, options: dict | None = None
                      ) -> tuple[dict[str, MetricResult], dict, list[dict]]:
     """Evaluate the catalog's metrics on the sets: ``fill(sets, instances)`` computes the
     model-side inputs (and returns its timings), then every metric is computed.
@@ -124,14 +128,14 @@ def evaluate_catalog(kind: str, sets: dict[str, SetData], instances: Sequence[In
     timings = fill(sets, instances)
     results = compute_metrics(instances, sets, absent, reference=reference,
                               reference_reason=reference_reason,
-                              self_reference=self_reference)
+                              self_reference=self_reference, options=options)
     records = sample_records(sets, instances, results, tuple(input_keys) + sample_keys(kind),
                              base)
     timings[f"{kind}_total_s"] = round(time.time() - t0, 3)
     total = len(list(retain_rows or []))
     keep = sets["retain"].indices
     summary = {"task": kind, "metrics": summary_metrics(kind, instances, results),
-               "rows": {name: len(d.rows) for name, d in sets.items()},
+               "rows": {name: len(d.rows) for name, d in sets.items() if name != UTILITY_SET},
                "retain_rows_total": total,
                "retain_indices": keep if len(keep) < total else None,
                "timings": timings}

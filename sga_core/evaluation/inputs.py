@@ -189,3 +189,43 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
     new = greedy_generate(model, ids, enc.pad_id, enc.eos_id, max_new_tokens, device,
                           batch_size, on_batch)
     return [enc.tok.decode(n, skip_special_tokens=True).strip() for n in new]
+
+
+def cut_at(text: str, stops: Sequence[str]) -> str:
+    """The text before the first of ``stops`` (MUSE metrics/knowmem.py
+    ``get_prefix_before_words_occur``: one split per stop string, in order)."""
+    for word in stops:
+        if word:
+            text = text.split(word)[0]
+    return text
+
+
+def first_tokens(tok, text: str, n: int) -> str:
+    """The first ``n`` tokens of ``text``, decoded: MUSE's VerbMem ground truth
+    (metrics/verbmem.py: ``tokenizer(gt, add_special_tokens=True).input_ids[:, :n]``, decoded
+    without special tokens; a BOS token counts as one of the ``n``)."""
+    ids = tok(text, add_special_tokens=True)["input_ids"][:n]
+    return tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=True)
+
+
+def _hit_lists(logits, labels) -> list[list[bool]]:
+    """Per sequence: for each scored token but the last, whether the argmax of the previous
+    position's logits is that token (open-unlearning tokenwise_vocab_logprobs drops the
+    last scored position, the EOS prediction)."""
+    preds = logits[:, :-1].argmax(dim=-1).cpu()
+    lab = labels[:, 1:].cpu()
+    out = []
+    for j in range(lab.shape[0]):
+        pos = (lab[j] != IGNORE).nonzero().flatten()[:-1]
+        out.append((preds[j, pos] == lab[j, pos]).tolist())
+    return out
+
+
+def answer_token_hits(model, encoder, seqs: Sequence[TokSeq], device="cpu",
+                      batch_size: int = 16) -> list[list[bool]]:
+    """:func:`_hit_lists` of each sequence (its labelled tokens are the answer), in input
+    order; the input of exact memorization and extraction strength."""
+    from sga_core.model.forward import per_sequence
+
+    enc = as_encoder(encoder)
+    return per_sequence(model, list(seqs), enc.pad_id, _hit_lists, device, batch_size)

@@ -21,9 +21,16 @@ from sga_core.evaluation.compute import (
     scatter,
     sets_needing,
 )
-from sga_core.evaluation.inputs import generate_answers, score_qa_candidates
-from sga_core.metrics.catalog import QA, expand, sample_keys, spec_of
-from sga_core.metrics.context import CANDIDATE_NLLS, GREEDY_ANSWERS, MetricInputs, SetData
+from sga_core.evaluation.inputs import answer_token_hits, generate_answers, score_qa_candidates
+from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
+from sga_core.metrics.catalog import QA, UTILITY_SET, expand, sample_keys, spec_of
+from sga_core.metrics.context import (
+    CANDIDATE_NLLS,
+    GREEDY_ANSWERS,
+    TOKEN_HITS,
+    MetricInputs,
+    SetData,
+)
 
 QA_INPUT_KEYS = ("set", "index", "question", "answer", "generated", "nll_answer",
                  "nll_paraphrased", "nll_perturbed")
@@ -32,21 +39,25 @@ RESERVED = ("forget", "retain")
 
 
 def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
-            sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0
-            ) -> dict[str, SetData]:
-    """The evaluated QA sets, in order: forget, the retain subset, each extra set."""
+            sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0,
+            lm_tasks: Sequence[str] = ()) -> dict[str, SetData]:
+    """The evaluated QA sets, in order: forget, the retain subset, each extra set (and the
+    utility "set" of lm-eval tasks when there are any)."""
     forget_rows = list(forget_rows or [])
     retain_all = list(retain_rows or [])
     keep = retain_subset(len(retain_all), max_retain_rows)
     out = {"forget": SetData("forget", forget_rows, list(range(len(forget_rows)))),
            "retain": SetData("retain", [retain_all[i] for i in keep], keep)}
     for name, rows in (sets or {}).items():
-        if name in RESERVED:
+        if name in RESERVED or name == UTILITY_SET:
             raise EvalError(f"eval set name {name!r} is reserved")
         rows = list(rows or [])
         if rows and not is_qa_rows(rows):
             raise EvalError(f"eval set {name!r} is not QA data (question + answer rows)")
         out[name] = SetData(name, rows, list(range(len(rows))))
+    if lm_tasks:
+        out[UTILITY_SET] = SetData(UTILITY_SET, [{"task": t} for t in lm_tasks],
+                                   list(range(len(lm_tasks))))
     return out
 
 
@@ -57,9 +68,11 @@ def absent(name: str) -> str:
 
 
 def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_tokens: int,
-                batch_size: int, device, progress: Progress) -> dict[str, float]:
-    """Score the candidate answers and generate the greedy answers of the sets whose metrics
-    need them, all sets in one pass each; returns the timings."""
+                batch_size: int, device, progress: Progress,
+                options: dict | None = None) -> dict[str, float]:
+    """Score the candidate answers, generate the greedy answers and find the argmax hits of
+    the sets whose metrics need them, all sets in one pass each; run the lm-eval tasks;
+    returns the timings."""
     timings = {}
     ts = time.time()
     names = sets_needing(instances, sets, CANDIDATE_NLLS)
@@ -78,6 +91,14 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
         sets[n].prompts = [r["question"] for r in sets[n].rows]
         sets[n].gold = [r["answer"] for r in sets[n].rows]
     timings["generation_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    for n in sets_needing(instances, sets, TOKEN_HITS):
+        d = sets[n]
+        d.hits = answer_token_hits(model, enc, [enc.qa(r["question"], r["answer"], role="eval")
+                                                for r in d.rows], device, batch_size)
+    timings["token_hits_s"] = round(time.time() - ts, 3)
+    timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
+                                progress))
     return timings
 
 
@@ -95,7 +116,8 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
                 max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
                 *, max_retain_rows: int = 0, device="cpu",
                 reference_reason: str | None = None,
-                self_reference: bool = False) -> tuple[dict, list[dict]]:
+                self_reference: bool = False,
+                options: dict | None = None) -> tuple[dict, list[dict]]:
     """TOFU-style metrics of a loaded model on QA rows.
 
     ``sets`` are the extra (real-world) QA sets, name -> rows; Model Utility uses
@@ -107,28 +129,34 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     catalog (``<set>_probability``, ``<set>_truth_ratio``, ``<set>_rouge``,
     ``model_utility``, ``forget_quality``) to ``{"name", "value", "reason"}``;
     ``summary["forget_truth_ratios"]`` is the raw per-row list (the values a later run
-    compares against when this model is its reference).
+    compares against when this model is its reference). ``options``: the evaluation
+    protocol's settings (:mod:`sga_core.evaluation.protocols`; default: the demo's).
     """
-    data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows)
+    options = dict(options or {})
+    tasks, extra = utility_tasks(options)
+    data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows, tasks)
     results, summary, per_sample = evaluate_catalog(
-        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED]),
+        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED + (UTILITY_SET,)],
+                         lm_tasks=extra, protocol=options.get("name")),
         partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
-                batch_size=batch_size, device=device, progress=progress),
+                batch_size=batch_size, device=device, progress=progress, options=options),
         absent, QA_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
         reference=reference_tr, reference_reason=reference_reason,
-        self_reference=self_reference)
+        self_reference=self_reference, options=options)
     summary["forget_truth_ratios"] = finite([float(t) if t is not None else None
                                              for t in results["forget_truth_ratio"].per_sample])
     return summary, per_sample
 
 
 def reference_truth_ratios(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,
-                           device="cpu", progress: Progress = None) -> list:
+                           device="cpu", progress: Progress = None,
+                           options: dict | None = None) -> list:
     """The forget truth ratios of a (reference) model: the per-row values of its
-    ``forget_truth_ratio`` metric."""
+    ``forget_truth_ratio`` metric (under the protocol's denominator and epsilon)."""
     data = {"forget": SetData("forget", list(forget_rows), list(range(len(forget_rows))))}
     data["forget"].nlls = score_qa_candidates(model, enc, forget_rows, device,
                                               batch_size=batch_size, progress=progress,
                                               stage="reference: scoring forget answers")
     spec = spec_of("forget_truth_ratio", QA)
-    return spec.compute(MetricInputs(spec.name, data, spec.on)).per_sample
+    return spec.compute(MetricInputs(spec.name, data, spec.on,
+                                     options=dict(options or {}))).per_sample

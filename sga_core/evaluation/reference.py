@@ -1,7 +1,8 @@
 """The retain reference: where its model and values are, and its value cached once per
 reference and data.
 
-Forget Quality needs the reference's forget truth ratios, PrivLeak its Min-K% AUC. Such a
+Forget Quality needs the reference's forget truth ratios, PrivLeak its Min-K% AUC, the
+copyright task's FQ gap its completions' BLEU and ROUGE-L. Such a
 value is taken from the reference run's own ``eval/summary.json`` when it was computed on the
 same rows with the same settings, else from ``<reference>/eval/reference_cache.json`` (keyed
 by a hash of the rows and settings), else computed now with the reference model and written
@@ -54,12 +55,21 @@ def _rows_key(kind: str, payload: Any, settings: Mapping) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:24]
 
 
-def forget_rows_key(rows: Sequence[dict], max_length: int, system_prompt: str | None) -> str:
-    """Key of forget truth ratios: the rows' question and candidate answers + encoding."""
+def forget_rows_key(rows: Sequence[dict], max_length: int, system_prompt: str | None,
+                    **protocol) -> str:
+    """Key of forget truth ratios: the rows' question and candidate answers + encoding (+ the
+    protocol's prompt format and epsilon where they are not the demo's)."""
     payload = [[r.get("question"), r.get("answer"), r.get("paraphrased_answer"),
                 list(r.get("perturbed_answer") or [])] for r in rows]
     return _rows_key("forget_truth_ratios", payload,
-                     {"max_length": max_length, "system_prompt": system_prompt})
+                     {"max_length": max_length, "system_prompt": system_prompt, **protocol})
+
+
+def completions_key(pairs: Sequence[tuple[str, str]], max_length: int,
+                    new_tokens: int | None) -> str:
+    """Key of a retained model's copyright scores: the prompts, continuations and lengths."""
+    return _rows_key("copyright_scores", [list(p) for p in pairs],
+                     {"max_length": max_length, "new_tokens": new_tokens})
 
 
 def mia_key(forget_texts: Sequence[str], holdout_texts: Sequence[str], max_length: int) -> str:
@@ -129,9 +139,15 @@ def _cached_value(ref: Reference, kind: str, key: str) -> tuple[Any, str | None]
         if (summ.get("cache_keys") or {}).get(kind) == key:
             if kind == "forget_truth_ratios" and summ.get("forget_truth_ratios"):
                 return summ["forget_truth_ratios"], "reference summary"
+            metrics = summ.get("metrics") or {}
             if kind == "mia_auc":
-                v = ((summ.get("metrics") or {}).get("mia_auc") or {}).get("value")
+                v = (metrics.get("mia_auc") or {}).get("value")
                 if v is not None:
+                    return v, "reference summary"
+            if kind == "copyright_scores":
+                v = {"bleu": (metrics.get("forget_bleu") or {}).get("value"),
+                     "rouge": (metrics.get("forget_completion_rouge") or {}).get("value")}
+                if None not in v.values():
                     return v, "reference summary"
     path = ref.cache_path
     if path is not None and path.exists():
@@ -165,7 +181,8 @@ def reference_value(ref: Reference | None, kind: str, key: str,
                     compute: Callable[[Any, Any], Any], *, load: Callable,
                     dtype: str = "float32", device: str = "cpu",
                     progress: Progress = None) -> dict:
-    """The reference's value for ``kind`` ('forget_truth_ratios' or 'mia_auc'), cached once
+    """The reference's value for ``kind`` ('forget_truth_ratios', 'mia_auc' or
+    'copyright_scores'), cached once
     per reference and data. Returns ``{"value", "source", "reason", "path", "model"}``;
     ``compute(model, tokenizer)`` runs only when neither the reference's own summary nor its
     cache has the value for ``key``, on the model ``load(spec, dtype=, device=)`` returns

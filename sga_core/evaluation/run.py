@@ -35,8 +35,16 @@ from sga_core.evaluation.common import (
     is_qa_rows,
     report,
 )
+from sga_core.evaluation.protocols import (
+    PROMPT_FORMATS,
+    WIKITEXT_TASK,
+    Protocol,
+    check_prompt_format,
+    get_protocol,
+)
 from sga_core.evaluation.qa import evaluate_qa, reference_truth_ratios
 from sga_core.evaluation.reference import (
+    completions_key,
     forget_rows_key,
     is_same_model,
     mia_key,
@@ -44,7 +52,13 @@ from sga_core.evaluation.reference import (
     resolve_reference,
     self_reference_info,
 )
-from sga_core.evaluation.text import VERBMEM_NEW_TOKENS, evaluate_text, full_text, reference_auc
+from sga_core.evaluation.text import (
+    evaluate_text,
+    full_text,
+    prompt_and_continuation,
+    reference_auc,
+    reference_completions,
+)
 from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso
 from sga_core.metrics.catalog import MIN_K
 
@@ -87,35 +101,83 @@ def _load_rows(src, kind: str = "auto") -> tuple[list[dict], str | None, str]:
 
 @dataclass
 class EvalSettings:
-    max_new_tokens: int = 48
-    max_retain_rows: int = 40
+    """How one evaluation runs. ``protocol`` names the preset
+    (:mod:`~sga_core.evaluation.protocols`); ``max_new_tokens`` / ``max_retain_rows`` left
+    None take the protocol's, and the protocol's text limit (``max_length``) replaces this
+    one when it has its own. ``lm_eval_tasks`` are extra lm-eval utility tasks."""
+
+    max_new_tokens: int | None = None
+    max_retain_rows: int | None = None
     batch_size: int = 16
     max_length: int = 256
     system_prompt: str | None = None
     dtype: str = "float32"
     device: str = "auto"
+    protocol: str = "demo"
+    prompt_format: str | None = None  # a PROMPT_FORMATS key; None = the protocol's
+    lm_eval_tasks: tuple[str, ...] = ()
+    lm_eval_limit: float | None = None
+    lm_eval_include: str | None = None
+    retrained_auc: float | None = None
+
+    def resolve(self) -> tuple[Protocol, EvalSettings, dict]:
+        """``(protocol, these settings with the protocol's values filled in, metric
+        options)``; the options are the protocol's settings plus the run's extras."""
+        from dataclasses import replace
+
+        proto = get_protocol(self.protocol)
+        fmt = check_prompt_format(self.prompt_format) or proto.prompt_format
+        st = replace(self, protocol=proto.name, prompt_format=fmt,
+                     max_new_tokens=proto.qa_new_tokens if self.max_new_tokens is None
+                     else int(self.max_new_tokens),
+                     max_retain_rows=proto.max_retain_rows if self.max_retain_rows is None
+                     else int(self.max_retain_rows),
+                     max_length=proto.max_length or self.max_length)
+        options = {**proto.settings(), "prompt_format": fmt,
+                   "zero_shot_tasks": [t for t in proto.lm_eval_tasks if t != WIKITEXT_TASK],
+                   "extra_lm_tasks": list(self.lm_eval_tasks or ()),
+                   "lm_eval_limit": self.lm_eval_limit, "lm_eval_include": self.lm_eval_include,
+                   "retrained_auc": self.retrained_auc}
+        return proto, st, options
+
+    def encoder(self, tok, model=None):
+        """The Encoder of these (resolved) settings: the prompt format's tags, the text limit
+        capped at the model's positions."""
+        from sga_core.model.encoding import Encoder
+
+        limit = self.max_length
+        positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            limit = min(limit, positions)
+        return Encoder(tok, max_length=limit, system_prompt=self.system_prompt,
+                       tags=PROMPT_FORMATS.get(self.prompt_format or "chat"))
 
 
 def _reference(kind: str, reference: str | None, model: str, forget_rows: list[dict],
                set_rows: dict[str, list[dict]], st: EvalSettings, device: str,
-               progress: Progress) -> tuple[dict, str, bool]:
+               progress: Progress, options: dict) -> tuple[dict, str, bool]:
     """The retain reference's value for this evaluation: ``(info, cache key, self)``, where
     ``self`` says the evaluated model is the reference itself."""
-    from sga_core.model.encoding import Encoder
-
     ref = resolve_reference(reference)
     self_ref = is_same_model(ref, model)
 
-    def encoder(tok):
-        return Encoder(tok, max_length=st.max_length, system_prompt=st.system_prompt)
-
     if kind == "qa":
-        key = forget_rows_key(forget_rows, st.max_length, st.system_prompt)
+        extra = {k: v for k, v in (("prompt_format", st.prompt_format),
+                                   ("epsilon", options.get("epsilon"))) if v not in ("chat", 0.0)}
+        key = forget_rows_key(forget_rows, st.max_length, st.system_prompt, **extra)
         kind_key = "forget_truth_ratios"
 
         def compute(m, tok):
-            return reference_truth_ratios(m, encoder(tok), forget_rows, st.batch_size, device,
-                                          progress)
+            return reference_truth_ratios(m, st.encoder(tok, m), forget_rows, st.batch_size,
+                                          device, progress, options)
+    elif options.get("name") == "copyright":
+        pairs = [prompt_and_continuation(r) for r in forget_rows]
+        key = completions_key(pairs, st.max_length, options.get("completion_new_tokens"))
+        kind_key = "copyright_scores"
+
+        def compute(m, tok):
+            return reference_completions(m, st.encoder(tok, m), forget_rows, st.batch_size,
+                                         device, options)
     else:
         holdout = set_rows.get("holdout") or []
         key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
@@ -123,7 +185,8 @@ def _reference(kind: str, reference: str | None, model: str, forget_rows: list[d
         kind_key = "mia_auc"
 
         def compute(m, tok):
-            return reference_auc(m, encoder(tok), forget_rows, holdout, st.batch_size, device)
+            return reference_auc(m, st.encoder(tok, m), forget_rows, holdout, st.batch_size,
+                                 device)
 
         if not self_ref and not holdout:
             return ({"value": None, "source": None, "path": reference,
@@ -143,12 +206,12 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     """Evaluate a model spec (folder, hub id, ``embedded:...``) into ``out_dir``.
 
     ``forget`` / ``retain`` / each of ``sets`` is a data file or a list of rows; ``task`` is
-    'qa', 'text' or 'auto' (from the forget data). Writes ``out_dir/per_sample.jsonl`` and
-    then ``out_dir/summary.json`` (atomically) and returns the summary.
+    'qa', 'text' or 'auto' (from the forget data). The sets ``forget_eval`` and
+    ``retain_eval`` (a benchmark's own evaluation rows) replace the forget / retain rows.
+    Writes ``out_dir/per_sample.jsonl`` and then ``out_dir/summary.json`` (atomically) and
+    returns the summary.
     """
-    from sga_core.model.encoding import Encoder
-
-    st = settings or EvalSettings()
+    proto, st, options = (settings or EvalSettings()).resolve()
     t0 = time.time()
     started = now_iso()
     forget_rows, forget_path, kind = _load_rows(forget, task)
@@ -161,6 +224,12 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     set_paths: dict[str, str | None] = {}
     for name, src in (sets or {}).items():
         set_rows[name], set_paths[name], _ = _load_rows(src, "auto")
+    # a benchmark's own evaluation rows replace the training rows: TOFU's retain_perturbed
+    # (retain_eval), MUSE's verbmem forget passages (forget_eval)
+    if set_rows.get("forget_eval"):
+        forget_rows = set_rows.pop("forget_eval")
+    if set_rows.get("retain_eval"):
+        retain_rows = set_rows.pop("retain_eval")
     device = choose_device(st.device)
     timings: dict[str, float] = {}
 
@@ -168,20 +237,21 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     # before the evaluated model is loaded)
     ts = time.time()
     ref_info, key, self_ref = _reference(kind, reference, model, forget_rows, set_rows, st,
-                                         device, progress)
+                                         device, progress, options)
     timings["reference_s"] = round(time.time() - ts, 3)
 
     ts = time.time()
     report(progress, "loading the model", 0, 1)
     m, tok = load_model_and_tokenizer(model, dtype=st.dtype, device=device)
-    enc = Encoder(tok, max_length=st.max_length, system_prompt=st.system_prompt)
+    enc = st.encoder(tok, m)
     timings["load_s"] = round(time.time() - ts, 3)
     try:
         if kind == "qa":
             summary, per_sample = evaluate_qa(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
-                device=device, reference_reason=ref_info["reason"], self_reference=self_ref)
+                device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
+                options=options)
             # per-token probabilities of the forget answers (the Token probabilities page)
             from sga_core.model.forward import row_token_table
 
@@ -193,7 +263,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             summary, per_sample = evaluate_text(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
-                device=device, reference_reason=ref_info["reason"], self_reference=self_ref)
+                device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
+                verbmem_new_tokens=proto.verbmem_new_tokens, options=options)
     finally:
         del m
         free_memory()
@@ -208,6 +279,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     ref_meta = {k: ref_info.get(k) for k in ("path", "model", "source", "reason")}
     if kind == "qa":
         ref_meta["n_truth_ratios"] = len(ref_info["value"] or [])
+    elif options.get("name") == "copyright":
+        ref_meta["completion_scores"] = ref_info["value"]
     else:
         ref_meta["mia_auc"] = ref_info["value"]
     timings["total_s"] = round(time.time() - t0, 3)
@@ -222,11 +295,15 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         "elapsed_s": timings["total_s"],
         "metrics": summary.pop("metrics"),
         **summary,
-        "cache_keys": {"forget_truth_ratios" if kind == "qa" else "mia_auc": key},
+        "cache_keys": {_kind_key(kind, options): key},
+        "protocol": {**proto.settings(), "prompt_format": st.prompt_format,
+                     "description": proto.describe(),
+                     "extra_lm_tasks": list(st.lm_eval_tasks or ()),
+                     "retrained_auc": st.retrained_auc},
         "reference": ref_meta,
         "data": {"forget": forget_path, "retain": retain_path, "sets": set_paths},
         "settings": {"max_new_tokens": st.max_new_tokens,
-                     "verbmem_new_tokens": VERBMEM_NEW_TOKENS if kind == "text" else None,
+                     "verbmem_new_tokens": proto.verbmem_new_tokens if kind == "text" else None,
                      "max_retain_rows": st.max_retain_rows, "batch_size": st.batch_size,
                      "max_length": st.max_length, "system_prompt": st.system_prompt,
                      "dtype": st.dtype, "device": device, "min_k": MIN_K},
@@ -242,17 +319,39 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     return full
 
 
+def _kind_key(kind: str, options: dict) -> str:
+    """The cache kind of the reference's value for a task kind and protocol."""
+    if kind == "qa":
+        return "forget_truth_ratios"
+    return "copyright_scores" if options.get("name") == "copyright" else "mia_auc"
+
+
 def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> EvalSettings:
+    """A run's evaluation settings: its ``eval`` section (the protocol; ``max_new_tokens``
+    and ``max_retain_rows`` are the demo protocol's), overridden by ``overrides``."""
     ov = dict(overrides or {})
+    ev = cfg.eval
+    protocol = ov.get("protocol") or ev.protocol
+    demo = get_protocol(protocol).name == "demo"
+    new = ov.get("max_new_tokens") or (ev.max_new_tokens if demo else None)
+    rows = ov["max_retain_rows"] if ov.get("max_retain_rows") is not None else (
+        ev.max_retain_rows if demo else None)
     return EvalSettings(
-        max_new_tokens=int(ov.get("max_new_tokens") or cfg.eval.max_new_tokens),
-        max_retain_rows=int(ov["max_retain_rows"] if ov.get("max_retain_rows") is not None
-                            else cfg.eval.max_retain_rows),
-        batch_size=int(ov.get("batch_size") or cfg.eval.batch_size),
+        max_new_tokens=None if new is None else int(new),
+        max_retain_rows=None if rows is None else int(rows),
+        batch_size=int(ov.get("batch_size") or ev.batch_size),
         max_length=cfg.training.max_length,
         system_prompt=cfg.training.system_prompt,
         dtype=cfg.training.dtype,
         device=ov.get("device") or ("cpu" if cfg.launch.cpu else "auto"),
+        protocol=protocol,
+        prompt_format=ov.get("prompt_format") or ev.prompt_format,
+        lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ev.lm_eval_tasks or ()),
+        lm_eval_limit=ov.get("lm_eval_limit") if ov.get("lm_eval_limit") is not None
+        else ev.lm_eval_limit,
+        lm_eval_include=ov.get("lm_eval_include") or ev.lm_eval_include,
+        retrained_auc=ov.get("retrained_auc") if ov.get("retrained_auc") is not None
+        else ev.retrained_auc,
     )
 
 

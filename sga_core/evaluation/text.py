@@ -27,11 +27,20 @@ from sga_core.evaluation.compute import (
     scatter,
     sets_needing,
 )
-from sga_core.evaluation.inputs import generate_answers, text_token_logprobs
-from sga_core.metrics.catalog import TEXT, expand, sample_keys, spec_of
+from sga_core.evaluation.inputs import (
+    answer_token_hits,
+    cut_at,
+    first_tokens,
+    generate_answers,
+    text_token_logprobs,
+)
+from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
+from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, sample_keys, spec_of
 from sga_core.metrics.context import (
+    COMPLETIONS,
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
+    TOKEN_HITS,
     TOKEN_LOGPROBS,
     MetricInputs,
     SetData,
@@ -40,6 +49,7 @@ from sga_core.metrics.context import (
 VERBMEM_NEW_TOKENS = 128  # MUSE
 TEXT_PROMPT_WORDS = 15  # text rows without a prompt: split after this many words (the demo's)
 TEXT_SETS = ("holdout", "forget_qa", "retain_qa")
+ICL_SUFFIX = "_icl"  # <set>_icl: MUSE's few-shot examples for the QA set <set>
 TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated")
 TEXT_SAMPLE_KEYS = TEXT_INPUT_KEYS + sample_keys(TEXT)
 
@@ -68,16 +78,32 @@ def prompt_and_continuation(row: dict) -> tuple[str, str]:
     return " ".join(words[:cut]), " ".join(words[cut:])
 
 
+def icl_examples(sets: Mapping[str, Sequence[dict]] | None) -> dict[str, list[dict]]:
+    """The few-shot example sets (``<set>_icl``, e.g. MUSE's ``forget_qa_icl``), by the QA
+    set they serve."""
+    return {k[:-len(ICL_SUFFIX)]: list(v or []) for k, v in (sets or {}).items()
+            if k.endswith(ICL_SUFFIX)}
+
+
+def knowmem_prompts(rows: Sequence[dict], icl: Sequence[dict]) -> list[str]:
+    """MUSE's KnowMem prompts (muse_bench metrics/knowmem.py): each few-shot example as
+    ``Question: q\nAnswer: a\n\n``, then ``Question: q\nAnswer: ``."""
+    head = "".join(f"Question: {e['question']}\nAnswer: {e['answer']}\n\n" for e in icl)
+    return [f"{head}Question: {r['question']}\nAnswer: " for r in rows]
+
+
 def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
-              sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0
+              sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0,
+              lm_tasks: Sequence[str] = ()
               ) -> tuple[dict[str, SetData], list[str], list[str]]:
     """The evaluated sets (forget, holdout, the retain subset, then the extra sets in their
-    order), and the names of the extra QA sets and extra text sets (the catalog's families
-    run over them)."""
+    order, then the utility "set" of lm-eval tasks when there are any), and the names of the
+    extra QA sets and extra text sets (the catalog's families run over them). Few-shot
+    example sets (``<set>_icl``) are not evaluated themselves."""
     forget_rows = list(forget_rows or [])
     retain_all = list(retain_rows or [])
     keep = retain_subset(len(retain_all), max_retain_rows)
-    given = {k: list(v or []) for k, v in (sets or {}).items()}
+    given = {k: list(v or []) for k, v in (sets or {}).items() if not k.endswith(ICL_SUFFIX)}
     holdout = given.get("holdout") or []
     if holdout and is_qa_rows(holdout):
         raise EvalError("eval set 'holdout' must be text rows")
@@ -89,7 +115,7 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
            "retain": SetData("retain", [retain_all[i] for i in keep], keep)}
     extra_qa, extra_text = [], []
     for name, rows in given.items():
-        if name in ("forget", "retain"):
+        if name in ("forget", "retain", UTILITY_SET):
             raise EvalError(f"eval set name {name!r} is reserved")
         if name == "holdout" or not rows:
             continue
@@ -99,6 +125,9 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
                 extra_qa.append(name)
         else:
             extra_text.append(name)
+    if lm_tasks:
+        out[UTILITY_SET] = SetData(UTILITY_SET, [{"task": t} for t in lm_tasks],
+                                   list(range(len(lm_tasks))))
     return out, extra_qa, extra_text
 
 
@@ -112,14 +141,25 @@ def absent(name: str) -> str:
 
 def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_tokens: int,
                 batch_size: int, device, progress: Progress,
-                verbmem_new_tokens: int = VERBMEM_NEW_TOKENS) -> dict[str, float]:
-    """Greedy continuations, greedy answers and token log-probs of the sets whose metrics
-    need them; returns the timings."""
+                verbmem_new_tokens: int = VERBMEM_NEW_TOKENS,
+                options: dict | None = None,
+                icl: Mapping[str, list[dict]] | None = None) -> dict[str, float]:
+    """Greedy continuations, greedy answers, completions, token log-probs and argmax hits of
+    the sets whose metrics need them, and the lm-eval tasks; returns the timings.
+
+    ``options`` (the protocol's settings): ``verbmem_gt_tokens`` cuts VerbMem's ground truth
+    to its first N tokens (MUSE); ``knowmem_icl`` asks KnowMem questions in MUSE's few-shot
+    format (the ``icl`` examples of the set, none when the project has no ``<set>_icl``),
+    ``knowmem_new_tokens`` long, cut at ``stop_strings``; ``completion_new_tokens`` is the
+    length of the copyright task's completions."""
+    opt = dict(options or {})
     timings = {}
     ts = time.time()
     for n in sets_needing(instances, sets, GREEDY_CONTINUATIONS):
         d = sets[n]
         d.prompts, d.gold = (list(x) for x in zip(*map(prompt_and_continuation, d.rows)))
+        if opt.get("verbmem_gt_tokens"):
+            d.gold = [first_tokens(enc.tok, g, int(opt["verbmem_gt_tokens"])) for g in d.gold]
         d.generated = generate_answers(model, enc, d.prompts, verbmem_new_tokens, "text",
                                        device, batch_size, progress=progress,
                                        stage="verbatim continuations")
@@ -127,10 +167,28 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     ts = time.time()
     for n in sets_needing(instances, sets, GREEDY_ANSWERS):
         d = sets[n]
-        d.prompts, d.gold = [r["question"] for r in d.rows], [r["answer"] for r in d.rows]
-        d.generated = generate_answers(model, enc, d.prompts, max_new_tokens, "qa", device,
-                                       batch_size, progress=progress, stage=f"answering {n}")
+        d.gold = [r["answer"] for r in d.rows]
+        if opt.get("knowmem_icl"):
+            d.prompts = knowmem_prompts(d.rows, (icl or {}).get(n) or [])
+            new = int(opt.get("knowmem_new_tokens") or max_new_tokens)
+            raw = generate_answers(model, enc, d.prompts, new, "text", device, batch_size,
+                                   progress=progress, stage=f"answering {n}")
+            d.generated = [cut_at(g, opt.get("stop_strings") or ()).strip() for g in raw]
+        else:
+            d.prompts = [r["question"] for r in d.rows]
+            d.generated = generate_answers(model, enc, d.prompts, max_new_tokens, "qa", device,
+                                           batch_size, progress=progress,
+                                           stage=f"answering {n}")
     timings["knowmem_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    for n in sets_needing(instances, sets, COMPLETIONS):
+        d = sets[n]
+        d.prompts, d.gold = (list(x) for x in zip(*map(prompt_and_continuation, d.rows)))
+        d.completions = generate_answers(model, enc, d.prompts,
+                                         int(opt.get("completion_new_tokens") or 400), "text",
+                                         device, batch_size, progress=progress,
+                                         stage="completions")
+    timings["completions_s"] = round(time.time() - ts, 3)
     ts = time.time()
     names = sets_needing(instances, sets, TOKEN_LOGPROBS)
     texts = [full_text(r) for r in flat_rows(sets, names)]
@@ -140,14 +198,20 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     report(progress, "scoring texts", len(texts), len(texts))
     scatter(sets, names, lps, "logprobs")
     timings["logprobs_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    for n in sets_needing(instances, sets, TOKEN_HITS):
+        seqs = [enc.text(*prompt_and_continuation(r), role="eval") for r in sets[n].rows]
+        sets[n].hits = answer_token_hits(model, enc, seqs, device, batch_size)
+    timings["token_hits_s"] = round(time.time() - ts, 3)
+    timings.update(fill_lm_eval(model, enc, sets, instances, opt, batch_size, progress))
     return timings
 
 
 def _sample_base(d: SetData, j: int) -> dict:
     base = {"set": d.name, "index": d.indices[j]}
-    if d.generated is not None:
-        return base | {"prompt": d.prompts[j], "reference": d.gold[j],
-                       "generated": d.generated[j]}
+    made = d.generated if d.generated is not None else d.completions
+    if made is not None:
+        return base | {"prompt": d.prompts[j], "reference": d.gold[j], "generated": made[j]}
     return base | {"reference": full_text(d.rows[j])}
 
 
@@ -157,7 +221,8 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
                   *, max_retain_rows: int = 0, device="cpu",
                   reference_reason: str | None = None,
                   verbmem_new_tokens: int = VERBMEM_NEW_TOKENS,
-                  self_reference: bool = False) -> tuple[dict, list[dict]]:
+                  self_reference: bool = False,
+                  options: dict | None = None) -> tuple[dict, list[dict]]:
     """MUSE-style metrics of a loaded model on text rows.
 
     ``sets``: ``holdout`` (text, never trained on: Min-K% AUC, PrivLeak, perplexity),
@@ -167,17 +232,25 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
     (``self_reference``: this model is the reference, its own AUC is used: PrivLeak 0).
     Metrics: the catalog's text metrics (``forget_verbmem``, ``forget_knowmem``,
     ``retain_knowmem``, ``mia_auc``, ``privleak``, ``holdout_perplexity``,
-    ``forget_perplexity``, ``retain_perplexity`` and the families).
+    ``forget_perplexity``, ``retain_perplexity`` and the families; under the copyright
+    protocol ``forget_bleu``, ``forget_completion_rouge``, ``fq_gap`` and the lm-eval
+    utility, with ``reference_auc`` the retained model's ``{"bleu", "rouge"}``).
+    ``options``: the evaluation protocol's settings (default: the demo's).
     """
-    data, extra_qa, extra_text = text_sets(forget_rows, retain_rows, sets, max_retain_rows)
+    options = dict(options or {})
+    tasks, extra = utility_tasks(options)
+    data, extra_qa, extra_text = text_sets(forget_rows, retain_rows, sets, max_retain_rows,
+                                           tasks)
     _, summary, per_sample = evaluate_catalog(
-        TEXT, data, expand(TEXT, qa_sets=extra_qa, text_sets=extra_text),
+        TEXT, data, expand(TEXT, qa_sets=extra_qa, text_sets=extra_text, lm_tasks=extra,
+                           protocol=options.get("name")),
         partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
                 batch_size=batch_size, device=device, progress=progress,
-                verbmem_new_tokens=verbmem_new_tokens),
+                verbmem_new_tokens=verbmem_new_tokens, options=options,
+                icl=icl_examples(sets)),
         absent, TEXT_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
         reference=reference_auc, reference_reason=reference_reason,
-        self_reference=self_reference)
+        self_reference=self_reference, options=options)
     summary["rows"] = {"forget": len(data["forget"].rows), "retain": len(data["retain"].rows),
                        **{n: len(list(r or [])) for n, r in (sets or {}).items()}}
     return summary, per_sample
@@ -194,3 +267,22 @@ def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dic
             "holdout": SetData("holdout", holdout, logprobs=lps[len(forget_rows):])}
     spec = spec_of("mia_auc", TEXT)
     return spec.compute(MetricInputs(spec.name, data, spec.on)).value
+
+
+def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,
+                          device="cpu", options: dict | None = None) -> dict | None:
+    """The retained model's mean BLEU and ROUGE-L recall on the forget completions (the
+    copyright task's FQ gap compares against them): ``{"bleu", "rouge"}``."""
+    rows = list(forget_rows)
+    opt = dict(options or {})
+    data = {"forget": SetData("forget", rows, list(range(len(rows))))}
+    d = data["forget"]
+    d.prompts, d.gold = (list(x) for x in zip(*map(prompt_and_continuation, rows)))
+    d.completions = generate_answers(model, enc, d.prompts,
+                                     int(opt.get("completion_new_tokens") or 400), "text",
+                                     device, batch_size, stage="reference: completions")
+    out = {}
+    for key, name in (("bleu", "forget_bleu"), ("rouge", "forget_completion_rouge")):
+        spec = spec_of(name, TEXT)
+        out[key] = spec.compute(MetricInputs(spec.name, data, spec.on, options=opt)).value
+    return out if all(v is not None for v in out.values()) else None

@@ -8,7 +8,13 @@ sets it reads, its Results-table column (if any), its per-sample key (if any) an
 the Results table takes its columns from here (:func:`sga_core.results.table_columns`).
 
 A family is one entry whose name holds ``{set}``: it is computed once per extra evaluation
-set (``EACH_QA_SET``: every extra QA set; ``EACH_TEXT_SET``: every extra text set).
+set (``EACH_QA_SET``: every extra QA set; ``EACH_TEXT_SET``: every extra text set) or per
+extra lm-evaluation-harness task (``EACH_LM_TASK``).
+
+An entry may be limited to some evaluation protocols (``protocols``; see
+:mod:`sga_core.evaluation.protocols`): the copyright task's BLEU and FQ gap exist only under
+``copyright``, MUSE's VerbMem / KnowMem / PrivLeak not there. Every entry names the
+reference it follows (``reference``: the benchmark, then the file that defines it).
 
 Adding a metric = its function (a pure one in this package) + one entry in ``CATALOG``.
 """
@@ -19,13 +25,16 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from . import muse, rouge, tofu
+from . import copyright, memorization, muse, rouge, tofu
 from .context import (
     CANDIDATE_NLLS,
+    COMPLETIONS,
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
     INPUTS,
+    LM_EVAL,
     REFERENCE,
+    TOKEN_HITS,
     TOKEN_LOGPROBS,
     MetricInputs,
 )
@@ -36,10 +45,17 @@ KINDS = (QA, TEXT)
 HIGHER, LOWER, ZERO = "higher", "lower", "zero"  # better when higher / lower / closer to 0
 DIRECTIONS = {HIGHER: "higher is better", LOWER: "lower is better", ZERO: "closest to 0 is best"}
 EACH_QA_SET, EACH_TEXT_SET = "*qa", "*text"  # a family's set: each extra QA / text set
+EACH_LM_TASK = "*lm"  # a family's "set": each extra lm-evaluation-harness task
+WILDCARDS = (EACH_QA_SET, EACH_TEXT_SET, EACH_LM_TASK)
 MIN_K = 0.4  # MUSE / open-unlearning Min-K%
+PROTOCOL_NAMES = ("demo", "tofu", "muse", "copyright")  # sga_core.evaluation.protocols
+NOT_COPYRIGHT = ("demo", "tofu", "muse")
 
 TOFU = "TOFU, Maini et al. 2024; open-unlearning"
 MUSE = "MUSE, Shi et al. 2024; open-unlearning"
+OU_MEM = "open-unlearning src/evals/metrics/memorization.py"
+FLAT = "FLAT, Wang et al. 2025, evaluate.py"
+LM_EVAL_REF = "lm-evaluation-harness (EleutherAI) simple_evaluate, in-process HFLM"
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,11 @@ class MetricSpec:
     column: int | None = None  # its position in the Results table; None: not a column
     sample_key: str | None = None  # the per_sample.jsonl key its per_sample values fill
     keep_per_sample: bool = False  # its per_sample list is kept in summary.json
+    protocols: tuple[str, ...] | None = None  # the protocols computing it; None = all
+
+    def under(self, protocol: str | None) -> bool:
+        """Whether the protocol (None: the demo's) computes this metric."""
+        return self.protocols is None or (protocol or "demo") in self.protocols
 
     @property
     def is_family(self) -> bool:
@@ -89,29 +110,102 @@ def _probability(x: MetricInputs) -> MetricResult:
     return tofu.probability(x.data.split()[0])
 
 
+def _epsilon(x: MetricInputs) -> float:
+    return float(x.options.get("epsilon") or 0.0)
+
+
+def denominator(mode: str | None, set_name: str) -> str:
+    """Which candidate a truth ratio divides by on a set: 'paraphrased' or 'answer'.
+
+    ``tofu`` (TOFU ``config/eval_everything.yaml`` ``base_answer_key``): the paraphrase on
+    the forget and retain sets, the answer on the real-world sets; otherwise (the demo) the
+    paraphrase where the row has one, else the answer."""
+    if mode == "tofu" and set_name not in ("forget", "retain"):
+        return "answer"
+    return "paraphrased"
+
+
 def _normalized_probability(x: MetricInputs) -> MetricResult:
     answer, _, perturbed = x.data.split()
-    return tofu.normalized_probability(answer, perturbed)
+    return tofu.normalized_probability(answer, perturbed, epsilon=_epsilon(x))
 
 
-def _truth_ratio_score(score: Callable) -> Callable[[MetricInputs], MetricResult]:
+def truth_ratios(x: MetricInputs, set_name: str | None = None) -> MetricResult:
+    """The raw per-row truth ratios of a set under the protocol's denominator and epsilon."""
+    d = x.sets[set_name or x.on[0]]
+    _, denom, perturbed = d.split(denominator(x.options.get("tr_denominator"), d.name))
+    return tofu.truth_ratio(perturbed, denom, epsilon=_epsilon(x))
+
+
+def _truth_ratio_score(forget: bool) -> Callable[[MetricInputs], MetricResult]:
     """The set's truth-ratio score; per sample, each row's raw truth ratio."""
     def compute(x: MetricInputs) -> MetricResult:
-        _, denom, perturbed = x.data.split()
-        raw = tofu.truth_ratio(perturbed, denom)
+        raw = truth_ratios(x)
         if raw.value is None:
             return missing(x.name, raw.reason or "no truth ratios", raw.per_sample)
-        s = score(raw)
+        s = (tofu.truth_ratio_forget_score(raw, epsilon=_epsilon(x)) if forget
+             else tofu.truth_ratio_retain_score(raw))
         return MetricResult(x.name, s.value, raw.per_sample, s.reason)
     return compute
 
 
+def _stemmer(x: MetricInputs) -> bool:
+    return bool(x.options.get("rouge_stemmer", True))
+
+
 def _rouge_recall(x: MetricInputs) -> MetricResult:
-    return rouge.rouge_l_recall(x.data.generated, x.data.gold)
+    return rouge.rouge_l_recall(x.data.generated, x.data.gold, stemmer=_stemmer(x))
 
 
 def _rouge_f1(x: MetricInputs) -> MetricResult:
-    return rouge.rouge_l_f1(x.data.generated, x.data.gold)
+    return rouge.rouge_l_f1(x.data.generated, x.data.gold, stemmer=_stemmer(x))
+
+
+def _exact_memorization(x: MetricInputs) -> MetricResult:
+    return memorization.exact_memorization(x.data.hits or [])
+
+
+def _extraction_strength(x: MetricInputs) -> MetricResult:
+    return memorization.extraction_strength(x.data.hits or [])
+
+
+def _bleu(x: MetricInputs) -> MetricResult:
+    return copyright.bleu(x.data.completions or [], x.data.gold or [])
+
+
+def _completion_rouge(x: MetricInputs) -> MetricResult:
+    return rouge.rouge_l_recall(x.data.completions or [], x.data.gold or [],
+                                stemmer=_stemmer(x))
+
+
+def _fq_gap(x: MetricInputs) -> MetricResult:
+    b, r = x.results["forget_bleu"], x.results["forget_completion_rouge"]
+    ref = {"bleu": b.value, "rouge": r.value} if x.self_reference else x.reference
+    if not ref:
+        return missing(x.name, x.reference_reason or "no retained-model BLEU / ROUGE-L")
+    return copyright.fq_gap(b, r, ref)
+
+
+def _lm_value(x: MetricInputs, task: str) -> MetricResult:
+    """One number of an lm-eval task: word perplexity for perplexity tasks, else accuracy."""
+    from . import utility
+
+    return utility.task_value(x.name, (x.data.lm_eval or {}).get(task))
+
+
+def _lm_task(x: MetricInputs) -> MetricResult:
+    return _lm_value(x, x.name[len("lm_"):])  # the family member's name is lm_<task>
+
+
+def _wikitext(x: MetricInputs) -> MetricResult:
+    return _lm_value(x, "wikitext")
+
+
+def _zero_shot(x: MetricInputs) -> MetricResult:
+    from . import utility
+
+    return utility.mean_accuracy(x.name, x.data.lm_eval or {}, x.options.get("zero_shot_tasks")
+                                 or ())
 
 
 def _model_utility(x: MetricInputs) -> MetricResult:
@@ -141,6 +235,9 @@ def _mia_auc(x: MetricInputs) -> MetricResult:
 def _privleak(x: MetricInputs) -> MetricResult:
     mia = x.results["mia_auc"]
     ref = mia.value if x.self_reference and mia.value is not None else x.reference
+    given = x.options.get("retrained_auc")
+    if given is not None:  # a retrained model's AUC given by the user (MUSE's AUC_RETRAIN)
+        ref = float(given)
     if mia.value is None:
         return missing(x.name, mia.reason or "no AUC")
     if ref is None:
@@ -153,21 +250,40 @@ def _qa_set(set_name: str, forget: bool) -> list[MetricSpec]:
     d = LOWER if forget else HIGHER
     tr_help = ("mean(min(TR, 1/TR)): 1 = no preference between true and false answers" if forget
                else "mean(max(0, 1 - TR)): 1 = the true answers strongly preferred")
+    agg = "closer_to_1_better" if forget else "true_better"
     return [
         MetricSpec(f"{set_name}_truth_ratio", QA, f"{set_name} TR", HIGHER,
                    f"truth ratio score of the {set_name} rows, {tr_help}",
-                   f"{TOFU} {set_name}_truth_ratio", (CANDIDATE_NLLS,),
-                   _truth_ratio_score(tofu.truth_ratio_forget_score if forget
-                                      else tofu.truth_ratio_retain_score),
+                   f"{TOFU} {set_name}_Truth_Ratio (memorization.py truth_ratio, "
+                   f"aggregator {agg}; denominators: TOFU eval_everything.yaml)",
+                   (CANDIDATE_NLLS,), _truth_ratio_score(forget),
                    on=(set_name,), sample_key="truth_ratio"),
         MetricSpec(f"{set_name}_rouge", QA, f"{set_name} ROUGE-L", d,
                    f"ROUGE-L recall of greedy answers against the {set_name} answers",
-                   f"{TOFU} {set_name}_Q_A_ROUGE", (GREEDY_ANSWERS,), _rouge_recall,
+                   f"{TOFU} {set_name}_Q_A_ROUGE (utils.py eval_text_similarity, "
+                   "rougeL_recall)", (GREEDY_ANSWERS,), _rouge_recall,
                    on=(set_name,), column=3 if forget else 4, sample_key="rouge_l_recall"),
         MetricSpec(f"{set_name}_probability", QA, f"{set_name} prob", d,
                    f"mean P(answer | question) = exp(-NLL) of the {set_name} answers",
-                   f"{TOFU} {set_name}_Q_A_Prob", (CANDIDATE_NLLS,), _probability,
+                   f"{TOFU} {set_name}_Q_A_Prob (memorization.py probability)",
+                   (CANDIDATE_NLLS,), _probability,
                    on=(set_name,), column=5 if forget else 6, sample_key="probability"),
+    ]
+
+
+def _memorization(kind: str, ref: str) -> list[MetricSpec]:
+    """Exact memorization and extraction strength of the forget answers / continuations."""
+    return [
+        MetricSpec("forget_extraction_strength", kind, "ES", LOWER,
+                   "extraction strength: 1 - (shortest prefix of the true answer after which "
+                   "greedy decoding reproduces the rest) / its length",
+                   f"{OU_MEM} extraction_strength; {ref}", (TOKEN_HITS,),
+                   _extraction_strength, on=("forget",), sample_key="extraction_strength"),
+        MetricSpec("forget_exact_memorization", kind, "EM", LOWER,
+                   "exact memorization: the fraction of the true answer's tokens that are the "
+                   "model's most likely next token", f"{OU_MEM} exact_memorization; {ref}",
+                   (TOKEN_HITS,), _exact_memorization, on=("forget",),
+                   sample_key="exact_memorization"),
     ]
 
 
@@ -176,8 +292,9 @@ def _knowmem(name: str, on: str, label: str, direction: str, about: str, ref: st
     """A KnowMem metric: ROUGE-L F1 of greedy answers to the questions of one QA set."""
     return MetricSpec(name, TEXT, label, direction,
                       f"KnowMem: ROUGE-L F1 of answers to the questions {about}",
-                      f"{MUSE} {ref}", (GREEDY_ANSWERS,), _rouge_f1, on=(on,), column=column,
-                      sample_key="rouge_l_f1")
+                      f"{MUSE} {ref} (muse_bench metrics/knowmem.py: ICL prompts, stop "
+                      "strings)", (GREEDY_ANSWERS,), _rouge_f1, on=(on,), column=column,
+                      sample_key="rouge_l_f1", protocols=NOT_COPYRIGHT)
 
 
 def _perplexity_of(set_name: str, label: str, direction: str, what: str,
@@ -189,14 +306,22 @@ def _perplexity_of(set_name: str, label: str, direction: str, what: str,
                       on=(set_name,), column=column, sample_key="perplexity")
 
 
+def _lm_eval_family(kind: str) -> MetricSpec:
+    """Any extra lm-eval task (eval.lm_eval_tasks, e.g. mmlu) as a utility number."""
+    return MetricSpec("lm_{set}", kind, "{set}", HIGHER,
+                      "an extra lm-evaluation-harness task (accuracy; word perplexity for "
+                      "perplexity tasks, lower is better there)", LM_EVAL_REF, (LM_EVAL,),
+                      _lm_task, on=(EACH_LM_TASK,), column=90)
+
+
 CATALOG: tuple[MetricSpec, ...] = (
     # --- QA (TOFU) ------------------------------------------------------------------------
     *_qa_set("forget", forget=True),
     *_qa_set("retain", forget=False),
     MetricSpec("{set}_truth_ratio", QA, "{set} TR", HIGHER,
                "truth ratio score mean(max(0, 1 - TR)) of a real-world set",
-               f"{TOFU} ra/wf_Truth_Ratio", (CANDIDATE_NLLS,),
-               _truth_ratio_score(tofu.truth_ratio_retain_score), on=(EACH_QA_SET,),
+               f"{TOFU} ra/wf_Truth_Ratio (aggregator true_better; denominator: the answer)",
+               (CANDIDATE_NLLS,), _truth_ratio_score(False), on=(EACH_QA_SET,),
                sample_key="truth_ratio"),
     MetricSpec("{set}_rouge", QA, "{set} ROUGE-L", HIGHER,
                "ROUGE-L recall of greedy answers on a real-world set",
@@ -204,23 +329,28 @@ CATALOG: tuple[MetricSpec, ...] = (
                on=(EACH_QA_SET,), sample_key="rouge_l_recall"),
     MetricSpec("{set}_probability", QA, "{set} prob", HIGHER,
                "normalised probability P(a) / (P(a) + sum of P(perturbed)) on a real-world set",
-               f"{TOFU} ra/wf_Q_A_Prob_normalised", (CANDIDATE_NLLS,), _normalized_probability,
+               f"{TOFU} ra/wf_Q_A_Prob_normalised (memorization.py probability_w_options)",
+               (CANDIDATE_NLLS,), _normalized_probability,
                on=(EACH_QA_SET,), sample_key="probability"),
     MetricSpec("model_utility", QA, "MU", HIGHER,
                "Model Utility: harmonic mean of probability, ROUGE-L and truth ratio on the "
                "retain, real_authors and world_facts sets",
-               f"{TOFU} model_utility", (CANDIDATE_NLLS, GREEDY_ANSWERS), _model_utility,
-               after=tofu.MODEL_UTILITY_KEYS, column=2, keep_per_sample=True),
+               f"{TOFU} model_utility (hm_aggregate)", (CANDIDATE_NLLS, GREEDY_ANSWERS),
+               _model_utility, after=tofu.MODEL_UTILITY_KEYS, column=2, keep_per_sample=True),
     MetricSpec("forget_quality", QA, "FQ", HIGHER,
                "Forget Quality: KS-test p-value of the forget truth ratios against the retain "
                "reference's (higher = closer to never having seen the data)",
-               f"{TOFU} forget_quality", (CANDIDATE_NLLS, REFERENCE), _forget_quality,
-               on=("forget",), after=("forget_truth_ratio",), column=1, keep_per_sample=True),
+               f"{TOFU} forget_quality (privacy.py ks_test)", (CANDIDATE_NLLS, REFERENCE),
+               _forget_quality, on=("forget",), after=("forget_truth_ratio",), column=1,
+               keep_per_sample=True),
+    *_memorization(QA, "open-unlearning configs/eval/tofu_metrics/extraction_strength.yaml"),
+    _lm_eval_family(QA),
     # --- text (MUSE) ----------------------------------------------------------------------
     MetricSpec("forget_verbmem", TEXT, "VerbMem", LOWER,
                "VerbMem: ROUGE-L F1 of 128-token greedy continuations of the forget prefixes",
-               f"{MUSE} verbmem_f", (GREEDY_CONTINUATIONS,), _rouge_f1, on=("forget",),
-               column=1, sample_key="rouge_l_f1"),
+               f"{MUSE} verbmem_f (muse_bench metrics/verbmem.py: ground truth cut to 128 "
+               "tokens)", (GREEDY_CONTINUATIONS,), _rouge_f1, on=("forget",),
+               column=1, sample_key="rouge_l_f1", protocols=NOT_COPYRIGHT),
     _knowmem("forget_knowmem", "forget_qa", "KnowMem forget", LOWER, "about the forget "
              "documents", "knowmem_f", column=2),
     _knowmem("retain_knowmem", "retain_qa", "KnowMem retain", HIGHER, "about the retain "
@@ -230,18 +360,50 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("mia_auc", TEXT, "MIA AUC", LOWER,
                "ROC-AUC of Min-K% (k = 40%) scores separating forget from holdout texts "
                "(1 = memorised; the retain reference's value is the target)",
-               f"{MUSE} mia_min_k", (TOKEN_LOGPROBS,), _mia_auc, on=("forget", "holdout"),
-               sample_key="min_k_score"),
+               f"{MUSE} mia_min_k (mia/min_k.py, mia/utils.py mia_auc)", (TOKEN_LOGPROBS,),
+               _mia_auc, on=("forget", "holdout"), sample_key="min_k_score",
+               protocols=NOT_COPYRIGHT),
     MetricSpec("privleak", TEXT, "PrivLeak", ZERO,
-               "PrivLeak: the MIA AUC relative to the retain reference's, in % (0 = like "
-               "never trained on the forget set)",
-               f"{MUSE} privleak", (TOKEN_LOGPROBS, REFERENCE), _privleak,
-               on=("forget", "holdout"), after=("mia_auc",), column=4),
+               "PrivLeak: (A - A_ref) / A_ref x 100 with A = 1 - MIA AUC (-100 = memorised, "
+               "0 = like never trained on the forget set, > 0 = over-unlearned)",
+               f"{MUSE} privleak (muse_bench eval.py; open-unlearning privacy.py privleak)",
+               (TOKEN_LOGPROBS, REFERENCE), _privleak,
+               on=("forget", "holdout"), after=("mia_auc",), column=4,
+               protocols=NOT_COPYRIGHT),
     _perplexity_of("holdout", "PPL", LOWER, "the holdout texts (never trained on): "
                    "fluency", column=5),
     _perplexity_of("forget", "forget PPL", HIGHER, "the forget texts (higher = less likely)"),
     _perplexity_of("retain", "retain PPL", LOWER, "the retain texts"),
     _perplexity_of(EACH_TEXT_SET, "{set} PPL", LOWER, "the texts of an extra text set"),
+    *_memorization(TEXT, "open-unlearning configs/eval/muse_metrics/extraction_strength.yaml"),
+    # --- text (the copyright task, FLAT) ----------------------------------------------------
+    MetricSpec("forget_bleu", TEXT, "BLEU", LOWER,
+               "BLEU (sacrebleu, 0-100) of greedy completions of the forget prompts against "
+               "the true continuations", f"{FLAT} eval_leakage_rate (sacrebleu.corpus_bleu)",
+               (COMPLETIONS,), _bleu, on=("forget",), column=12, sample_key="bleu",
+               protocols=("copyright",)),
+    MetricSpec("forget_completion_rouge", TEXT, "ROUGE-L", LOWER,
+               "ROUGE-L recall of greedy completions of the forget prompts",
+               f"{FLAT} eval_leakage_rate (rouge_scorer rougeL recall, stemming)",
+               (COMPLETIONS,), _completion_rouge, on=("forget",), column=13,
+               sample_key="rouge_l_recall", protocols=("copyright",)),
+    MetricSpec("fq_gap", TEXT, "FQ gap", LOWER,
+               "Forget Quality gap: |BLEU - BLEU_retained| + |ROUGE-L - ROUGE-L_retained| "
+               "(0 = completes the book like the retained model)",
+               "FLAT, Wang et al. 2025, section 5 (FQ Gap); the paper's Table 2",
+               (COMPLETIONS, REFERENCE), _fq_gap, on=("forget",),
+               after=("forget_bleu", "forget_completion_rouge"), column=11,
+               keep_per_sample=True, protocols=("copyright",)),
+    MetricSpec("wikitext_perplexity", TEXT, "Wikitext PPL", LOWER,
+               "word perplexity on Wikitext through lm-evaluation-harness",
+               f"{FLAT} eval_ppl (lm_eval task wikitext); {LM_EVAL_REF}", (LM_EVAL,),
+               _wikitext, column=14, protocols=("copyright",)),
+    MetricSpec("zero_shot_accuracy", TEXT, "Avg. Acc.", HIGHER,
+               "mean zero-shot accuracy over the paper's 9 tasks (BoolQ, RTE, HellaSwag, "
+               "Winogrande, ARC-c, ARC-e, OpenBookQA, PIQA, TruthfulQA)",
+               f"{FLAT} eval_few_shots + get_average_acc; {LM_EVAL_REF}", (LM_EVAL,),
+               _zero_shot, column=15, keep_per_sample=True, protocols=("copyright",)),
+    _lm_eval_family(TEXT),
 )
 
 
@@ -254,11 +416,13 @@ def metrics_for(kind: str) -> list[MetricSpec]:
     return [s for s in CATALOG if s.kind == kind]
 
 
-def table_columns(kind: str) -> list[MetricSpec]:
-    """The Results-table columns of a task kind, in display order (a row of
-    :func:`sga_core.results.results_table` holds each value under ``spec.label``)."""
-    return sorted((s for s in metrics_for(kind) if s.column is not None),
-                  key=lambda s: s.column)
+def table_columns(kind: str, protocols: Iterable[str] | None = None) -> list[MetricSpec]:
+    """The Results-table columns of a task kind under the given evaluation protocols (default:
+    the demo's), in display order (a row of :func:`sga_core.results.results_table` holds each
+    value under ``spec.label``). Families (extra lm-eval tasks) are added per run there."""
+    wanted = list(protocols or ()) or ["demo"]
+    return sorted((s for s in metrics_for(kind) if s.column is not None and not s.is_family
+                   and any(s.under(p) for p in wanted)), key=lambda s: s.column)
 
 
 def sample_keys(kind: str) -> tuple[str, ...]:
@@ -291,19 +455,31 @@ def check_names(kind: str, names: Iterable[str]) -> None:
         spec_of(name, kind)
 
 
-def expand(kind: str, qa_sets: Iterable[str] = (), text_sets: Iterable[str] = ()) -> list[Instance]:
-    """The metrics to compute for ``kind``: each fixed entry, and each family once per extra
-    QA set (``qa_sets``) or text set (``text_sets``), in catalog order."""
-    pools = {EACH_QA_SET: list(qa_sets), EACH_TEXT_SET: list(text_sets)}
+UTILITY_SET = "utility"  # the evaluated "set" that holds the lm-eval results
+
+
+def expand(kind: str, qa_sets: Iterable[str] = (), text_sets: Iterable[str] = (),
+           lm_tasks: Iterable[str] = (), protocol: str | None = None) -> list[Instance]:
+    """The metrics to compute for ``kind`` under ``protocol`` (default: the demo's): each
+    fixed entry, and each family once per extra QA set (``qa_sets``), text set
+    (``text_sets``) or extra lm-eval task (``lm_tasks``), in catalog order. lm-eval metrics
+    read the :data:`UTILITY_SET`."""
+    pools = {EACH_QA_SET: list(qa_sets), EACH_TEXT_SET: list(text_sets),
+             EACH_LM_TASK: list(lm_tasks)}
     out: list[Instance] = []
     for spec in metrics_for(kind):
-        wild = [o for o in spec.on if o in pools]
+        if not spec.under(protocol):
+            continue
+        on = tuple(UTILITY_SET if LM_EVAL in spec.needs and o != EACH_LM_TASK else o
+                   for o in spec.on) or ((UTILITY_SET,) if LM_EVAL in spec.needs else ())
+        wild = [o for o in on if o in pools]
         if not wild:
-            out.append(Instance(spec.name, spec, spec.on))
+            out.append(Instance(spec.name, spec, on))
             continue
         for s in pools[wild[0]]:
-            out.append(Instance(spec.key(s), spec, tuple(s if o in pools else o
-                                                          for o in spec.on)))
+            sub = UTILITY_SET if wild[0] == EACH_LM_TASK else s
+            out.append(Instance(spec.key(s), spec, tuple(sub if o in pools else o
+                                                          for o in on)))
     names = [i.name for i in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -325,12 +501,14 @@ def problems() -> list[str]:
             if s.direction not in DIRECTIONS:
                 out.append(f"{s.name}: unknown direction {s.direction!r}")
             out += [f"{s.name}: unknown input {n!r}" for n in s.needs if n not in INPUTS]
-            if s.is_family != any(o in (EACH_QA_SET, EACH_TEXT_SET) for o in s.on):
+            if s.is_family != any(o in WILDCARDS for o in s.on):
                 out.append(f"{s.name}: a family name needs a set wildcard in `on`, and back")
             out += [f"{s.name}: reads {a!r}, which is not computed before it"
                     for a in s.after if not any(_matches(t, a) for t in seen)]
             if not (s.label and s.help and s.reference and callable(s.compute)):
                 out.append(f"{s.name}: label, help, reference and compute are required")
+            out += [f"{s.name}: unknown protocol {p!r}" for p in s.protocols or ()
+                    if p not in PROTOCOL_NAMES]
             seen.append(s)
         cols = [s.column for s in specs if s.column is not None]
         if len(cols) != len(set(cols)):

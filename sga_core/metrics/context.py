@@ -20,6 +20,9 @@ CANDIDATE_NLLS = "candidate_nlls"
 GREEDY_ANSWERS = "greedy_answers"
 GREEDY_CONTINUATIONS = "greedy_continuations"
 TOKEN_LOGPROBS = "token_logprobs"
+TOKEN_HITS = "token_hits"
+COMPLETIONS = "completions"
+LM_EVAL = "lm_eval"
 REFERENCE = "reference"
 INPUTS = {
     CANDIDATE_NLLS: "mean NLL of each candidate answer of a QA row (the answer, its "
@@ -29,6 +32,11 @@ INPUTS = {
     GREEDY_CONTINUATIONS: "greedy continuations of the forget texts' prefixes, compared with "
                           "the true continuations",
     TOKEN_LOGPROBS: "the log-probability of each token of each whole text",
+    TOKEN_HITS: "per answer token, whether the model's most likely next token is the true "
+                "one (exact memorization, extraction strength)",
+    COMPLETIONS: "long greedy completions of the forget prompts (the copyright task), "
+                 "compared with the true continuations",
+    LM_EVAL: "lm-evaluation-harness task results of the loaded model (utility)",
     REFERENCE: "the retain reference's own value (a model trained without the forget set)",
 }
 
@@ -46,18 +54,23 @@ class SetData:
     gold: list[str] | None = None  # what the generations are compared with
     generated: list[str] | None = None  # GREEDY_ANSWERS / GREEDY_CONTINUATIONS
     logprobs: list[list[float]] | None = None  # TOKEN_LOGPROBS
+    hits: list[list[bool]] | None = None  # TOKEN_HITS
+    completions: list[str] | None = None  # COMPLETIONS (gold: the true continuations)
+    lm_eval: dict | None = None  # LM_EVAL: task -> {metric: value} or {"error": why}
 
-    def split(self) -> tuple[list, list, list]:
+    def split(self, denominator: str = "paraphrased") -> tuple[list, list, list]:
         """:func:`split_scores` of this set's candidate NLLs."""
-        return split_scores(self.nlls or [])
+        return split_scores(self.nlls or [], denominator)
 
 
-def split_scores(scores: Sequence[dict]) -> tuple[list, list, list]:
-    """``(nll_answer, nll_paraphrased_or_answer, nll_perturbed_lists)`` of candidate NLLs,
-    ready for the truth-ratio / probability metrics."""
+def split_scores(scores: Sequence[dict], denominator: str = "paraphrased"
+                 ) -> tuple[list, list, list]:
+    """``(nll_answer, nll_denominator, nll_perturbed_lists)`` of candidate NLLs, ready for the
+    truth-ratio / probability metrics. ``denominator`` 'paraphrased': the paraphrase where a
+    row has one, else the answer; 'answer': always the answer."""
     answer = [s["answer"] for s in scores]
-    denom = [s["paraphrased"] if s.get("paraphrased") is not None else s["answer"]
-             for s in scores]
+    denom = [s["paraphrased"] if denominator == "paraphrased"
+             and s.get("paraphrased") is not None else s["answer"] for s in scores]
     perturbed = [list(s.get("perturbed") or []) for s in scores]
     return answer, denom, perturbed
 
@@ -69,7 +82,8 @@ class MetricInputs:
     ``on`` are the sets it reads (a family member's own set substituted), ``results`` the
     metrics computed before it (by summary name), ``reference`` the retain reference's value
     (None, with ``reference_reason``, when there is none); ``self_reference``: the evaluated
-    model is the retain reference itself."""
+    model is the retain reference itself; ``options`` the evaluation protocol's settings
+    (:class:`sga_core.evaluation.protocols.Protocol`, as a dict)."""
 
     name: str
     sets: dict[str, SetData]
@@ -78,6 +92,7 @@ class MetricInputs:
     reference: Any = None
     reference_reason: str | None = None
     self_reference: bool = False
+    options: dict = field(default_factory=dict)  # the protocol's settings (epsilon, ...)
 
     @property
     def data(self) -> SetData:

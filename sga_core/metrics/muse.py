@@ -96,11 +96,16 @@ def auc(scores_forget: Sequence[float] | MetricResult,
 def privleak(auc_unlearned: float | MetricResult | None,
              auc_reference: float | MetricResult | None,
              name: str = "privleak") -> MetricResult:
-    """``(AUC_unlearned - AUC_reference) / AUC_reference * 100``.
+    """PrivLeak in MUSE's convention: ``(A_unlearned - A_reference) / A_reference * 100`` with
+    ``A = 1 - AUC`` (SPEC 4, corrected 2026-11-22).
 
-    Positive: the forget texts are more recognisable than to the reference (retain) model
-    (under-unlearning); negative: less (over-unlearning); 0 is ideal. open-unlearning adds
-    1e-10 to the denominator; here a zero reference AUC yields None with a reason instead.
+    ``AUC`` here is :func:`auc` of Min-K% scores (1 = the forget texts look memorised);
+    MUSE's own AUC (``metrics/privleak.py``: forget labelled 0, holdout 1, score ``-Min-K``)
+    is ``1 - AUC``, and open-unlearning's ``privleak`` (``src/evals/metrics/privacy.py``)
+    turns its AUC into MUSE's the same way. So a model that memorised the forget set
+    (AUC near 1) scores near -100, the retrained reference 0, over-unlearning is positive.
+    open-unlearning adds 1e-10 to the denominator; here a reference AUC of 1 (``A = 0``)
+    yields None with a reason instead.
     """
     ref = scalar_of(auc_reference)
     if ref is None:
@@ -108,9 +113,10 @@ def privleak(auc_unlearned: float | MetricResult | None,
     u = scalar_of(auc_unlearned)
     if u is None:
         return missing(name, "no AUC for the unlearned model")
-    if ref == 0:
-        return missing(name, "the reference AUC is 0")
-    return MetricResult(name, (u - ref) / ref * 100.0, [])
+    a_u, a_ref = 1.0 - u, 1.0 - ref
+    if a_ref == 0:
+        return missing(name, "the reference AUC is 1 (1 - AUC = 0: PrivLeak is undefined)")
+    return MetricResult(name, (a_u - a_ref) / a_ref * 100.0, [])
 
 
 def perplexity(nlls: Sequence[float | None], token_counts: Sequence[int],

@@ -43,8 +43,21 @@ def probability(nll_answer: Sequence[float | None] | MetricResult,
     return MetricResult(name, value, per)
 
 
-def _normalized(nll_a: float, nll_pert: Sequence[float]) -> float:
-    """``P(a) / (P(a) + sum_j P(pert_j))`` computed as a softmax over ``-nll`` (no overflow)."""
+def _exp(x: float) -> float:
+    """``exp(x)`` as numpy computes it: 0.0 on underflow, inf on overflow."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _normalized(nll_a: float, nll_pert: Sequence[float], epsilon: float = 0.0) -> float:
+    """``P(a) / (P(a) + sum_j P(pert_j))``: with ``epsilon`` 0 a softmax over ``-nll`` (exact,
+    no underflow); else in the probability domain with ``epsilon`` added to the denominator,
+    as open-unlearning's ``probability_w_options`` (``correct / (correct + wrong + 1e-10)``)."""
+    if epsilon:
+        correct = _exp(-float(nll_a))
+        return correct / (correct + sum(_exp(-float(x)) for x in nll_pert) + epsilon)
     logs = [-float(nll_a)] + [-float(x) for x in nll_pert]
     top = max(logs)
     weights = [math.exp(v - top) for v in logs]
@@ -53,10 +66,11 @@ def _normalized(nll_a: float, nll_pert: Sequence[float]) -> float:
 
 def normalized_probability(nll_answer: Sequence[float | None],
                            nll_perturbed_lists: Sequence[Sequence[float] | None],
-                           name: str = "probability") -> MetricResult:
+                           name: str = "probability", epsilon: float = 0.0) -> MetricResult:
     """The "real world" probability: per row ``P(a) / (P(a) + sum_j P(perturbed_j))``.
 
     A row without perturbed answers (or without an answer NLL) gets None and is skipped.
+    ``epsilon``: see :func:`_normalized` (0 = exact; 1e-10 = open-unlearning's).
     """
     nll_answer = values_of(nll_answer) or []
     nll_perturbed_lists = list(nll_perturbed_lists)
@@ -68,7 +82,7 @@ def normalized_probability(nll_answer: Sequence[float | None],
     per: list[float | None] = []
     for a, pert in zip(nll_answer, nll_perturbed_lists):
         pert = numbers(pert or [])
-        per.append(_normalized(a, pert) if is_number(a) and pert else None)
+        per.append(_normalized(a, pert, epsilon) if is_number(a) and pert else None)
     value = mean_or_none(per)
     if value is None:
         return missing(name, "no perturbed answers", per)
@@ -81,7 +95,7 @@ def normalized_probability(nll_answer: Sequence[float | None],
 
 def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
                 nll_paraphrased_or_answer: Sequence[float | None],
-                name: str = "truth_ratio") -> MetricResult:
+                name: str = "truth_ratio", epsilon: float = 0.0) -> MetricResult:
     """Per row ``TR = exp(-mean_j nll(perturbed_j)) / exp(-nll(paraphrased))``.
 
     The numerator is the geometric mean of the perturbed answers' length-normalised
@@ -90,6 +104,13 @@ def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
     perturbed (wrong) answers. ``value`` is the plain mean TR; use
     :func:`truth_ratio_forget_score` / :func:`truth_ratio_retain_score` for the SPEC 4
     aggregates. Rows lacking perturbed answers or a denominator get None.
+
+    ``epsilon`` 0 computes ``exp(nll_denominator - mean_j nll_perturbed_j)`` in the log domain
+    (as TOFU's own ``evaluate_util.py`` does, ``exp(perturb_loss - paraphrased_loss)``), so
+    a collapsed model with huge NLLs still gets its exact ratio. ``epsilon`` > 0 follows
+    open-unlearning's ``truth_ratio`` (``src/evals/metrics/memorization.py``):
+    ``exp(-mean nll_pert) / (exp(-nll_denominator) + 1e-10)`` in the probability domain,
+    where a collapsed model's probabilities fall below the epsilon and its ratio tends to 0.
     """
     perts = list(nll_perturbed_lists)
     denoms = values_of(nll_paraphrased_or_answer) or []
@@ -104,7 +125,11 @@ def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
         if not pert or not is_number(d):
             per.append(None)
             continue
-        per.append(safe_exp(float(d) - sum(pert) / len(pert)))
+        mean_pert = sum(pert) / len(pert)
+        if epsilon:
+            per.append(_exp(-mean_pert) / (_exp(-float(d)) + epsilon))
+        else:
+            per.append(safe_exp(float(d) - mean_pert))
     if all(p is None for p in per):
         reason = ("no perturbed answers" if all(not numbers(p or []) for p in perts)
                   else "no paraphrased or answer NLLs")
@@ -113,12 +138,14 @@ def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
 
 
 def truth_ratio_forget_score(trs: Sequence[float | None] | MetricResult,
-                             name: str = "truth_ratio_forget") -> MetricResult:
-    """Forget-set aggregate ``mean(min(TR, 1/TR))`` (1 = no preference either way)."""
+                             name: str = "truth_ratio_forget",
+                             epsilon: float = 0.0) -> MetricResult:
+    """Forget-set aggregate ``mean(min(TR, 1/TR))`` (1 = no preference either way); with
+    ``epsilon`` open-unlearning's ``closer_to_1_better``: ``mean(min(TR, 1/(TR + 1e-10)))``."""
     vals = numbers(values_of(trs) or [])
     if not vals:
         return missing(name, "no truth ratios")
-    per = [0.0 if t <= 0 or math.isinf(t) else min(t, 1.0 / t) for t in vals]
+    per = [0.0 if t <= 0 or math.isinf(t) else min(t, 1.0 / (t + epsilon)) for t in vals]
     return MetricResult(name, sum(per) / len(per), per)
 
 

@@ -31,11 +31,13 @@ class Sequence:
 class Encoder:
     """Encodes prompts and answers for one tokenizer."""
 
-    def __init__(self, tokenizer, max_length: int = 256, system_prompt: str | None = None):
+    def __init__(self, tokenizer, max_length: int = 256, system_prompt: str | None = None,
+                 tags: tuple[str, str, str] | None = None):
         self.tok = tokenizer
         self.max_length = max_length
         self.system_prompt = system_prompt
-        self.has_template = bool(getattr(tokenizer, "chat_template", None))
+        self.tags = tuple(tags) if tags else None
+        self.has_template = bool(getattr(tokenizer, "chat_template", None)) and not self.tags
         self._prompt_cache: dict[str, list[int]] = {}
 
     @property
@@ -51,7 +53,11 @@ class Encoder:
         cached = self._prompt_cache.get(question)
         if cached is not None:
             return cached
-        if self.has_template:
+        if self.tags:  # TOFU data_module.py: question_start + q + question_end + answer_tag
+            start, end, answer_tag = self.tags
+            ids = self.tok(start + question + end + answer_tag,
+                           add_special_tokens=True)["input_ids"]
+        elif self.has_template:
             messages = []
             if self.system_prompt:
                 messages.append({"role": "system", "content": self.system_prompt})
@@ -66,7 +72,7 @@ class Encoder:
         return ids
 
     def answer_ids(self, answer: str, eos: bool = True) -> list[int]:
-        text = answer if self.has_template else " " + answer.lstrip()
+        text = answer if self.has_template or self.tags else " " + answer.lstrip()
         ids = self.tok(text, add_special_tokens=False)["input_ids"]
         return ids + [self.eos_id] if eos else ids
 

@@ -109,12 +109,14 @@ def build_config(project: Project, *, method: str, method_args: dict, training: 
 
 
 def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
-    """Evaluation settings for a project's runs: its extra sets and its retain reference."""
+    """Evaluation settings for a project's runs: its extra sets, its retain reference and its
+    evaluation protocol (an imported benchmark's own; the demo's otherwise)."""
     ref = prepared_reference(project, root)
     if ref is None and (runs_root(root) / reference_run_id(project)).exists():
         ref = runs_root(root) / reference_run_id(project)  # queued or training: used later
     return {"enabled": enabled, "reference": str(ref) if ref else None,
-            "sets": {name: str(path) for name, path in project.eval_sets().items()}}
+            "sets": {name: str(path) for name, path in project.eval_sets().items()},
+            "protocol": project.meta.get("protocol") or "demo"}
 
 
 def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
