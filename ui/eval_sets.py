@@ -15,6 +15,7 @@ from ui.field_map import mapping_for
 from ui.show import plain, show_error
 
 DONE = "data.set_done"  # the last action's confirmation, shown after the rerun
+FORM = "data.set_form"  # the add-a-set form's generation
 
 ROLES_QA = ("A QA set whose every row has `perturbed_answer` is a **utility set**: its "
             "normalised probability, ROUGE-L and truth ratio enter **Model Utility (MU)** with "
@@ -69,9 +70,10 @@ def eval_sets_section(project, root) -> None:
 def _add_form(project, info) -> None:
     with st.expander("Add an evaluation set", expanded=not info):
         types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
-        up = st.file_uploader("evaluation set file", type=types, key="data.set_file")
+        n = st.session_state.get(FORM, 0)  # a new form (empty uploader) after each set added
+        up = st.file_uploader("evaluation set file", type=types, key=f"data.set_file.{n}")
         suggested = _suggested_name(up.name) if up else "set"
-        name = st.text_input("set name", key="data.set_name", placeholder=suggested,
+        name = st.text_input("set name", key=f"data.set_name.{n}", placeholder=suggested,
                              help=f"lower-case letters, digits, '_' (empty: {suggested}); "
                                   "it names the set's metrics, e.g. <name>_rouge") or suggested
         kind = "qa" if project.kind == "qa" else {"holdout": "text", "forget_qa": "qa",
@@ -86,6 +88,7 @@ def _add_form(project, info) -> None:
             except (wb.DataError, wb.ProjectError) as exc:
                 show_error(exc, "Nothing was added")
                 return
+            st.session_state[FORM] = n + 1
             st.session_state[DONE] = (f"Added {entry['name']} ({entry['rows']} rows): "
                                       f"{entry['what']}. New runs of {project.name} are "
                                       "evaluated on it.")
