@@ -7,6 +7,8 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui.benchmark_import import import_panel
 from ui.context import current_project, select_project
+from ui.eval_sets import eval_sets_section
+from ui.field_map import mapping_for
 from ui.show import plain, show_error
 
 st.title("Data")
@@ -19,13 +21,19 @@ with st.expander("New project from files", expanded=project is None):
              f"retrieval normals and GradDiff/KL). Formats: "
              f"{', '.join(wb.SUPPORTED_EXTENSIONS)}; at most **{limit_mb} MB** per file. QA "
              f"rows need `question` and `answer` (TOFU files load as they are); text rows need "
-             f"`text` or `prompt` + `continuation` (MUSE `gt` works too).")
+             f"`text` or `prompt` + `continuation` (MUSE `gt` works too). A file with other "
+             f"field names (`prompt` / `response`, ...) gets a field-mapping step. Evaluation "
+             f"sets (utility sets for MU) are added to the project below, once it exists.")
     name = st.text_input("project name", key="data.name",
                          help="lower-case letters, digits, '-' or '_'")
-    c1, c2 = st.columns(2)
-    forget = c1.file_uploader("forget data", type=types, key="data.forget")
-    retain = c2.file_uploader("retain data (optional)", type=types, key="data.retain")
     kind = st.radio("data kind", ["auto", "qa", "text"], horizontal=True, key="data.kind")
+    c1, c2 = st.columns(2)
+    with c1:
+        forget = st.file_uploader("forget data", type=types, key="data.forget")
+        forget_map = mapping_for("forget", forget, kind)
+    with c2:
+        retain = st.file_uploader("retain data (optional)", type=types, key="data.retain")
+        retain_map = mapping_for("retain", retain, kind, remembered=forget_map)
     overwrite = st.checkbox("replace a project with the same name", key="data.overwrite")
     if st.button("Create project", type="primary", key="data.create"):
         if not forget:
@@ -34,12 +42,11 @@ with st.expander("New project from files", expanded=project is None):
             uploads = {role: (up.name, up.getvalue())
                        for role, up in (("forget", forget), ("retain", retain)) if up}
             try:
-                p = wb.new_project(name, uploads, kind=kind, overwrite=overwrite)
+                p = wb.new_project(name, uploads, kind=kind, overwrite=overwrite,
+                                   field_maps={"forget": forget_map, "retain": retain_map})
                 select_project(p.name)
                 st.rerun()
-            except wb.DataError as exc:
-                show_error(exc, "Nothing was imported")
-            except wb.ProjectError as exc:
+            except (wb.DataError, wb.ProjectError) as exc:
                 show_error(exc, "Nothing was imported")
 
 import_panel(select_project)
@@ -68,6 +75,10 @@ if meta.get("protocol"):
     st.caption(plain(f"evaluation protocol: {meta['protocol']} ({meta.get('benchmark')})"))
 st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
                  f"created {meta.get('created_at')} · folder {project.path}"))
+for role, mapping in project.field_maps.items():
+    if mapping and not role.startswith("eval:"):
+        st.caption(plain(f"{role} fields mapped at import: " +
+                         ", ".join(f"{s} → {t}" for s, t in mapping.items())))
 
 
 def preview(rows: list[dict], n: int = 5):
@@ -80,3 +91,5 @@ st.dataframe(preview(forget_rows), hide_index=True)
 if retain_rows:
     st.markdown("**Retain data** (first rows)")
     st.dataframe(preview(retain_rows), hide_index=True)
+
+eval_sets_section(project, wb.runs_root())

@@ -21,7 +21,8 @@ table = wb.normals_problems(project)[1] if project else ["no project"]
 ready = project and wb.prepared_model(project, root) and wb.prepared_reference(project, root)
 steps = [
     ("app_pages/data.py", "1. Data", f"project **{plain(project.name)}**: "
-     f"{len(project.forget())} forget rows" if project else "create a project"),
+     f"{len(project.forget())} forget rows, {len(project.eval_sets())} evaluation sets "
+     "(utility sets for MU)" if project else "create a project"),
     ("app_pages/normals.py", "2. Normal answers",
      "complete" if project and not table else "generate and review them"),
     ("app_pages/train.py", "3. Prepare models", "original and retain reference ready" if ready

@@ -11,6 +11,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.context import project_note, require_project
+from ui.results_table import show_results_table
 from ui.show import plain
 
 st.title("Results")
@@ -27,28 +28,11 @@ if not rows:
             "complete (Train page → prepare, then launch runs); the Original and Retained rows"
             " come from the prepared models.")
 else:
-    df = pd.DataFrame(rows)
-    shown = ["run", "method", "r", "K"] + list(columns)
-    best = wb.best_values(rows, kind)
-
-    def highlight(col):
-        b = best.get(col.name)
-        return ["font-weight: bold; background-color: #d8f3dc" if b is not None and v == b
-                and df.loc[i, "run"] not in ("Original", "Retained") else ""
-                for i, v in col.items()]
-
-    intro = ("One row per evaluated run, with the Original (before unlearning) and Retained "
-             "(never saw the forget set: the target) models first; the best unlearning value "
-             "of each metric in bold. ")
+    df = pd.DataFrame([{k: v for k, v in r.items() if k != "settings"} for r in rows])
     st.caption(plain(wb.protocol_note(rows) or ""))
-    st.caption(intro + " ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
-                                for c in specs) + " — = cannot be computed (why: below).")
-    df["K"] = df["K"].astype("Int64")
-    fmt = {c: "{:.4g}" for c in columns}
-    fmt["r"] = "{:g}"
-    st.dataframe(df[shown].style.apply(highlight, subset=list(columns)).format(
-        fmt, na_rep="—").format(na_rep="—", subset=["method", "K"]),
-        hide_index=True, width="stretch")
+    show_results_table(rows, specs, kind, wb.extra_columns(rows))
+    st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
+                        for c in specs))
     whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns
             if f"{c} (why)" in r}
     if whys:
@@ -65,12 +49,17 @@ else:
     sweeps = wb.r_groups(rows)
     st.subheader("Metrics versus r")
     if not sweeps:
-        st.caption("Appears once two runs of a method at different r are evaluated (or a "
-                   "sweep: Train page → Sweep over r).")
+        st.caption("Appears once two runs of a method at different r, and otherwise the same "
+                   "settings, are evaluated (or a sweep: Train page → Sweep over r).")
     else:
         sweep = st.selectbox("runs", sweeps, key="results.sweep",
-                             help="a sweep, or all runs of one method")
+                             help="a sweep, or all runs of one method; runs are grouped only "
+                                  "when every setting but r matches (a group's name says "
+                                  "what sets it apart)")
         series = wb.sweep_series(rows, sweep, kind)
+        if any(n > 1 for n in series["n"]):
+            st.caption("Runs with the same r and settings are averaged: " + ", ".join(
+                f"r={r:g}: {n} runs" for r, n in zip(series["r"], series["n"]) if n > 1))
         fig = go.Figure()
         for col in columns:
             if any(v is not None for v in series[col]):
@@ -114,17 +103,35 @@ if len(ids) >= 2:
     b = c2.selectbox("run B", ids, index=1, key="results.diff_b",
                      format_func=lambda i: names.get(i, i))
     diff = wb.config_diff(root / a, root / b)
-    if diff:
-        st.dataframe(diff, hide_index=True)
+    if diff:  # values as text: one column can hold a bool, a number and a missing value
+        st.dataframe([{k: "—" if v is None else str(v) for k, v in d.items()} for d in diff],
+                     hide_index=True)
     else:
         st.write("Same settings.")
 
-pending = [r["run_id"] for r in all_runs if r["state"] == "completed" and
+pending = [r for r in all_runs if r["state"] == "completed" and
            not (root / r["run_id"] / "eval" / "summary.json").exists()]
 if pending:
-    st.caption(f"Not evaluated yet: {', '.join(pending)}")
-    project_note(project, "evaluates runs of")
-    if st.button("Evaluate them now (queued jobs)", key="results.eval"):
-        for run_id in pending:
-            wb.request_eval(root / run_id)
-        st.rerun()
+    waiting = [r["run_id"] for r in pending if r.get("eval_state") not in ("queued", "running")]
+    evaluating = [r for r in pending if r.get("eval_state") in ("queued", "running")]
+
+    @st.fragment(run_every=2.0 if evaluating else None)
+    def pending_evaluations():
+        status = wb.eval_status_of(all_runs)
+        for r in evaluating:
+            ev = status[r["run_id"]]
+            eta = f" · ETA {wb.fmt_seconds(ev['eta_s'])}" if ev["eta_s"] is not None else ""
+            st.progress(ev["fraction"], text=plain(f"{names.get(r['run_id'], r['run_id'])}: "
+                                                   f"{ev['text']}{eta}"))
+        if evaluating and not any(status[r["run_id"]]["state"] in ("queued", "running")
+                                  for r in evaluating):
+            st.rerun()  # done: show the new rows
+
+    pending_evaluations()
+    if waiting:
+        st.caption(f"Not evaluated yet: {', '.join(waiting)}")
+        project_note(project, "evaluates runs of")
+        if st.button("Evaluate them now (queued jobs)", key="results.eval"):
+            for run_id in waiting:
+                wb.request_eval(root / run_id)
+            st.rerun()

@@ -6,36 +6,57 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.context import current_project
+from ui.forms import kept
 from ui.show import plain, show_error, state_badge, state_text
 
 st.title("Runs")
 root = wb.runs_root()
-runs = wb.list_runs(root)
-if any(r["state"] == "queued" and r.get("mode") == "queue" for r in runs):
+if any(r["state"] == "queued" and r.get("mode") == "queue" for r in wb.list_runs(root)):
     wb.ensure_runner(root)  # e.g. after a server restart
+project = current_project()
+ALL = "all projects"
+shown_as = kept(st.radio, "runs.filter", f"project {project.name}" if project else ALL,
+                label="show runs of", horizontal=True,
+                options=([f"project {project.name}"] if project else []) + [ALL],
+                help="a project's runs are those trained on its forget rows")
+mine = project if project and shown_as != ALL else None
+runs = wb.runs_of(mine, root)
 if not runs:
-    st.info("No runs yet. Launch one on the Train page.")
+    st.info("No runs yet" + (f" of project {plain(project.name)} (see all projects above)"
+                             if mine else "") + ". Launch one on the Train page.")
     st.stop()
+
 
 def evaluating(r: dict) -> bool:
     return r["state"] == "completed" and r.get("eval_state") in ("queued", "running")
 
 
+def eta(p: dict) -> str:
+    return f" · ETA {wb.fmt_seconds(p['eta_s'])}" if p.get("eta_s") is not None else ""
+
+
 active = any(r["state"] in ("queued", "running") or evaluating(r) for r in runs)
+owners = wb.run_projects(runs)
 
 
 @st.fragment(run_every=1.0 if active else None)
 def runs_table():
-    rows = wb.list_runs(root)
+    rows = wb.runs_of(mine, root)
+    evals = wb.eval_status_of(rows)
     table = []
     for r in rows:
         p = wb.progress(r["path"])
+        ev = evals[r["run_id"]]
         table.append({"run": r["run_id"], "state": state_text(r["state"]) +
                       (" · evaluating" if evaluating(r) else ""),
+                      "project": owners.get(r["run_id"], "-"),
                       "method": r["method"], "r": r["r"], "K": r["k"], "sweep": r["sweep"],
                       "started": (r.get("started_at") or "").replace("T", " ")[:19],
-                      "duration": wb.fmt_seconds(p["elapsed_s"]), "progress": p["text"]})
-    st.dataframe(table, hide_index=True, width="stretch")
+                      "duration": wb.fmt_seconds(p["elapsed_s"]),
+                      "progress": ev["text"] + eta(ev) if evaluating(r) else p["text"]})
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_order=[c for c in table[0] if c != "project" or not mine])
     if active and not any(r["state"] in ("queued", "running") or evaluating(r)
                           for r in rows):
         st.rerun()  # everything finished: re-render once, and stop refreshing
@@ -44,13 +65,17 @@ def runs_table():
 runs_table()
 
 ids = [r["run_id"] for r in runs]
+states = {r["run_id"]: r["state"] for r in runs}
 default = st.session_state.get("runs.selected") or next(
     (r["run_id"] for r in runs if r["state"] == "running"), None)  # else the running one
+if st.session_state.pop("runs.want", None) in ids:  # a run this page just queued
+    st.session_state["runs.select"] = default
 selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,
-                        key="runs.select")
+                        key="runs.select", format_func=lambda i: f"{i} — {states[i]}")
 st.session_state["runs.selected"] = selected
 run_dir = root / selected
-sel_active = next(r for r in runs if r["run_id"] == selected)["state"] in ("queued", "running")
+sel = next(r for r in runs if r["run_id"] == selected)
+sel_active = sel["state"] in ("queued", "running") or evaluating(sel)
 
 
 @st.fragment(run_every=1.0 if sel_active else None)
@@ -61,6 +86,13 @@ def live_view():
                                     f" · ETA {wb.fmt_seconds(p['eta_s'])}")
     if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:
         (st.error if p["state"] == "failed" else st.warning)(plain(p["error"]))
+    ev = wb.eval_status_of(runs, selected)[selected]  # ETA: from these runs' evaluations
+    if ev["state"] in ("queued", "running"):
+        st.progress(ev["fraction"], text=plain(
+            f"{ev['text']} · elapsed {wb.fmt_seconds(ev['elapsed_s'])}{eta(ev)}" +
+            ("" if ev["whole"] or ev["eta_s"] is None else " (this stage)")))
+    elif ev["state"] == "failed" and ev["error"]:
+        st.error(plain(f"evaluation failed: {ev['error']}"))
     nll = p["status"]
     if nll.get("nll_before"):
         after = nll.get("nll_after") or {}
@@ -72,10 +104,12 @@ def live_view():
         import plotly.graph_objects as go
 
         fig = go.Figure()
+        curve = wb.curve_names(run_dir)  # e.g. a prepare run's forget_nll is its retain NLL
         for key in ("loss", "forget_nll", "normal_nll", "retain_nll"):
             ys = [row.get(key) for row in m]
             if any(y is not None for y in ys):
-                fig.add_scatter(x=[row["step"] for row in m], y=ys, mode="lines", name=key)
+                fig.add_scatter(x=[row["step"] for row in m], y=ys, mode="lines",
+                                name=curve.get(key, key))
         fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
                           xaxis_title="step", title="losses")
         st.plotly_chart(fig, key=f"loss-{selected}")
@@ -97,19 +131,25 @@ def live_view():
             st.html(wb.tokens_html(rec["tokens"], rec["probs"]))
     with st.expander("log", expanded=p["state"] == "failed"):
         st.code(wb.tail(run_dir / "train.log", 30) or "(empty)")
-    if sel_active and p["state"] not in ("queued", "running"):
+    if sel_active and p["state"] not in ("queued", "running") and \
+            ev["state"] not in ("queued", "running"):
         st.rerun()
 
 
 live_view()
 
+done = st.session_state.pop("runs.done", None)
+if done:
+    st.success(plain(done))
 c1, c2, c3 = st.columns(3)
-if c1.button("Cancel", key="runs.cancel", disabled=not sel_active):
+if c1.button("Cancel", key="runs.cancel", disabled=sel["state"] not in ("queued", "running")):
     st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
 if c2.button("Re-run with the same config", key="runs.rerun"):
     try:
         new = wb.rerun(run_dir, root)
-        st.session_state["runs.selected"] = new.name
+        st.session_state["runs.selected"] = st.session_state["runs.want"] = new.name
+        st.session_state["runs.done"] = (f"Queued {new.name}, a re-run of {selected} with the "
+                                         "same config; it is the run shown above now.")
         st.rerun()
     except Exception as exc:  # shown, never a crash
         show_error(exc, "cannot re-run")

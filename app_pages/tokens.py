@@ -25,13 +25,14 @@ if not runs:
     st.stop()
 
 
+starred = project.starred_rows()  # the French-style rows (the paper's Figure 3 example)
+
+
 def row_label(i: int) -> str:
     q = forget[i].get("question") or forget[i].get("prompt", "")
-    french = " ★" if "French" in (forget[i].get("answer") or "") else ""
-    return f"{i}: {q[:90]}{french}"
+    return f"{i}: {q[:90]}{' ★' if i in starred else ''}"
 
 
-starred = [i for i in range(len(forget)) if "French" in (forget[i].get("answer") or "")]
 row = st.selectbox("forget row (★: a French-style fact, the paper's Figure 3 example)",
                    list(range(len(forget))), format_func=row_label, key="tokens.row",
                    index=starred[0] if starred else 0)

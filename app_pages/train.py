@@ -8,10 +8,9 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui import forms
 from ui.context import project_note, require_project
-from ui.forms import chosen, dataclass_form, kept, put, set_form_values
+from ui.forms import dataclass_form, kept, put, set_form_values
 from ui.show import plain, show_error
-
-ORIGINAL, OTHER = "prepared original", "other model"
+from ui.train_model import OTHER, model_section
 
 st.title("Train")
 project = require_project()
@@ -35,12 +34,19 @@ def apply_preset(preset: dict) -> None:
     set_form_values(wb.LaunchConfig, preset.get("launch", {}), "train.f.l")
 
 
-if project.name == "demo" and not chosen("train.demo_preset_applied"):
-    # the demo starts from the settings behind the README's figures (25 steps, probes of the
-    # French rows) rather than the generic defaults (6 steps on 10 rows barely forget)
-    apply_preset(wb.load_preset(wb.DEMO_PRESET))
-    forms.remember("train.demo_preset_applied", True)
-    put("train.preset_choice", wb.DEMO_PRESET.name)
+def start_values() -> None:
+    """A project's first visit: the demo data starts from the settings behind the README's
+    figures (25 steps, probes of the French rows); any other project from the generic
+    defaults plus its own probe rows (its ★ rows, else its first rows)."""
+    if project.is_demo:
+        apply_preset(wb.load_preset(wb.DEMO_PRESET))
+        put("train.preset_choice", wb.DEMO_PRESET.name)
+    else:
+        set_form_values(wb.TrainingArgs, {"probe_rows": project.default_probe_rows()},
+                        "train.f.t", advanced=False)
+
+
+forms.scope("train.", project.name, start_values)  # every field is kept per project
 
 with st.expander("Presets (YAML)"):
     files = {p.name: p for p in wb.list_presets(project)}
@@ -53,7 +59,7 @@ with st.expander("Presets (YAML)"):
             st.rerun()
         except wb.ConfigError as exc:
             show_error(exc, f"cannot load {choice}")
-    preset_name = c2.text_input("save as (name)", key="train.preset_name")
+    preset_name = kept(c2.text_input, "train.preset_name", "", label="save as (name)")
     save_preset = c2.button("Save preset", key="train.preset_save")
 # after the expander, so that the expander keeps its place (and its open state)
 if st.session_state.get("train.preset_choice") == wb.DEMO_PRESET.name:
@@ -61,40 +67,7 @@ if st.session_state.get("train.preset_choice") == wb.DEMO_PRESET.name:
                "above).")
 loaded = st.session_state.get("train.loaded", {})
 
-# ---------------------------------------------------------------- model ---------------------
-st.subheader("Model")
-original, pending = wb.prepared_model(project, root), wb.pending_model(project, root)
-options = ([ORIGINAL] if original or pending else []) + [OTHER]
-# the prepared original whenever there is one, unless a person chose another model
-forms.prepare("train.model_mode", chosen("train.model_choice") if chosen(
-    "train.model_choice") in options else options[0])
-if st.session_state.get("train.model_mode") not in options:
-    st.session_state["train.model_mode"] = options[0]
-mode = st.radio("model to unlearn", options, horizontal=True, key="train.model_mode",
-                on_change=lambda: forms.remember("train.model_choice",
-                                                 st.session_state["train.model_mode"]))
-if mode == ORIGINAL:
-    model = str(original or pending)
-    st.caption(f"`{model}`" + (" (being prepared now: runs you launch are queued behind it "
-                                "and start once it is ready)" if pending else ""))
-else:
-    model = kept(st.text_input, "train.model", "embedded:smollm2",
-                 label="model (HF id, local folder, or embedded:smollm2)")
-if not original and not pending:
-    st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
-            "base model on forget + retain (the model to unlearn) and on retain only (the "
-            "reference for Forget Quality); both run as queued jobs on the Runs page.")
-    project_note(project, "prepares")
-    if st.button("Prepare models", key="train.prepare"):
-        try:
-            dirs = wb.submit_prepare(project, model=model if mode == OTHER else
-                                     "embedded:smollm2", root=root)
-            forms.put_later("train.model_mode", ORIGINAL)
-            forms.remember("train.model_choice", ORIGINAL)
-            st.toast("Queued " + ", ".join(d.name for d in dirs) + " (see Runs)")
-            st.rerun()  # offer the original being prepared at once
-        except (wb.ConfigError, ValueError) as exc:
-            show_error(exc, "cannot prepare")
+model = model_section(project, root)
 
 # ---------------------------------------------------------------- method --------------------
 st.subheader("Method")
@@ -119,8 +92,8 @@ if "normals" in cls.needs:
                          (" ..." if len(problems) > 5 else "") +
                          ". Fix them on the Normal answers page, or train with generated "
                          "\"I don't know\" answers."))
-        if st.checkbox("use generated \"I don't know\" normal answers instead",
-                       key="train.idk_fallback"):
+        if kept(st.checkbox, "train.idk_fallback", False,
+                label="use generated \"I don't know\" normal answers instead"):
             normals = wb.idk_fallback(project, method_args.get("k", 2))
 
 # ---------------------------------------------------------------- settings ------------------

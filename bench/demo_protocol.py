@@ -104,7 +104,7 @@ def main(argv=None) -> int:
 
     table = results_table(project, root)
     report["table"] = table
-    cols = ["run", "r", "FQ", "MU", "forget ROUGE-L", "retain ROUGE-L"]
+    cols = ["run", "r", "FQ", "MU", "forget ROUGE-L", "retain ROUGE-L", "collapsed"]
     print("\n" + " | ".join(cols))
     for row in table:
         print(" | ".join("-" if row.get(c) is None else

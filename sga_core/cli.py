@@ -28,6 +28,8 @@ def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = ""
     taken = parser._option_string_actions if hasattr(parser, "_option_string_actions") else {}
     for spec in field_specs(cls):
         name = spec["name"]
+        if spec["kind"] == "dict":
+            continue  # mappings have flags of their own (--map, --eval-set)
         flag = _flag(name)
         if flag in taken:
             if not clash_prefix:
@@ -66,6 +68,21 @@ def chosen_method(argv: list[str] | None) -> str:
     return "sga"
 
 
+def add_map_flag(parser) -> None:
+    parser.add_argument("--map", action="append", dest="field_map",
+                        metavar="FILE_FIELD=FIELD",
+                        help="read a data file's field under the workbench's name, e.g. "
+                             "--map prompt=question --map response=answer (repeatable; "
+                             "applies to every data file the command reads)")
+
+
+def field_map(args) -> dict[str, str] | None:
+    """The ``--map`` flags as a mapping (None when none were given)."""
+    from sga_core.data.mapping import parse_map
+
+    return parse_map(getattr(args, "field_map", None)) or None
+
+
 def collect(args: argparse.Namespace, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in vars(args).items()
             if k.startswith(prefix) and v is not None}
@@ -92,12 +109,14 @@ def cmd_normals(args) -> int:
     from sga_core.data import load_dataset
     from sga_core.normals import generate_normals
 
-    forget = load_dataset(args.forget, kind=args.task)
+    fmap = field_map(args)
+    forget = load_dataset(args.forget, kind=args.task, field_map=fmap)
     options: dict = {"seed": args.seed}
     if args.backend == "retrieval":
         if not args.retain:
             raise ConfigError("--backend retrieval needs --retain (the retain set to search)")
-        options.update(retain_rows=load_dataset(args.retain, kind=forget.kind).rows,
+        options.update(retain_rows=load_dataset(args.retain, kind=forget.kind,
+                                                field_map=fmap).rows,
                        embedding_model=args.embedding_model, threshold=args.threshold)
     elif args.backend in ("openai", "local"):
         options.update(model=args.model, template=args.template)
@@ -140,6 +159,8 @@ def build_train_config(args) -> dict:
         if getattr(args, key, None) is not None:
             base[key] = getattr(args, key)
     base.setdefault("data", {}).update(collect(args, "data."))
+    if field_map(args):
+        base["data"]["field_map"] = field_map(args)
     base.setdefault("training", {}).update(collect(args, "training."))
     base.setdefault("launch", {}).update(collect(args, "launch."))
     margs = collect(args, "margs.")
@@ -213,7 +234,12 @@ def cmd_eval(args) -> int:
         hf_logging.disable_progress_bar()
     except ImportError:  # pragma: no cover
         pass
+    fmap = field_map(args)
     if (target / "config.yaml").exists():
+        if fmap:
+            raise ConfigError("--map: a run folder's data already has the workbench's field "
+                              "names; map an evaluation set's fields when adding it to a "
+                              "project (python -m sga_core project add-set ... --map)")
         if args.forget or args.retain:
             raise ConfigError("--forget/--retain: a run folder is evaluated on its own data "
                               "(its config); give a model folder to evaluate other data")
@@ -236,7 +262,14 @@ def cmd_eval(args) -> int:
             lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ()),
             lm_eval_limit=ov.get("lm_eval_limit"), lm_eval_include=ov.get("lm_eval_include"),
             retrained_auc=ov.get("retrained_auc"))
-        summary = evaluate_model(args.target, args.out, args.forget, args.retain, sets,
+        forget, retain = args.forget, args.retain
+        if fmap:  # rows under the workbench's names (the files stay as they are)
+            from sga_core.data import load_dataset
+
+            forget = load_dataset(forget, kind=args.task, field_map=fmap).rows
+            retain = load_dataset(retain, field_map=fmap).rows if retain else None
+            sets = {n: load_dataset(p, field_map=fmap).rows for n, p in sets.items()}
+        summary = evaluate_model(args.target, args.out, forget, retain, sets,
                                  args.reference, task=args.task, settings=settings,
                                  progress=_eval_progress())
         out = Path(args.out)
@@ -339,7 +372,8 @@ def write_idk_normals(base: dict, out: Path) -> str:
 
     k = int(base.get("method_args", {}).get("k", 4))
     forget = load_dataset(Path(base["data"]["forget"]).expanduser(),
-                          kind=base["data"].get("task", "qa"))
+                          kind=base["data"].get("task", "qa"),
+                          field_map=base["data"].get("field_map") or None)
     seed = int(base.get("training", {}).get("seed", 0))
     idk_normals(len(forget), k, seed=seed).save(out)
     return str(out)
@@ -360,7 +394,7 @@ def cmd_prepare(args) -> int:
                       runs_dir=args.runs_dir, training=collect(args, "training."),
                       launch=collect(args, "launch."), task=args.task, which=args.which,
                       evaluate=args.eval, eval_sets=eval_sets,
-                      eval_protocol=args.eval_protocol)
+                      eval_protocol=args.eval_protocol, field_map=field_map(args))
     print(json.dumps(results, indent=2))
     return 0 if all(r["state"] == "completed" for r in results.values()) else 1
 
@@ -381,7 +415,7 @@ def cmd_rstar(args) -> int:
     else:
         if not args.forget or not args.normals:
             raise ConfigError("rstar needs --forget and --normals (or --project)")
-        ds = load_dataset(args.forget, kind=args.task)
+        ds = load_dataset(args.forget, kind=args.task, field_map=field_map(args))
         forget, kind, normals_path, out = ds.rows, ds.kind, args.normals, args.out
     normals = NormalTable.load(normals_path)
 
@@ -405,6 +439,49 @@ def cmd_rstar(args) -> int:
     if out:
         atomic_write_json(out, res)
         print(f"saved {out}")
+    return 0
+
+
+def cmd_project(args) -> int:
+    """What the Data page does, from the shell: create a project (with a field mapping),
+    add evaluation sets, show a project's sets and their roles."""
+    from sga_core import projects
+
+    if args.action == "list":
+        for name in projects.list_projects(args.workspace):
+            print(name)
+        return 0
+    if not args.name:
+        raise ConfigError(f"project {args.action}: give a project NAME")
+    fmap = field_map(args) or {}
+    sets = parse_sets(args.set)
+    if args.action == "create":
+        if not args.forget:
+            raise ConfigError("project create needs --forget")
+        maps = {"forget": fmap, "retain": fmap, **dict.fromkeys(sets, fmap)}
+        project = projects.create_project(args.name, args.forget, args.retain, kind=args.kind,
+                                          k=args.k, root=args.workspace,
+                                          overwrite=args.replace, eval_sets=sets,
+                                          field_maps=maps)
+    else:
+        project = projects.load_project(args.name, args.workspace)
+        if args.action == "add-set":
+            if not sets:
+                raise ConfigError("project add-set needs --set NAME=PATH")
+            for name, path in sets.items():
+                project.add_eval_set(name, path, field_map=fmap, replace=args.replace)
+    meta = project.meta
+    print(f"project {project.name} ({project.kind}): {meta.get('n_forget')} forget rows, "
+          f"{meta.get('n_retain')} retain rows, folder {project.path}")
+    for role, mapping in project.field_maps.items():
+        if mapping:
+            print(f"  {role} fields mapped: " + ", ".join(f"{a} -> {b}" for a, b in
+                                                          mapping.items()))
+    for info in project.eval_set_info():
+        print(f"  set {info['name']}: {info['rows']} rows, {info['what']}")
+    if not project.eval_sets() and project.kind == "qa":
+        print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
+              "answers): project add-set NAME --set my_set=FILE")
     return 0
 
 
@@ -486,6 +563,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                    help="openai: seconds per request (default: 60)")
     s.add_argument("--max-new-tokens", type=int, default=64,
                    help="local: tokens generated per answer (default: 64)")
+    add_map_flag(s)
     s.set_defaults(func=cmd_normals)
 
     s = sub.add_parser("train", help="create a run folder and launch it",
@@ -525,6 +603,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             "the flags of the chosen method (--method, default sga); "
             "`train --method NAME --help` lists another method's")
         add_dataclass_flags(group, REGISTRY[method].Config, "margs.", clash_prefix=method)
+    add_map_flag(s)
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("prepare", help="fine-tune the original and retain-reference models",
@@ -549,6 +628,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                    help="evaluation protocol of both models (eval.protocol; default: demo)")
     add_dataclass_flags(s, TrainingArgs, "training.")
     add_dataclass_flags(s, LaunchConfig, "launch.")
+    add_map_flag(s)
     s.set_defaults(func=cmd_prepare)
 
     s = sub.add_parser(
@@ -594,6 +674,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("--lm-eval-include", help="a folder of lm-eval task YAML files")
     s.add_argument("--retrained-auc", type=float,
                    help="PrivLeak against this retrained MIA AUC instead of the reference's")
+    add_map_flag(s)
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser(
@@ -642,7 +723,31 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("--last-n-layers", type=int, default=0,
                    help="only the last N decoder layers (+ final norm and head)")
     s.add_argument("--out", help="write the result JSON here")
+    add_map_flag(s)
     s.set_defaults(func=cmd_rstar)
+
+    s = sub.add_parser("project", help="create a project, add evaluation sets (the Data page)",
+                       description="Projects live in $SGA_WORKSPACE (default ./workspace), as "
+                                   "the browser's do. `create NAME --forget F --retain R "
+                                   "--map prompt=question --map response=answer` imports files "
+                                   "with other field names (the mapping is kept with the "
+                                   "project); `add-set NAME --set my_authors=FILE` adds an "
+                                   "evaluation set (a QA set with perturbed answers is a Model "
+                                   "Utility component); `show NAME` lists the sets and roles.")
+    s.add_argument("action", choices=["create", "add-set", "show", "list"])
+    s.add_argument("name", nargs="?")
+    s.add_argument("--forget")
+    s.add_argument("--retain")
+    s.add_argument("--kind", choices=["auto", "qa", "text"], default="auto")
+    s.add_argument("--k", type=int, default=4, help="K (default 4)")
+    s.add_argument("--set", action="append", metavar="NAME=PATH",
+                   help="an evaluation set, repeatable")
+    s.add_argument("--replace", action="store_true",
+                   help="replace a project (create) or a set (add-set) of the same name")
+    s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
+                                       "./workspace)")
+    add_map_flag(s)
+    s.set_defaults(func=cmd_project)
 
     s = sub.add_parser("runs", help="list, show or cancel runs")
     s.add_argument("action", choices=["list", "show", "cancel"])

@@ -30,6 +30,10 @@ class DataConfig:
     retain: str | None = param(None, "Retain data file (needed by GradDiff, KL, NPO, IDK, "
                                      "prepare).")
     normals: str | None = param(None, "Normal answers (JSONL, SPEC 3) for SGA.")
+    field_map: dict = param({}, "Rename the forget and retain files' fields first, file "
+                                "field -> workbench field ({prompt: question, response: "
+                                "answer}; CLI: --map prompt=question). The run's data/ "
+                                "snapshot holds the renamed rows.")
 
 
 @dataclass
@@ -182,11 +186,24 @@ class TrainConfig:
         self.method_args = to_dict(self.method_config())
         if not self.data.forget:
             raise ConfigError("data.forget: a forget data file is required")
+        self._check_field_map()
         for need in method.needs:
             if need in ("retain", "normals") and not getattr(self.data, need):
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
         self._absolute_eval_paths()
         return self
+
+    def _check_field_map(self) -> None:
+        from sga_core.data import DataError
+        from sga_core.data.mapping import check_map
+
+        if not isinstance(self.data.field_map, dict):
+            raise ConfigError("data.field_map: expected a mapping, file field -> workbench "
+                              "field (e.g. {prompt: question})")
+        try:
+            self.data.field_map = check_map(self.data.field_map, self.data.task)
+        except DataError as exc:
+            raise ConfigError(f"data.field_map: {exc}") from None
 
     def _absolute_eval_paths(self) -> None:
         """Check ``eval.sets`` and make the eval paths absolute (relative ones are relative to

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import html
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sga_core.runs.folder import metrics, probes, tail
+from sga_core.runs.folder import EVAL_REQUEST, metrics, probes, tail
 from sga_core.runs.status import effective_run
 
 
@@ -52,14 +53,95 @@ def prob_color(p: float) -> str:
 
 
 def tokens_html(tokens: list[str], probs: list[float], highlight: str | None = None) -> str:
-    """Answer tokens as spans coloured by probability (title = the probability)."""
+    """Answer tokens as spans coloured by probability (title = the probability). The line
+    wraps like text: spaces stay breakable (``pre-wrap``), a line may break between any two
+    tokens (``<wbr>``), and a token longer than the line breaks inside (``anywhere``), so a
+    long answer never widens the page."""
     spans = []
     for tok, p in zip(tokens, probs):
         border = "border:2px solid #1f4fff;" if highlight and tok.strip() == highlight else ""
         spans.append(f'<span title="p={p:.3f}" style="background:{prob_color(p)};'
-                     f'color:#111;padding:1px 2px;margin:1px;border-radius:3px;{border}">'
-                     f'{html.escape(tok).replace(" ", "&nbsp;")}</span>')
-    return "<div style='line-height:2'>" + "".join(spans) + "</div>"
+                     f'color:#111;padding:1px 2px;margin:1px;border-radius:3px;'
+                     f'white-space:pre-wrap;{border}">{html.escape(tok)}</span>')
+    return ("<div style='line-height:2;max-width:100%;overflow-wrap:anywhere;"
+            "word-break:break-word;white-space:normal'>" + "<wbr>".join(spans) + "</div>")
+
+
+def eval_progress(run_dir: str | Path, typical_s: float | None = None) -> dict:
+    """An evaluation's progress (``eval/status.json``: stage, done, total, stage_started_at):
+    state, the stage, its done/total, elapsed seconds, and an ETA. With ``typical_s`` (how
+    long this project's evaluations took, :func:`typical_eval_seconds`) the ETA and fraction
+    are for the whole evaluation; without it, for the current stage. ``text`` reads
+    "evaluating: generating answers 12/40"."""
+    from sga_core.runs.status import effective_eval
+
+    ev = effective_eval(run_dir)
+    state = ev.get("state")
+    if state != "running" and (Path(run_dir) / EVAL_REQUEST).exists():
+        state = "queued"  # asked for (again), not started yet
+    stage, done, total = ev.get("stage"), int(ev.get("done") or 0), int(ev.get("total") or 0)
+    running = state == "running"
+    now = datetime.now(UTC)
+    start, stage_start = _parse(ev.get("started_at")), _parse(ev.get("stage_started_at"))
+    elapsed = (now - start).total_seconds() if running and start else ev.get("elapsed_s")
+    stage_eta = None
+    if running and stage_start and done and total and done < total:
+        stage_eta = (now - stage_start).total_seconds() / done * (total - done)
+    fraction = min(1.0, done / total) if total else 0.0
+    eta = stage_eta
+    if running and typical_s and elapsed is not None:
+        fraction = min(0.99, elapsed / typical_s)
+        eta = max(typical_s - elapsed, stage_eta or 0.0)
+    if running:
+        text = f"evaluating: {stage or 'starting'}" + (f" {done}/{total}" if total else "")
+    else:
+        text = {"queued": "evaluation queued", None: "not evaluated"}.get(
+            state, f"evaluation {state}")
+    return {"state": state, "stage": stage, "done": done, "total": total,
+            "fraction": fraction, "elapsed_s": elapsed, "eta_s": eta if running else None,
+            "whole": bool(running and typical_s), "error": ev.get("error"), "text": text}
+
+
+def typical_eval_seconds(run_dirs) -> float | None:
+    """The median time the evaluations of these runs took (None when none finished)."""
+    times = sorted(t for t in (_eval_seconds(Path(d)) for d in run_dirs) if t)
+    return times[len(times) // 2] if times else None
+
+
+def _eval_seconds(run_dir: Path) -> float | None:
+    try:
+        st = (run_dir / "eval" / "summary.json").stat()
+    except OSError:
+        return None
+    return _summary_seconds(str(run_dir), st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _summary_seconds(run_dir: str, mtime_ns: int) -> float | None:
+    from sga_core.fileio import read_json
+
+    try:
+        value = (read_json(Path(run_dir) / "eval" / "summary.json", default={}) or {}).get(
+            "elapsed_s")
+    except (OSError, ValueError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def curve_names(run_dir: str | Path) -> dict[str, str]:
+    """metrics.jsonl key -> the name its chart should show, for this run's method (a
+    prepare run logs its retain loss under forget_nll: ``Method.curve_names``)."""
+    import yaml
+
+    from sga_core.methods import REGISTRY
+
+    try:
+        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
+        method = REGISTRY.get(cfg.get("method") or "")
+        args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}
+    return method.curve_names(args) if method else {}
 
 
 def latest_probes(run_dir: str | Path) -> dict[int, list[dict]]:
@@ -70,5 +152,5 @@ def latest_probes(run_dir: str | Path) -> dict[int, list[dict]]:
     return out
 
 
-__all__ = ["fmt_seconds", "latest_probes", "metrics", "progress", "prob_color", "tail",
-           "tokens_html"]
+__all__ = ["curve_names", "eval_progress", "fmt_seconds", "latest_probes", "metrics", "progress",
+           "prob_color", "tail", "tokens_html", "typical_eval_seconds"]

@@ -27,13 +27,14 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             runs_dir=None, training: dict | None = None, launch: dict | None = None,
             task: str = "qa", which: str = "both", overwrite: bool = True,
             echo=print, evaluate: bool = True, eval_sets: dict | None = None,
-            eval_protocol: str | None = None) -> dict:
+            eval_protocol: str | None = None, field_map: dict | None = None) -> dict:
     """Train the original and/or the retain reference, then (``evaluate``) evaluate them;
     returns {run_id: {state, path, model, error, eval_state, eval_error}}.
 
     ``eval_sets`` are the extra evaluation sets (``eval.sets``: real-world QA sets, or the
     text holdout / forget_qa / retain_qa sets) recorded in both runs' configs, with the
-    evaluation protocol ``eval_protocol`` (default: the demo's)."""
+    evaluation protocol ``eval_protocol`` (default: the demo's); ``field_map`` renames the
+    data files' fields (``{"prompt": "question"}``) into the runs' snapshots."""
     name = name or "prepared"
     root = runs_root(runs_dir)
     ref_dir = root / f"{name}-retain-ref"
@@ -49,7 +50,8 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
         cfg = TrainConfig.from_dict({
             "run_id": run_id, "model": model, "method": "finetune",
             "method_args": {"include_forget": include_forget},
-            "data": {"task": task, "forget": forget, "retain": retain},
+            "data": {"task": task, "forget": forget, "retain": retain,
+                     "field_map": dict(field_map or {})},
             "training": {**PREPARE_DEFAULTS, **(training or {})},
             "launch": launch or {},
             # both are compared with the retain reference (Forget Quality, PrivLeak); the

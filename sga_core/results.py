@@ -6,6 +6,9 @@ return."""
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import re
 from pathlib import Path
 
@@ -16,9 +19,10 @@ from sga_core.metrics.catalog import (
     LOWER,
     PROTOCOL_NAMES,
     ZERO,
+    spec_of,
     table_columns,
 )
-from sga_core.runs.folder import list_runs, runs_root
+from sga_core.runs.folder import list_runs, manifest, runs_root
 
 
 def _forget_file(run_dir: Path) -> Path | None:
@@ -70,9 +74,18 @@ def run_label(r: dict, project=None) -> str:
 
 
 def display_names(runs: list[dict], project=None) -> dict[str, str]:
-    """run id -> unique readable name; runs that would share a name get the time of their
-    run id ("sga r=-0.8 · 01:06:15")."""
+    """run id -> unique readable name: the method and r, then the settings that differ
+    between these runs (:func:`differing_settings`: "sga r=-0.8 · 20 steps · lr 1e-05");
+    runs that would still share a name get the time of their run id
+    ("sga r=-0.8 · 01:06:15")."""
     labels = {r["run_id"]: run_label(r, project) for r in runs}
+    settings = {r["run_id"]: run_settings(r["path"]) if r.get("path") else {} for r in runs
+                if labels[r["run_id"]] not in REFERENCE_ROWS}
+    methods = {r["run_id"]: r.get("method") for r in runs}
+    for run_id, keys in differing_settings(settings, methods).items():
+        if keys:
+            labels[run_id] += " · " + " · ".join(show_setting(k, settings[run_id][k])
+                                                 for k in keys)
     counts: dict[str, int] = {}
     for v in labels.values():
         counts[v] = counts.get(v, 0) + 1
@@ -100,7 +113,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         row = {"run": names[r["run_id"]], "run_id": r["run_id"],
                "method": r["method"] if r["method"] != "finetune" else "-",
                "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"],
-               "protocol": protocol}
+               "protocol": protocol, "settings": run_settings(r["path"])}
         # the columns of the protocol this run was evaluated under, then its extra lm-eval
         # tasks (lm_<task>: one column each)
         extra = [n for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
@@ -113,7 +126,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
                              x["r"] if x["r"] is not None else 0, x["run_id"]))
-    return rows
+    return mark_collapse(rows, kind)
 
 
 class _Column:
@@ -129,7 +142,8 @@ LM_PREFIX = "lm_"
 def extra_columns(rows: list[dict]) -> list[str]:
     """The labels of the extra lm-eval task columns some row has, in first-seen order."""
     base = {c.label for k in KINDS for c in table_columns(k, PROTOCOL_NAMES)}
-    fixed = {"run", "run_id", "method", "r", "K", "sweep", "state", "protocol"}
+    fixed = {"run", "run_id", "method", "r", "K", "sweep", "state", "protocol", "settings",
+             "collapsed"}
     out: list[str] = []
     for r in rows:
         out += [k for k in r if k not in base | fixed and not k.endswith("(why)")
@@ -138,10 +152,10 @@ def extra_columns(rows: list[dict]) -> list[str]:
 
 
 def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
-    """The best value of each column (by label) among the unlearning runs (Original and
-    Retained excluded), following the column's direction: the highest, the lowest, or the
-    closest to 0."""
-    runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
+    """The best value of each column (by label) among the unlearning runs that did not
+    collapse (Original, Retained and runs :func:`mark_collapse` flagged excluded), following
+    the column's direction: the highest, the lowest, or the closest to 0."""
+    runs = [r for r in rows if r["run"] not in REFERENCE_ROWS and r.get("collapsed") is not True]
     pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
     best = {}
     protocols = {r.get("protocol") or "demo" for r in rows}
@@ -152,29 +166,199 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     return best
 
 
-def r_groups(rows: list[dict]) -> list[str]:
-    """What a metric-versus-r plot can show: each sweep, and every unlearning method with
-    runs at two or more r values (runs launched one by one, not as a sweep)."""
-    out = sorted({r["sweep"] for r in rows if r.get("sweep")})
-    methods = sorted({r["method"] for r in rows if r.get("r") is not None})
-    for m in methods:
-        if len({r["r"] for r in rows if r["method"] == m and r.get("r") is not None}) >= 2:
-            out.append(f"all {m} runs")
+def r_group_members(rows: list[dict]) -> dict[str, list[dict]]:
+    """What a metric-versus-r plot can show, name -> its rows: each sweep, and all runs of a
+    method, with two or more r values, split so that the runs of one group differ in r only
+    (every other setting of :func:`run_settings` matches: steps, learning rate, seed, ...).
+    A split group is named by its settings ("all sga runs · 20 steps")."""
+    runs = [r for r in rows if r.get("r") is not None and r["run"] not in REFERENCE_ROWS]
+    out: dict[str, list[dict]] = {}
+
+    def add(name: str, members: list[dict]) -> None:
+        parts: dict[str, list[dict]] = {}
+        for r in members:
+            parts.setdefault(_signature(r.get("settings") or {}), []).append(r)
+        parts = {k: v for k, v in parts.items() if len({r["r"] for r in v}) >= 2}
+        differ = differing_settings({k: v[0].get("settings") or {} for k, v in parts.items()})
+        for key, part in parts.items():
+            words = [show_setting(k, part[0]["settings"][k]) for k in differ.get(key, [])]
+            out[" · ".join([name, *words]) if len(parts) > 1 else name] = part
+
+    for sweep in sorted({r["sweep"] for r in runs if r.get("sweep")}):
+        add(sweep, [r for r in runs if r.get("sweep") == sweep])
+    for method in sorted({r["method"] for r in runs}):
+        add(f"all {method} runs", [r for r in runs if r["method"] == method])
     return out
 
 
+def r_groups(rows: list[dict]) -> list[str]:
+    """The names of :func:`r_group_members`: each sweep, then every unlearning method with
+    runs at two or more r values (runs launched one by one, not as a sweep), each split
+    where settings other than r differ."""
+    return list(r_group_members(rows))
+
+
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
-    """Metric-versus-r points of one :func:`r_groups` entry (a sweep, or ``all <method>
-    runs``), sorted by r."""
+    """Metric-versus-r points of one :func:`r_groups` entry, sorted by r; runs at the same r
+    (same settings: a re-run) are averaged, ``n`` counts them."""
     protocols = {r.get("protocol") or "demo" for r in rows}
     labels = [c.label for c in table_columns(kind, protocols)] + extra_columns(rows)
-    if sweep.startswith("all ") and sweep.endswith(" runs"):
-        method = sweep[4:-5]
-        chosen = [r for r in rows if r["method"] == method]
-    else:
-        chosen = [r for r in rows if r.get("sweep") == sweep]
-    pts = sorted((r for r in chosen if r.get("r") is not None), key=lambda r: r["r"])
-    return {"r": [p["r"] for p in pts], **{c: [p.get(c) for p in pts] for c in labels}}
+    by_r: dict[float, list[dict]] = {}
+    for p in r_group_members(rows).get(sweep, []):
+        by_r.setdefault(p["r"], []).append(p)
+
+    def mean(vals):
+        vals = [v for v in vals if v is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    rs = sorted(by_r)
+    return {"r": rs, "n": [len(by_r[r]) for r in rs],
+            **{c: [mean(p.get(c) for p in by_r[r]) for r in rs] for c in labels}}
+
+
+# --- reading a run's settings, and what makes the table hard to misread ----------------------
+
+REFERENCE_ROWS = ("Original", "Retained")
+#: training settings that shape the unlearned model (logging, probes and saving do not)
+MODEL_SETTINGS = ("lr", "batch_size", "grad_accum", "seed", "weight_decay", "warmup_steps",
+                  "scheduler", "max_grad_norm", "max_length", "group_by_length",
+                  "system_prompt", "dtype")
+_SHOW = {"lr": "lr {:g}", "seed": "seed {}", "batch_size": "batch {}", "k": "K={}",
+         "grad_accum": "grad accum {}", "model": "model {}", "normals": "normals {}"}
+
+
+def run_settings(run_dir) -> dict:
+    """The settings that make a run's results what they are, read from its config.yaml:
+    the method's own (except its sweep setting, r for SGA), the length ("20 steps" or
+    "3 epochs"), each of ``MODEL_SETTINGS``, the model (its run's name when it is a run's
+    model) and the normal answers (their file's name). {} when the config cannot be read."""
+    try:
+        st = os.stat(Path(run_dir) / "config.yaml")
+    except OSError:
+        return {}
+    return dict(_run_settings(str(run_dir), st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=1024)
+def _run_settings(run_dir: str, mtime_ns: int) -> tuple:
+    import yaml
+
+    from sga_core.methods import REGISTRY
+
+    try:
+        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return ()
+    if not isinstance(cfg, dict):
+        return ()
+    method = REGISTRY.get(cfg.get("method") or "")
+    sweep = getattr(method, "sweep_param", None) or "r"
+    out = {k: v for k, v in sorted((cfg.get("method_args") or {}).items()) if k != sweep}
+    t = cfg.get("training") if isinstance(cfg.get("training"), dict) else {}
+    steps = t.get("max_steps") or 0
+    out["length"] = f"{steps} steps" if steps else f"{t.get('epochs', 3):g} epochs"
+    out.update({k: t[k] for k in MODEL_SETTINGS if k in t})
+    model = str(cfg.get("model") or "")
+    out["model"] = Path(model).parent.name if Path(model).name == "model" else model
+    normals = (manifest(run_dir).get("normals") or {}).get("source")
+    if normals:
+        out["normals"] = Path(normals).name
+    return tuple((k, v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
+                 for k, v in out.items())
+
+
+def _signature(settings: dict) -> str:
+    return json.dumps(settings, sort_keys=True, default=str)
+
+
+def differing_settings(settings: dict[str, dict], methods: dict[str, str] | None = None
+                       ) -> dict[str, list[str]]:
+    """key -> the names of the settings whose values differ between the entries of
+    ``settings`` (a run missing a setting counts as a different value), in a fixed order;
+    with ``methods`` (key -> method), a method's own settings count only between runs of the
+    same method (an SGA run's K is no news next to a GA run)."""
+    if len(settings) < 2:
+        return dict.fromkeys(settings, [])
+    names = list(dict.fromkeys(k for s in settings.values() for k in s))
+    common = {"length", *MODEL_SETTINGS, "model", "normals"}
+    out: dict[str, list[str]] = {}
+    for key, s in settings.items():
+        peers = [o for k, o in settings.items()
+                 if methods is None or methods.get(k) == methods.get(key)]
+        keys = []
+        for name in names:
+            group = settings.values() if name in common or methods is None else peers
+            if name in s and len({_signature({"v": o.get(name)}) for o in group}) > 1:
+                keys.append(name)
+        out[key] = keys
+    return out
+
+
+def show_setting(name: str, value) -> str:
+    """A setting as a short label part: "20 steps", "lr 1e-05", "seed 1", "K=4"."""
+    if name == "length":
+        return str(value)
+    if name in _SHOW and value is not None:
+        try:
+            return _SHOW[name].format(value)
+        except (TypeError, ValueError):
+            pass
+    if isinstance(value, bool):
+        return name.replace("_", " ") if value else f"no {name.replace('_', ' ')}"
+    return f"{name.replace('_', ' ')} {value}"
+
+
+#: A run is *collapsed* when a retain metric falls far below the Original's: the model was
+#: destroyed rather than made to forget, and its forget metrics (near-zero probability and
+#: ROUGE-L) would otherwise look like the best unlearning. (metric, "below"/"above", factor)
+COLLAPSE_RULES = {
+    "qa": (("retain_probability", "below", 0.1), ("retain_rouge", "below", 0.5)),
+    "text": (("retain_knowmem", "below", 0.5), ("holdout_perplexity", "above", 10.0)),
+}
+_WHY = {0.1: "a tenth of", 0.5: "half of", 10.0: "10 times"}
+
+
+def collapse_rule(kind: str = "qa") -> str:
+    """The collapse rule of ``kind`` in words, with its reason."""
+    parts = [f"{spec_of(name, kind).label} {side} {_WHY.get(f, f'{f:g} x')} the Original's"
+             for name, side, f in COLLAPSE_RULES[kind]]
+    why = ("retain answers 10 times less likely (+2.3 nats per token) or half of their words "
+           "gone is a broken model, not forgetting" if kind == "qa" else
+           "half the retain knowledge gone, or text 10 times less likely, is a broken model, "
+           "not forgetting")
+    return f"collapsed = {' or '.join(parts)} ({why})"
+
+
+def mark_collapse(rows: list[dict], kind: str = "qa") -> list[dict]:
+    """Flag each unlearning row (in place, and return the rows): ``collapsed`` is True when
+    a rule of :data:`COLLAPSE_RULES` holds against the Original row, False when none does,
+    None when it cannot be judged (no evaluated Original, or the values are missing);
+    ``collapsed (why)`` says which values decided it."""
+    original = next((r for r in rows if r["run"] == "Original"), None)
+    for row in rows:
+        if row["run"] in REFERENCE_ROWS:
+            continue
+        hits, checked = [], []
+        for name, side, factor in COLLAPSE_RULES[kind]:
+            label = spec_of(name, kind).label
+            own, base = row.get(label), (original or {}).get(label)
+            if own is None or base is None:
+                continue
+            limit = base * factor
+            bad = own < limit if side == "below" else own > limit
+            text = (f"{label} {own:.3g} {'<' if side == 'below' else '>'} {limit:.3g} "
+                    f"({_WHY.get(factor, factor)} the Original's {base:.3g})")
+            (hits if bad else checked).append(text if bad else
+                                              f"{label} {own:.3g} vs the Original's {base:.3g}")
+        if hits:
+            row["collapsed"], row["collapsed (why)"] = True, "; ".join(hits)
+        elif checked:
+            row["collapsed"], row["collapsed (why)"] = False, "kept: " + "; ".join(checked)
+        else:
+            row["collapsed"] = None
+            row["collapsed (why)"] = ("no evaluated Original to compare with" if original is
+                                      None else "its retain metrics are missing")
+    return rows
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -231,7 +415,8 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
     return pts
 
 
-__all__ = ["best_values", "config_diff", "display_names", "extra_columns", "follow_token",
-           "per_sample",
-           "project_runs", "r_groups", "results_table", "run_label", "runs_root", "summary_of",
-           "sweep_series", "table_columns", "token_table"]
+__all__ = ["COLLAPSE_RULES", "best_values", "collapse_rule", "config_diff", "differing_settings",
+           "display_names", "extra_columns", "follow_token", "mark_collapse", "per_sample",
+           "project_runs", "r_group_members", "r_groups", "results_table", "run_label",
+           "run_settings", "runs_root", "show_setting", "summary_of", "sweep_series",
+           "table_columns", "token_table"]

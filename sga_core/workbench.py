@@ -14,9 +14,18 @@ from sga_core.assets import DEMO_PRESET, PRESETS_DIR
 from sga_core.config import LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.limits import MAX_K
+from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl
 from sga_core.leftovers import clean_leftovers
-from sga_core.live import fmt_seconds, latest_probes, progress, tokens_html
+from sga_core.live import (
+    curve_names,
+    eval_progress,
+    fmt_seconds,
+    latest_probes,
+    progress,
+    tokens_html,
+    typical_eval_seconds,
+)
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS
 from sga_core.model.losses import describe_coefficients
@@ -48,6 +57,7 @@ from sga_core.projects.training import (
 )
 from sga_core.results import (
     best_values,
+    collapse_rule,
     config_diff,
     display_names,
     extra_columns,
@@ -56,6 +66,7 @@ from sga_core.results import (
     project_runs,
     r_groups,
     results_table,
+    summary_of,
     sweep_series,
     table_columns,
     token_table,
@@ -67,23 +78,24 @@ from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rer
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
-    "DataError",
-    "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable", "Project", "ProjectError",
-    "SUPPORTED_EXTENSIONS", "TrainingArgs", "best_values", "build_config", "cancel",
-    "clean_workspace", "command_text", "config_diff", "create_demo_project", "create_project",
+    "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
+    "Project", "ProjectError", "SUPPORTED_EXTENSIONS", "TARGETS", "TrainingArgs",
+    "add_eval_set", "best_values", "build_config", "cancel", "clean_workspace", "collapse_rule",
+    "command_text", "config_diff", "create_demo_project", "create_project", "curve_names",
     "default_eval", "delete", "describe_coefficients", "display_names", "dump_config",
-    "dumps_jsonl", "ensure_projects", "extra_columns", "ensure_runner", "explain_method",
-    "field_specs",
-    "import_benchmark", "import_copyright_upload", "protocol_note",
-    "fmt_seconds", "follow_token", "generation", "get_method", "idk_fallback",
-    "import_normals", "last_generation", "latest_probes", "list_presets", "list_projects",
-    "list_runs", "list_templates", "load_preset", "load_project", "make_run_id",
-    "method_names", "metrics", "new_project", "normals_problems", "original_run_id",
-    "parse_r_values", "pending_model", "per_sample", "prepared_model", "prepared_reference",
-    "preview", "probe", "probe_models", "progress", "project_runs", "queue_sweep", "r_groups",
-    "request_eval", "rerun", "results_table", "rstar", "runs_root", "save_normals_row",
-    "save_preset", "submit", "submit_prepare", "sweep_series", "table_columns", "tail",
-    "token_table", "tokens_html", "validate_preset", "word_token_index",
+    "dumps_jsonl", "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of",
+    "explain_method", "extra_columns", "field_specs", "fmt_seconds", "follow_token",
+    "generation", "get_method", "idk_fallback", "import_benchmark", "import_copyright_upload",
+    "import_normals", "inspect_upload", "last_generation", "latest_probes", "list_presets",
+    "list_projects", "list_runs", "list_templates", "load_preset", "load_project",
+    "make_run_id", "method_names", "metrics", "new_project", "normals_problems",
+    "original_run_id", "parse_r_values", "pending_model", "per_sample", "prepared_model",
+    "prepared_reference", "preview", "probe", "probe_models", "progress", "project_runs",
+    "protocol_note", "queue_sweep", "r_groups", "reevaluate", "request_eval", "rerun",
+    "results_table", "rstar", "run_projects", "runs_missing_sets", "runs_of", "runs_root",
+    "save_normals_row", "save_preset", "submit", "submit_prepare", "summary_of", "sweep_series",
+    "table_columns", "tail", "token_table", "tokens_html", "typical_eval_seconds",
+    "validate_preset", "word_token_index",
 ]
 
 
@@ -99,18 +111,96 @@ def ensure_projects() -> list[str]:
 
 
 def new_project(name: str, uploads: dict[str, tuple[str, bytes]], kind: str = "auto",
-                overwrite: bool = False) -> Project:
-    """A project from uploaded files ({"forget": (file name, bytes), "retain": ...}); a bad
-    file raises DataError naming the user's file (never a temporary path), nothing is
+                overwrite: bool = False,
+                field_maps: dict[str, dict[str, str]] | None = None) -> Project:
+    """A project from uploaded files ({"forget": (file name, bytes), "retain": ...}), each
+    file's fields renamed by its mapping (``field_maps[role]``, remembered with the project);
+    a bad file raises DataError naming the user's file (never a temporary path), nothing is
     written."""
     with tempfile.TemporaryDirectory() as tmp:
-        paths = {}
-        for role, (filename, data) in uploads.items():
-            paths[role] = Path(tmp) / role / Path(filename).name
-            paths[role].parent.mkdir()
-            paths[role].write_bytes(data)
+        paths = {role: _upload_path(tmp, role, filename, data)
+                 for role, (filename, data) in uploads.items()}
         return create_project(name, paths["forget"], paths.get("retain"), kind=kind,
-                              overwrite=overwrite)
+                              overwrite=overwrite, field_maps=field_maps)
+
+
+def _upload_path(tmp: str, role: str, filename: str, data: bytes) -> Path:
+    """An upload written under its own name (errors name the user's file)."""
+    path = Path(tmp) / role / Path(filename).name
+    path.parent.mkdir()
+    path.write_bytes(data)
+    return path
+
+
+def inspect_upload(filename: str, data: bytes, kind: str = "auto",
+                   mapping: dict[str, str] | None = None) -> FieldReport:
+    """The fields of an uploaded file, the required ones it lacks for ``kind`` after
+    ``mapping``, and suggested mappings (DataError when the file itself cannot be read)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return inspect_fields(_upload_path(tmp, "inspect", filename, data), kind, mapping)
+
+
+def add_eval_set(project: Project, name: str, filename: str, data: bytes,
+                 field_map: dict[str, str] | None = None, replace: bool = False) -> dict:
+    """Add an uploaded evaluation set to the project (validated like forget data; DataError
+    naming the user's file, nothing saved); returns its entry (name, rows, role, ...)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return project.add_eval_set(name, _upload_path(tmp, "set", filename, data),
+                                    field_map=field_map, source=Path(filename).name,
+                                    replace=replace)
+
+
+def runs_missing_sets(project: Project, root=None) -> dict[str, list[str]]:
+    """Evaluated runs of the project (run id -> names) that were evaluated without some of
+    its current evaluation sets (added later)."""
+    root = runs_root(root)
+    current = set(project.eval_sets())
+    out = {}
+    for r in project_runs(project, root):
+        summ = summary_of(Path(r["path"]))
+        if summ is None or r["state"] != "completed" or r.get("eval_state") in ("queued",
+                                                                                "running"):
+            continue
+        have = set((summ.get("data") or {}).get("sets") or {})
+        if current - have:
+            out[r["run_id"]] = sorted(current - have)
+    return out
+
+
+def reevaluate(project: Project, run_ids: list[str], root=None) -> None:
+    """Queue the evaluation of these runs again, with the project's current evaluation
+    sets besides their own."""
+    root = runs_root(root)
+    sets = {name: str(path) for name, path in project.eval_sets().items()}
+    for run_id in run_ids:
+        request_eval(root / run_id, root, sets=sets)
+
+
+def runs_of(project: Project | None, root=None) -> list[dict]:
+    """The runs the Runs page lists: the project's (same forget rows), or every run."""
+    return project_runs(project, root) if project is not None else list_runs(root)
+
+
+def run_projects(runs: list[dict]) -> dict[str, str]:
+    """run id -> the project(s) whose forget rows it trained on ("-": none, or a run made
+    before runs recorded their data's hash)."""
+    owners: dict[str, list[str]] = {}
+    for name in list_projects():
+        try:
+            owners.setdefault(load_project(name).forget_hash, []).append(name)
+        except ProjectError:
+            continue
+    return {r["run_id"]: ", ".join(owners.get(r.get("forget_hash") or "", [])) or "-"
+            for r in runs}
+
+
+def eval_status_of(runs: list[dict], only: str | None = None) -> dict[str, dict]:
+    """run id -> its evaluation's progress and ETA (``sga_core.live.eval_progress``), the
+    ETA from the median time of these runs' finished evaluations (``only``: just that
+    run's)."""
+    typical = typical_eval_seconds(r["path"] for r in runs)
+    return {r["run_id"]: eval_progress(r["path"], typical) for r in runs
+            if only is None or r["run_id"] == only}
 
 
 # --- benchmarks (sga_core.data.hub, sga_core.projects.benchmarks) ----------------------------

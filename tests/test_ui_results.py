@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.ui import open_page
+from tests.ui import open_page, results_frame
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def env(evaluated, monkeypatch):
 
 def test_results_table_and_sweep_plot(env):
     at = open_page("app_pages/results.py")
-    df = at.dataframe[0].value
+    df = results_frame(at)  # an HTML table since issue 15 (missing values' reasons on hover)
     assert list(df["run"][:2]) == ["Original", "Retained"]
     assert len(df) == 4 and sorted(df["r"].dropna()) == [-0.8, 0.0]
     for col in ("FQ", "MU", "forget ROUGE-L", "retain ROUGE-L"):

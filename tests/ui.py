@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -24,3 +25,55 @@ def shown(markdown: str) -> str:
     import re
 
     return re.sub(r"\\(.)", r"\1", markdown)
+
+
+class _Cells(HTMLParser):
+    """The cells of the Results page's HTML table: {run: {column: [text, title, style]}}
+    (each row also has "_style")."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: dict[str, dict] = {}
+        self._run = self._col = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr" and "data-run" in a:
+            self._run = a["data-run"]
+            self.rows[self._run] = {"_style": a.get("style") or ""}
+        elif tag == "td" and self._run:
+            self._col = a.get("data-col")
+            self.rows[self._run][self._col] = ["", a.get("title"), a.get("style") or ""]
+
+    def handle_data(self, data):
+        if self._run and self._col:
+            self.rows[self._run][self._col][0] += data
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self._col = None
+
+
+def results_cells(at: AppTest) -> dict[str, dict]:
+    """The Results table as a person reads it (text, hover title and style per cell)."""
+    table = next(h for h in at.html if "data-run" in h.proto.body)
+    parser = _Cells()
+    parser.feed(table.proto.body)
+    return parser.rows
+
+
+def results_frame(at: AppTest):
+    """The Results table as a DataFrame: numbers as floats, "—" as missing."""
+    import pandas as pd
+
+    def value(text: str):
+        if text in ("—", ""):
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+    rows = [{col: value(cell[0]) for col, cell in cells.items() if col != "_style"}
+            for cells in results_cells(at).values()]
+    return pd.DataFrame(rows)

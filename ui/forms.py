@@ -49,6 +49,37 @@ def chosen(key: str):
     return _store().get(key)
 
 
+SCOPES = "_kept_scopes"  # prefix -> the owner (a project) whose values are in the form now
+SAVED = "_kept_saved"  # (prefix, owner) -> that owner's kept values, while another is shown
+
+
+def scope(prefix: str, owner: str, start) -> bool:
+    """Keep the values of every key under ``prefix`` per ``owner`` (a project's name): when
+    the owner changes, the last owner's values are put aside and this owner's come back; on
+    an owner's first visit they start empty and ``start()`` sets its starting values.
+    Call it before drawing any widget under ``prefix``. Returns True on a first visit."""
+    scopes = st.session_state.setdefault(SCOPES, {})
+    if scopes.get(prefix) == owner:
+        return False
+    store, saved = _store(), st.session_state.setdefault(SAVED, {})
+    mine = {k: v for k, v in store.items() if k.startswith(prefix)}
+    if prefix in scopes:
+        saved[(prefix, scopes[prefix])] = mine
+    for k in mine:
+        del store[k]
+    for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
+        del st.session_state[k]
+    pending = st.session_state.get(PENDING, {})
+    for k in [k for k in pending if k.startswith(prefix)]:
+        del pending[k]
+    scopes[prefix] = owner
+    if (prefix, owner) in saved:
+        store.update(saved.pop((prefix, owner)))  # kept() draws each widget from these
+        return False
+    start()
+    return True
+
+
 def kept(widget, key: str, default=None, **kwargs):
     """Draw ``widget(key=key, **kwargs)`` starting from the value it had on the last visit
     (else ``default``); a kept value that no longer fits (an option that went away, a

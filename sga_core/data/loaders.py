@@ -26,6 +26,7 @@ from sga_core.data.checks import check_text, parse_json
 from sga_core.data.errors import DataError
 from sga_core.data.errors import type_name as _type_name
 from sga_core.data.formats import SUPPORTED_EXTENSIONS, PathLike, read_raw
+from sga_core.data.mapping import apply_map, translate
 from sga_core.fileio import atomic_write_jsonl
 
 __all__ = ["DATASET_KINDS", "SUPPORTED_EXTENSIONS", "DataError", "Dataset", "PathLike",
@@ -186,18 +187,27 @@ def detect_kind(records: Sequence[dict[str, Any]], file: str | None = None) -> s
     else:
         missing = "'question' + 'answer' (QA) or 'text' / 'prompt' + 'continuation' (text)"
     have = ", ".join(map(repr, first)) or "none"
-    raise DataError(f"cannot tell the data kind: missing {missing}; fields: {have}", file, 1)
+    raise DataError(f"cannot tell the data kind: missing {missing}; fields: {have} (map the "
+                    "file's fields to these names: the Data page's field mapping, or --map "
+                    "FIELD=question on the command line)", file, 1)
 
 
-def load_dataset(path: PathLike, kind: str = "auto") -> Dataset:
-    """Load a QA or text dataset; ``kind`` is ``"auto"``, ``"qa"`` or ``"text"``."""
+def load_dataset(path: PathLike, kind: str = "auto",
+                 field_map: dict[str, str] | None = None) -> Dataset:
+    """Load a QA or text dataset; ``kind`` is ``"auto"``, ``"qa"`` or ``"text"``.
+    ``field_map`` renames the file's fields first (``{"prompt": "question"}``,
+    :mod:`sga_core.data.mapping`); errors then name the file's own field."""
     if kind not in ("auto", *DATASET_KINDS):
         raise ValueError(f"kind must be 'auto', 'qa' or 'text', not {kind!r}")
     raw = read_raw(path)
-    if kind == "auto":
-        kind = detect_kind(raw.records, raw.file)
-    check = _validate_qa if kind == "qa" else _validate_text
-    rows = [check(rec, raw.file, row) for rec, row in zip(raw.records, raw.rows)]
+    try:
+        records = apply_map(raw.records, field_map, raw.file, raw.rows)
+        if kind == "auto":
+            kind = detect_kind(records, raw.file)
+        check = _validate_qa if kind == "qa" else _validate_text
+        rows = [check(rec, raw.file, row) for rec, row in zip(records, raw.rows)]
+    except DataError as exc:
+        raise translate(exc.with_file(raw.file), field_map) from None
     return Dataset(kind=kind, rows=rows, path=str(path))
 
 

@@ -119,6 +119,12 @@ class Method:
         """Values the method logs with every step (metrics.jsonl), e.g. the current r."""
         return {}
 
+    @classmethod
+    def curve_names(cls, args: dict) -> dict[str, str]:
+        """What this method's logged curves (metrics.jsonl keys) hold, where the key's name
+        would mislead, e.g. ``{"forget_nll": "retain NLL"}``; charts show these names."""
+        return {}
+
     # helpers -----------------------------------------------------------------------------
     @staticmethod
     def weighted_sum(stats: SeqStats, weights, n_units: int, values=None):

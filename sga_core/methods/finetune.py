@@ -28,5 +28,12 @@ class Finetune(Method):
         return [Unit(i, [enc.row(row, data.kind, role="train", row_index=i)])
                 for i, row in enumerate(rows)]
 
+    @classmethod
+    def curve_names(cls, args: dict) -> dict[str, str]:
+        # the trainer logs the NLL of the rows a unit learns under forget_nll
+        both = args.get("include_forget", True)
+        return {"forget_nll": "train NLL (forget + retain rows)" if both else
+                "retain NLL (the retain rows it learns)"}
+
     def unit_losses(self, stats: SeqStats, n_units: int):
         return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units)

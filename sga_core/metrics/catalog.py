@@ -209,7 +209,21 @@ def _zero_shot(x: MetricInputs) -> MetricResult:
 
 
 def _model_utility(x: MetricInputs) -> MetricResult:
-    return tofu.model_utility(x.results)
+    """MU over the retain set and every utility set (an extra QA set whose rows all have
+    perturbed answers, whatever its name); with none, TOFU's real_authors and world_facts,
+    whose absence the reason then names."""
+    extra = tofu.utility_sets({n: d.rows for n, d in x.sets.items()})
+    sets = ("retain", *extra) if extra else tofu.MODEL_UTILITY_SETS
+    res = tofu.model_utility(x.results, sets=sets)
+    if res.value is not None:
+        return res
+    keys = [f"{s}_{m}" for s in sets for m in tofu.MODEL_UTILITY_METRICS]
+    why = [f"{k}: {x.results[k].reason}" for k in keys
+           if k in x.results and x.results[k].value is None and x.results[k].reason]
+    hint = "" if extra else (" (no utility set: add QA sets with perturbed answers, e.g. "
+                             "TOFU's real_authors and world_facts)")
+    return missing(x.name, f"{res.reason}{hint}" + (f" [{'; '.join(why)}]" if why else ""),
+                   res.per_sample)
 
 
 def _forget_quality(x: MetricInputs) -> MetricResult:
@@ -334,9 +348,13 @@ CATALOG: tuple[MetricSpec, ...] = (
                on=(EACH_QA_SET,), sample_key="probability"),
     MetricSpec("model_utility", QA, "MU", HIGHER,
                "Model Utility: harmonic mean of probability, ROUGE-L and truth ratio on the "
-               "retain, real_authors and world_facts sets",
-               f"{TOFU} model_utility (hm_aggregate)", (CANDIDATE_NLLS, GREEDY_ANSWERS),
-               _model_utility, after=tofu.MODEL_UTILITY_KEYS, column=2, keep_per_sample=True),
+               "retain set and each utility set (QA sets with perturbed answers; TOFU: "
+               "real_authors, world_facts)",
+               f"{TOFU} model_utility (hm_aggregate)",
+               (CANDIDATE_NLLS, GREEDY_ANSWERS), _model_utility,
+               after=tuple(f"{s}_{m}" for s in ("retain", "{set}")
+                           for m in tofu.MODEL_UTILITY_METRICS),
+               column=2, keep_per_sample=True),
     MetricSpec("forget_quality", QA, "FQ", HIGHER,
                "Forget Quality: KS-test p-value of the forget truth ratios against the retain "
                "reference's (higher = closer to never having seen the data)",

@@ -203,20 +203,36 @@ def _component(values: Mapping, set_name: str, metric: str):
     return values.get(f"{set_name}_{metric}")
 
 
+def is_utility_set(rows: Sequence[Mapping]) -> bool:
+    """Whether a QA set can be a Model Utility component: it has rows, and every row has at
+    least one perturbed answer (its truth ratio and normalised probability need them)."""
+    return bool(rows) and all(isinstance(r, Mapping) and r.get("perturbed_answer")
+                              for r in rows)
+
+
+def utility_sets(sets: Mapping[str, Sequence[Mapping]]) -> list[str]:
+    """The utility sets among extra QA sets (name -> rows), in order: every one that
+    :func:`is_utility_set`. The forget and retain sets are never among them."""
+    return [n for n, rows in sets.items() if n not in ("forget", "retain")
+            and is_utility_set(rows)]
+
+
 def model_utility(values: Mapping[str, float | MetricResult | None],
-                  name: str = "model_utility") -> MetricResult:
-    """Harmonic mean of the 9 numbers {retain, real_authors, world_facts} x
-    {probability, rouge, truth_ratio} (keys ``MODEL_UTILITY_KEYS``, e.g.
-    ``"retain_probability"``, or nested ``{"retain": {"probability": ...}}``).
+                  name: str = "model_utility",
+                  sets: Sequence[str] = MODEL_UTILITY_SETS) -> MetricResult:
+    """Harmonic mean of the numbers {``sets``} x {probability, rouge, truth_ratio}; TOFU's
+    9 numbers by default, {retain, real_authors, world_facts} x ... (keys
+    ``MODEL_UTILITY_KEYS``, e.g. ``"retain_probability"``, or nested
+    ``{"retain": {"probability": ...}}``).
 
     ``truth_ratio`` here is the retain-style score ``mean(max(0, 1 - TR))``; ``probability``
     is normalised on the real-world sets. Any zero component gives 0; missing (or None/NaN)
-    components give None with a reason naming them. ``per_sample`` lists the 9 components in
-    ``MODEL_UTILITY_KEYS`` order.
+    components give None with a reason naming them. ``per_sample`` lists the components in
+    ``sets`` x metrics order.
     """
     comps: list[float | None] = []
     absent: list[str] = []
-    for s in MODEL_UTILITY_SETS:
+    for s in sets:
         for m in MODEL_UTILITY_METRICS:
             v = scalar_of(_component(values, s, m))
             comps.append(v)

@@ -2,10 +2,12 @@
 table with its version history, review marks and analysis results, so a reload or a server
 restart shows everything again. Every write is atomic.
 
-    project.json          name, kind (qa/text), sources, K, timestamps
-    forget.jsonl          validated forget rows
+    project.json          name, kind (qa/text), sources, K, timestamps, the field mapping
+                          of each imported file (field_maps), evaluation set sources
+    forget.jsonl          validated forget rows (fields renamed by the mapping, if any)
     retain.jsonl          validated retain rows
-    eval/*.jsonl          extra evaluation sets (real-world utility sets, holdout texts)
+    eval/*.jsonl          extra evaluation sets (utility sets for MU, holdout texts, ...;
+                          their roles: sga_core.projects.eval_sets)
     normals.jsonl         the current normal-answer table
     normals_history/      earlier versions of the table (restorable)
     review.json           forget rows marked as reviewed
@@ -83,6 +85,16 @@ class Project:
         return meta
 
     @property
+    def is_demo(self) -> bool:
+        """Whether this project holds the built-in demo's forget data (whatever its name):
+        the demo preset is meant for that data only."""
+        from sga_core.assets import DEMO_DIR
+
+        return bool(self.meta.get("demo")) or (
+            self.kind == "qa" and self.forget_hash == file_rows_hash(DEMO_DIR / "forget.jsonl",
+                                                                     "qa"))
+
+    @property
     def forget_hash(self) -> str | None:
         """The content hash of the forget rows (``sga_core.data.rows_hash``): runs with the same
         hash trained on the same rows and compare (stored at creation)."""
@@ -110,6 +122,76 @@ class Project:
     def eval_sets(self) -> dict[str, Path]:
         d = self.path / "eval"
         return {p.stem: p for p in sorted(d.glob("*.jsonl"))} if d.exists() else {}
+
+    # -- field mapping and evaluation sets ---------------------------------------------------
+    @property
+    def field_maps(self) -> dict[str, dict[str, str]]:
+        """The field mapping each file was imported with (role or set name -> mapping)."""
+        maps = self.meta.get("field_maps")
+        return maps if isinstance(maps, dict) else {}
+
+    @property
+    def field_map(self) -> dict[str, str]:
+        """The mapping to offer for the project's next file: the last one used."""
+        maps = self.field_maps
+        return dict(maps.get("forget") or next((m for m in reversed(maps.values()) if m), {}))
+
+    def eval_set_info(self) -> list[dict]:
+        """Each extra evaluation set: name, rows, kind, role, what it is for, its source file
+        and the field mapping it was imported with."""
+        from sga_core.projects.eval_sets import role_of
+
+        sources = self.meta.get("eval_sources") or {}
+        out = []
+        for name, path in self.eval_sets().items():
+            ds = load_dataset(path)
+            role, what = role_of(self.kind, name, ds.rows, ds.kind)
+            src = sources.get(name) or {}
+            out.append({"name": name, "rows": len(ds), "kind": ds.kind, "role": role,
+                        "what": what, "source": src.get("source") or path.name,
+                        "field_map": self.field_maps.get(f"eval:{name}") or {}})
+        return out
+
+    def add_eval_set(self, name: str, path: str | os.PathLike,
+                     field_map: dict[str, str] | None = None, source: str | None = None,
+                     replace: bool = False) -> dict:
+        """Validate a data file as evaluation set ``name`` (like forget data, and for the kind
+        the set's role needs) and save it; a bad file raises DataError and changes nothing.
+        Returns the set's entry of :meth:`eval_set_info`."""
+        from sga_core.projects.eval_sets import check_set_name, load_set
+
+        try:
+            name = check_set_name(name)
+        except ValueError as exc:
+            raise ProjectError(str(exc)) from None
+        target = self.path / "eval" / f"{name}.jsonl"
+        if target.exists() and not replace:
+            raise ProjectError(f"this project already has an evaluation set named {name!r}")
+        ds = load_set(self.kind, name, path, field_map)
+        write_dataset(target, ds.rows)
+        sources = {**(self.meta.get("eval_sources") or {}),
+                   name: {"source": source or Path(path).name, "added_at": now_iso()}}
+        maps = {**self.field_maps, f"eval:{name}": dict(field_map or {})}
+        self.update_meta(eval_sources=sources, field_maps=maps)
+        return next(i for i in self.eval_set_info() if i["name"] == name)
+
+    def remove_eval_set(self, name: str) -> None:
+        path = self.eval_sets().get(name)
+        if path is None:
+            raise ProjectError(f"no evaluation set named {name!r}")
+        path.unlink()
+        sources = {k: v for k, v in (self.meta.get("eval_sources") or {}).items() if k != name}
+        maps = {k: v for k, v in self.field_maps.items() if k != f"eval:{name}"}
+        self.update_meta(eval_sources=sources, field_maps=maps)
+
+    def starred_rows(self) -> list[int]:
+        """Forget rows with a French-style fact (the ★ rows the Token probabilities page
+        marks: the paper's Figure 3 example)."""
+        return starred_rows(self.forget())
+
+    def default_probe_rows(self, n: int = 3) -> list[int]:
+        """The probe rows a new project starts from: its ★ rows, else its first rows."""
+        return default_probe_rows(self.forget(), n)
 
     # -- normal answers ------------------------------------------------------------------
     def normals(self) -> NormalTable | None:
@@ -182,6 +264,20 @@ class Project:
         return cur
 
 
+STAR_WORD = "French"  # the demo's (and the paper's Figure 3) distinctive fact
+
+
+def starred_rows(rows: list[dict]) -> list[int]:
+    """Indices of rows whose answer (or continuation) mentions a French-style fact."""
+    return [i for i, r in enumerate(rows)
+            if STAR_WORD in str(r.get("answer") or r.get("continuation") or "")]
+
+
+def default_probe_rows(rows: list[dict], n: int = 3) -> list[int]:
+    """Up to ``n`` probe rows: the ★ rows (:func:`starred_rows`), else the first rows."""
+    return starred_rows(rows)[:n] or list(range(min(n, len(rows))))
+
+
 def load_project(name: str, root=None) -> Project:
     path = workspace_root(root) / check_name(name)
     if not (path / "project.json").exists():
@@ -192,22 +288,35 @@ def load_project(name: str, root=None) -> Project:
 def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLike | None = None,
                    kind: str = "auto", k: int = 4, root=None, overwrite: bool = False,
                    eval_sets: dict[str, str | os.PathLike] | None = None,
-                   sources: dict[str, str] | None = None) -> Project:
+                   sources: dict[str, str] | None = None,
+                   field_maps: dict[str, dict[str, str]] | None = None) -> Project:
     """Validate the files and create the project in one step: a bad file raises
-    :class:`~sga_core.data.DataError` (file, row, field) and nothing is written."""
+    :class:`~sga_core.data.DataError` (file, row, field) and nothing is written.
+    ``field_maps`` renames each file's fields first (``{"forget": {"prompt": "question"},
+    "retain": {...}, "<eval set>": {...}}``, :mod:`sga_core.data.mapping`) and is kept in
+    project.json, so the project's later files are offered the same mapping."""
+    from sga_core.data.mapping import check_map
+    from sga_core.projects.eval_sets import check_set_name, load_set
+
     name = check_name(name)
+    maps = {role: check_map(m) for role, m in (field_maps or {}).items()}
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ProjectError(f"K={k!r}: K must be an integer from 1 to {MAX_K}")
     root = workspace_root(root)
     final = root / name
     if final.exists() and not overwrite:
         raise ProjectError(f"a project named {name!r} already exists")
-    f_ds: Dataset = load_dataset(forget, kind=kind)
-    r_ds = load_dataset(retain) if retain else None
+    f_ds: Dataset = load_dataset(forget, kind=kind, field_map=maps.get("forget"))
+    r_ds = load_dataset(retain, field_map=maps.get("retain")) if retain else None
     if r_ds is not None and r_ds.kind != f_ds.kind:
         raise DataError(f"retain data is {r_ds.kind} but forget data is {f_ds.kind}",
                         file=Path(retain).name)
-    evals = {n: load_dataset(p) for n, p in (eval_sets or {}).items()}
+    try:
+        set_names = [check_set_name(n) for n in (eval_sets or {})]
+    except ValueError as exc:
+        raise ProjectError(str(exc)) from None
+    evals = {n: load_set(f_ds.kind, n, p, maps.get(n))
+             for n, p in zip(set_names, (eval_sets or {}).values())}
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".creating-{name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -226,6 +335,10 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
             "retain_source": src.get("retain", Path(retain).name if retain else None),
             "n_forget": len(f_ds), "n_retain": len(r_ds) if r_ds else 0,
             "forget_rows_hash": rows_hash(f_ds.rows),
+            "field_maps": {("eval:" + role if role in evals else role): m
+                           for role, m in maps.items() if m},
+            "eval_sources": {n: {"source": src.get(n, Path(p).name), "added_at": now_iso()}
+                             for n, p in (eval_sets or {}).items()},
         })
         if final.exists():
             shutil.rmtree(final)
@@ -240,7 +353,9 @@ def create_demo_project(name: str = "demo", root=None, overwrite: bool = False) 
     """The built-in demo: fictitious authors (QA), with the two real-world utility sets."""
     from sga_core.assets import DEMO_DIR as demo
 
-    return create_project(name, demo / "forget.jsonl", demo / "retain.jsonl", kind="qa",
-                          root=root, overwrite=overwrite,
-                          eval_sets={"real_authors": demo / "real_authors.jsonl",
-                                     "world_facts": demo / "world_facts.jsonl"})
+    project = create_project(name, demo / "forget.jsonl", demo / "retain.jsonl", kind="qa",
+                             root=root, overwrite=overwrite,
+                             eval_sets={"real_authors": demo / "real_authors.jsonl",
+                                        "world_facts": demo / "world_facts.jsonl"})
+    project.update_meta(demo=True)
+    return project

@@ -59,11 +59,12 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
     """Copy the data files into ``run_dir/data`` so the folder is self-contained and can be
     moved to a cluster; the config then points at the copies (relative paths). Returns the
     manifest: per file, its source, row count and rows hash."""
-    from sga_core.data import NormalTable, load_dataset, rows_hash
+    from sga_core.data import NormalTable, load_dataset, rows_hash, write_dataset
 
     data_dir = Path(run_dir) / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest = {}
+    field_map = dict(cfg.data.field_map or {})
     for name in ("forget", "retain", "normals"):
         src = cfg.resolve(getattr(cfg.data, name))
         if src is None:
@@ -71,17 +72,24 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
         if not src.exists():
             raise ConfigError(f"data.{name}: file {src} does not exist")
         # a bad file is reported (file, row, field) before any run folder exists (SPEC 3)
+        mapped = bool(field_map) and name != "normals"
         if name == "normals":
             rows = NormalTable.load(src).to_rows()
         else:
-            rows = load_dataset(src, kind=cfg.data.task).rows
-        dst = data_dir / f"{name}{src.suffix}"
-        tmp = dst.with_name(f".{dst.name}.tmp")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
+            rows = load_dataset(src, kind=cfg.data.task, field_map=field_map or None).rows
+        dst = data_dir / (f"{name}.jsonl" if mapped else f"{name}{src.suffix}")
+        if mapped:  # the snapshot holds the rows under the workbench's field names
+            write_dataset(dst, rows)
+        else:
+            tmp = dst.with_name(f".{dst.name}.tmp")
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
         setattr(cfg.data, name, f"data/{dst.name}")
         manifest[name] = {"file": dst.name, "source": str(src), "rows": len(rows),
                           "rows_hash": rows_hash(rows)}
+        if mapped:
+            manifest[name]["field_map"] = field_map
+    cfg.data.field_map = {}  # applied: the config now names the renamed snapshot
     atomic_write_json(Path(run_dir) / MANIFEST, manifest)
     return manifest
 
@@ -188,10 +196,29 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": run_status.effective_eval(d).get("state") or
-                    ("queued" if (d / EVAL_REQUEST).exists() else None)})
+                    "eval_state": _eval_state(d)})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
+
+
+def _eval_state(run_dir: Path) -> str | None:
+    """The evaluation's state; "queued" while a request for it waits (even over the state
+    of an earlier evaluation)."""
+    state = run_status.effective_eval(run_dir).get("state")
+    return "queued" if state != "running" and (run_dir / EVAL_REQUEST).exists() else state
+
+
+def eval_request_sets(run_dir: str | os.PathLike) -> dict[str, str]:
+    """The extra evaluation sets an evaluation request asks for ({} for a plain request, or
+    a marker written before requests carried sets)."""
+    import json
+
+    try:
+        data = json.loads((Path(run_dir) / EVAL_REQUEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    sets = data.get("sets") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in sets.items()} if isinstance(sets, dict) else {}
 
 
 def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> str:

@@ -104,9 +104,11 @@ def cancelled_after_exit(run_dir: Path) -> None:
 
 # --- evaluation after training (sga_core.evaluation) -----------------------------------------
 
-def eval_argv(run_dir: str | os.PathLike) -> list[str]:
-    """The evaluation command of a run folder, as an argument list."""
-    return ["python", "-m", "sga_core", "eval", str(Path(run_dir).resolve())]
+def eval_argv(run_dir: str | os.PathLike, sets: dict[str, str] | None = None) -> list[str]:
+    """The evaluation command of a run folder, as an argument list (``sets``: extra
+    evaluation sets, name -> file, besides the run's own)."""
+    extra = [a for name, path in (sets or {}).items() for a in ("--set", f"{name}={path}")]
+    return ["python", "-m", "sga_core", "eval", str(Path(run_dir).resolve()), *extra]
 
 
 def should_evaluate(run_dir: str | os.PathLike) -> bool:
@@ -122,11 +124,12 @@ def should_evaluate(run_dir: str | os.PathLike) -> bool:
         return False
 
 
-def start_eval(run_dir: str | os.PathLike) -> subprocess.Popen:
+def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None
+               ) -> subprocess.Popen:
     """Start ``python -m sga_core eval RUN_DIR`` (output appended to eval.log, own session);
     eval/status.json says running at once. Returns the Popen (not waited for)."""
     run_dir = Path(run_dir).resolve()
-    proc = spawn(eval_argv(run_dir), run_dir / "eval.log", nice=0)
+    proc = spawn(eval_argv(run_dir, sets), run_dir / "eval.log", nice=0)
     run_status.write_eval(run_dir, "running", pid=proc.pid, error=None, stage="starting",
                           started_at=now_iso(), ended_at=None)
     return proc

@@ -1,0 +1,111 @@
+"""The Data page's evaluation sets: the project's extra sets listed with their role (utility
+sets are Model Utility components), a form to add one (validated like forget data, with the
+same field mapping step), and a re-evaluation of runs that were evaluated before a set was
+added."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.context import project_note
+from ui.field_map import mapping_for
+from ui.show import plain, show_error
+
+DONE = "data.set_done"  # the last action's confirmation, shown after the rerun
+FORM = "data.set_form"  # the add-a-set form's generation
+
+ROLES_QA = ("A QA set whose every row has `perturbed_answer` is a **utility set**: its "
+            "normalised probability, ROUGE-L and truth ratio enter **Model Utility (MU)** with "
+            "the retain set's (TOFU's real_authors and world_facts are two such sets; yours "
+            "count the same, whatever their names). Other QA sets are reported, not in MU.")
+ROLES_TEXT = ("`holdout` (text never trained on: MIA AUC, PrivLeak, perplexity), `forget_qa` "
+              "/ `retain_qa` (KnowMem questions); any other set gets its perplexity (text) or "
+              "KnowMem (QA).")
+
+
+def _suggested_name(filename: str) -> str:
+    stem = re.sub(r"[^a-z0-9_]+", "_", filename.rsplit(".", 1)[0].lower()).strip("_")
+    return (stem or "set")[:40]
+
+
+def eval_sets_section(project, root) -> None:
+    st.subheader("Evaluation sets")
+    st.caption(ROLES_QA if project.kind == "qa" else ROLES_TEXT)
+    done = st.session_state.pop(DONE, None)
+    if done:
+        st.success(plain(done))
+    if project.kind == "qa" and project.retain() and not any(
+            r.get("perturbed_answer") for r in project.retain()):
+        st.warning("The retain rows have no `perturbed_answer`, so the retain set's truth "
+                   "ratio, one of MU's components, cannot be computed and MU stays —. "
+                   "Create the project from a retain file with perturbed answers (TOFU: "
+                   "retain_perturbed; map `perturbed_response` → perturbed_answer if needed).")
+    info = project.eval_set_info()
+    if info:
+        st.dataframe([{"set": i["name"], "rows": i["rows"], "role": i["role"],
+                       "what it is for": i["what"], "file": i["source"],
+                       "fields mapped": ", ".join(f"{s} → {t}" for s, t in
+                                                  i["field_map"].items()) or "-"}
+                      for i in info], hide_index=True, width="stretch")
+    else:
+        st.info("No evaluation sets yet: " + ("MU cannot be computed without a utility set. "
+                                              if project.kind == "qa" else "") +
+                "Add them below; every run of this project is evaluated on them.")
+    _add_form(project, info)
+    _reevaluate(project, root)
+    if info:
+        with st.expander("Remove an evaluation set"):
+            name = st.selectbox("set", [i["name"] for i in info], key="data.set_remove_name")
+            sure = st.checkbox("confirm removal", key="data.set_remove_confirm")
+            if st.button("Remove", key="data.set_remove", disabled=not sure):
+                project.remove_eval_set(name)
+                st.session_state[DONE] = (f"Removed {name} (runs evaluated with it keep their "
+                                          "results).")
+                st.rerun()
+
+
+def _add_form(project, info) -> None:
+    with st.expander("Add an evaluation set", expanded=not info):
+        types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
+        n = st.session_state.get(FORM, 0)  # a new form (empty uploader) after each set added
+        up = st.file_uploader("evaluation set file", type=types, key=f"data.set_file.{n}")
+        suggested = _suggested_name(up.name) if up else "set"
+        name = st.text_input("set name", key=f"data.set_name.{n}", placeholder=suggested,
+                             help=f"lower-case letters, digits, '_' (empty: {suggested}); "
+                                  "it names the set's metrics, e.g. <name>_rouge") or suggested
+        kind = "qa" if project.kind == "qa" else {"holdout": "text", "forget_qa": "qa",
+                                                  "retain_qa": "qa"}.get(name, "auto")
+        mapping = mapping_for("set", up, kind, remembered=project.field_map)
+        replace = st.checkbox("replace a set with the same name", key="data.set_replace")
+        project_note(project, "adds to")
+        if st.button("Add evaluation set", key="data.set_add", disabled=up is None):
+            try:
+                entry = wb.add_eval_set(project, name, up.name, up.getvalue(), mapping,
+                                        replace=replace)
+            except (wb.DataError, wb.ProjectError) as exc:
+                show_error(exc, "Nothing was added")
+                return
+            st.session_state[FORM] = n + 1
+            st.session_state[DONE] = (f"Added {entry['name']} ({entry['rows']} rows): "
+                                      f"{entry['what']}. New runs of {project.name} are "
+                                      "evaluated on it.")
+            st.rerun()
+
+
+def _reevaluate(project, root) -> None:
+    missing = wb.runs_missing_sets(project, root)
+    if not missing:
+        return
+    sets = sorted({s for names in missing.values() for s in names})
+    st.warning(plain(f"{len(missing)} evaluated run(s) of this project were evaluated "
+                     f"before {', '.join(sets)} existed: "
+                     f"{', '.join(list(missing)[:6])}{' ...' if len(missing) > 6 else ''}."))
+    if st.button("Re-evaluate them with every evaluation set (queued jobs)",
+                 key="data.reevaluate"):
+        wb.reevaluate(project, list(missing), root)
+        st.session_state[DONE] = (f"Queued the evaluation of {len(missing)} run(s); "
+                                  "progress on the Runs page.")
+        st.rerun()

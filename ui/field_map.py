@@ -1,0 +1,68 @@
+"""Field mapping at import: under an uploader, when the file lacks the fields the workbench
+reads (``question`` / ``answer``, or ``text``), the file's own fields are offered as choices
+for each one (suggested: ``prompt`` -> question, ``response`` -> answer, ...; or the mapping
+the project remembers). The mapping itself is applied by the library
+(``sga_core.data.mapping``), so a file's errors still name its own fields."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.forms import kept
+from ui.show import plain, show_error
+
+NONE = "(none)"
+CACHE = "_field_reports"
+
+
+def _report(upload, kind: str):
+    """The upload's field report, read once per file and kind (None: unreadable, shown)."""
+    cache = st.session_state.setdefault(CACHE, {})
+    key = (getattr(upload, "file_id", None) or upload.name, upload.size, kind)
+    if key not in cache:
+        try:
+            cache[key] = wb.inspect_upload(upload.name, upload.getvalue(), kind)
+        except wb.DataError as exc:
+            cache[key] = exc
+    if isinstance(cache[key], Exception):
+        show_error(cache[key], "cannot read this file")
+        return None
+    return cache[key]
+
+
+def mapping_for(role: str, upload, kind: str = "auto",
+                remembered: dict[str, str] | None = None) -> dict[str, str]:
+    """Draw the mapping step for ``upload`` (nothing when it has the fields already) and
+    return the mapping {file field: workbench field} chosen ({} when none is needed)."""
+    if upload is None:
+        return {}
+    report = _report(upload, kind)
+    if report is None or not report.missing:
+        return {}
+    st.warning(plain(f"{report.file} has no {' / '.join(report.missing)} field "
+                     f"({report.target.upper()} rows need it). Its fields: "
+                     f"{', '.join(report.fields[:30])}. Choose which of them the workbench "
+                     "should read as each field:"))
+    remembered = {s: t for s, t in (remembered or {}).items() if s in report.fields}
+    defaults = {t: s for s, t in {**report.suggested, **remembered}.items()}
+    targets = wb.TARGETS[report.target]
+    cols = st.columns(len(targets))
+    chosen: dict[str, str] = {}  # workbench field -> file field
+    for col, target in zip(cols, targets):
+        with col:
+            source = kept(st.selectbox, f"data.map.{role}.{target}", defaults.get(target, NONE),
+                          label=f"{target} ←", options=[NONE, *report.fields],
+                          help=f"the field of {report.file} that holds the {target}")
+        if source != NONE:
+            chosen[target] = source
+    twice = sorted({s for s in chosen.values() if list(chosen.values()).count(s) > 1})
+    if twice:
+        st.error(plain(f"{', '.join(twice)}: each field of the file can be read as one "
+                       "workbench field only"))
+    mapping = {s: t for t, s in chosen.items()}
+    if mapping:
+        st.caption(plain("mapping: " + ", ".join(f"{s} → {t}" for s, t in mapping.items()) +
+                         " (kept with the project; on the command line: " +
+                         " ".join(f"--map {s}={t}" for s, t in mapping.items()) + ")"))
+    return mapping

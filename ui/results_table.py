@@ -1,0 +1,86 @@
+"""The Results page's table, drawn so that a reader cannot misread it: every missing value
+is "—" with its reason on hover, each unlearning run carries a collapse flag (its reason on
+hover, the rule above the table), the best value of each column is marked only among runs
+that did not collapse, and collapsed runs are greyed. An HTML table (``st.dataframe`` has no
+per-cell hover text); every value in it is escaped."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from sga_core import workbench as wb
+
+BEST = "font-weight:bold;background:#d8f3dc"
+MUTED = "color:#888"
+HOVER = "border-bottom:1px dotted #888;cursor:help"
+REFS = ("Original", "Retained")
+
+
+def _cell(text: str, col: str, title: str | None = None, style: str = "") -> str:
+    attrs = f' data-col="{html.escape(col)}"'
+    if title:
+        attrs += f' title="{html.escape(title)}"'
+        style = f"{style};{HOVER}" if style else HOVER
+    if style:
+        attrs += f' style="{style}"'
+    return f"<td{attrs}>{html.escape(text)}</td>"
+
+
+def _collapse_cell(row: dict) -> str:
+    if row["run"] in REFS:
+        return _cell("", "collapsed", "a reference model, not an unlearning run")
+    flag = row.get("collapsed")
+    text = {True: "collapsed", False: "no"}.get(flag, "—")
+    return _cell(text, "collapsed", row.get("collapsed (why)"),
+                 "color:#b00020;font-weight:bold" if flag else "")
+
+
+def table_html(rows: list[dict], specs, kind: str, extra: list[str] = ()) -> str:
+    """The table as HTML: run, method, r, K, collapsed, then each metric column, then the
+    ``extra`` lm-eval task columns (accuracy, higher is better)."""
+    best = wb.best_values(rows, kind)
+    head = ["run", "method", "r", "K", "collapsed"] + [c.label for c in specs] + list(extra)
+    helps = {c.label: f"{c.help} ({wb.DIRECTIONS[c.direction]})" for c in specs}
+    helps["collapsed"] = wb.collapse_rule(kind)
+    helps.update({h: f"lm-evaluation-harness task {h}: accuracy (higher is better)"
+                  for h in extra})
+    ths = "".join(f'<th title="{html.escape(helps.get(h, h))}" style="text-align:left;'
+                  f'padding:4px 8px">{html.escape(h)}</th>' for h in head)
+    body = []
+    for row in rows:
+        ref, collapsed = row["run"] in REFS, row.get("collapsed") is True
+        cells = [_cell(str(row["run"]), "run"), _cell(str(row.get("method") or "—"), "method"),
+                 _cell("—" if row.get("r") is None else f"{row['r']:g}", "r"),
+                 _cell("—" if row.get("K") is None else str(int(row["K"])), "K"),
+                 _collapse_cell(row)]
+        for c in specs:
+            value = row.get(c.label)
+            if value is None:
+                cells.append(_cell("—", c.label, row.get(f"{c.label} (why)") or
+                                   "no value"))
+                continue
+            is_best = not ref and not collapsed and best.get(c.label) == value
+            cells.append(_cell(f"{value:.4g}", c.label, None, BEST if is_best else ""))
+        for label in extra:
+            value = row.get(label)
+            cells.append(_cell("—" if value is None else f"{value:.4g}", label,
+                               row.get(f"{label} (why)") or ("no value" if value is None
+                                                            else None)))
+        style = f' style="{MUTED}"' if collapsed else ""
+        body.append(f'<tr data-run="{html.escape(str(row["run"]))}"{style}>' +
+                    "".join(cells) + "</tr>")
+    return ("<div style='overflow-x:auto'><table style='border-collapse:collapse;"
+            "font-size:0.9rem'><thead><tr>" + ths + "</tr></thead><tbody>" + "".join(body) +
+            "</tbody></table></div>")
+
+
+def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()) -> None:
+    st.caption("One row per evaluated run, with the Original (before unlearning) and Retained "
+               "(never saw the forget set: the target) models first. Best value of each "
+               "column in **bold green**, among runs that did not collapse. **" +
+               wb.collapse_rule(kind).replace(" = ", "** = ", 1) + "; collapsed rows are "
+               "greyed. — = cannot be computed: hover it for the reason (and the column "
+               "headers for what each metric means).")
+    st.html(table_html(rows, specs, kind, extra))

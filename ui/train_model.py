@@ -1,0 +1,66 @@
+"""The Train page's model section: the model to unlearn, which is the project's prepared
+original whenever there is one (unless a person chose another model for this project), and
+**Prepare models**, which confirms what it queued."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui import forms
+from ui.context import project_note
+from ui.show import show_error
+
+ORIGINAL, OTHER = "prepared original", "other model"
+QUEUED = "train.prepare_queued"  # the run ids Prepare queued (shown while they are pending)
+
+
+def model_section(project, root) -> str:
+    """Draw the section; returns the model spec a run of this project would start from."""
+    st.subheader("Model")
+    original, pending = wb.prepared_model(project, root), wb.pending_model(project, root)
+    options = ([ORIGINAL] if original or pending else []) + [OTHER]
+    mine = forms.chosen("train.model_choice")  # what a person chose for this project
+    forms.prepare("train.model_mode", mine if mine in options else options[0])
+    if mine not in options:  # never chosen: the prepared original as soon as there is one
+        st.session_state["train.model_mode"] = options[0]
+    mode = st.radio("model to unlearn", options, horizontal=True, key="train.model_mode",
+                    on_change=lambda: forms.remember("train.model_choice",
+                                                     st.session_state["train.model_mode"]))
+    if mode == ORIGINAL:
+        model = str(original or pending)
+        st.caption(f"`{model}`" + (" (being prepared now: runs you launch are queued behind "
+                                    "it and start once it is ready)" if pending else ""))
+    else:
+        model = forms.kept(st.text_input, "train.model", "embedded:smollm2",
+                           label="model (HF id, local folder, or embedded:smollm2)")
+        if original:
+            st.caption("This project has a prepared original; choose **prepared original** "
+                       "to unlearn it (this model is not fine-tuned on the project's data).")
+    queued = st.session_state.get(QUEUED)
+    if queued and pending:
+        st.success(f"Prepare queued {' and '.join(f'**{q}**' for q in queued)} (fine-tuning, "
+                   "then evaluation; see the Runs page). The model to unlearn is now the "
+                   "prepared original.")
+    if not original and not pending:
+        _prepare_button(project, root, model, mode)
+    return model
+
+
+def _prepare_button(project, root, model: str, mode: str) -> None:
+    st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
+            "base model on forget + retain (the model to unlearn) and on retain only (the "
+            "reference for Forget Quality); both run as queued jobs on the Runs page.")
+    project_note(project, "prepares")
+    if st.button("Prepare models", key="train.prepare"):
+        try:
+            dirs = wb.submit_prepare(project, model=model if mode == OTHER else
+                                     "embedded:smollm2", root=root)
+        except (wb.ConfigError, ValueError) as exc:
+            show_error(exc, "cannot prepare")
+            return
+        # the radio is drawn already: its new value applies on the rerun
+        forms.put_later("train.model_mode", ORIGINAL)
+        forms.remember("train.model_choice", ORIGINAL)
+        st.session_state[QUEUED] = [d.name for d in dirs]
+        st.rerun()  # offer the original being prepared at once, with the confirmation
