@@ -11,6 +11,7 @@ from pathlib import Path
 from sga_core.assets import DEMO_DIR, DEMO_EVAL_SETS, demo_eval_sets
 from sga_core.config import LaunchConfig, TrainingArgs
 from sga_core.methods import REGISTRY, method_names
+from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError, field_specs
 
 
@@ -246,7 +247,7 @@ def demo_defaults(base: dict, args) -> None:
     data.setdefault("retain", str(DEMO_DIR / "retain.jsonl"))
     if "model" not in base or args.model is None:
         original = runs_root(args.runs_dir) / "demo-original" / "model"
-        if not (original / "config.json").exists():
+        if not is_model_folder(original):
             raise ConfigError("--demo: no prepared model at "
                               f"{original}; run `python -m sga_core prepare --demo` first")
         base["model"] = str(original)
@@ -254,7 +255,7 @@ def demo_defaults(base: dict, args) -> None:
     if not ev.get("sets") and data.get("task", "qa") in DEMO_EVAL_SETS:
         ev["sets"] = demo_eval_sets(data.get("task", "qa"))
     reference = runs_root(args.runs_dir) / "demo-retain-ref"
-    if not ev.get("reference") and (reference / "model" / "config.json").exists():
+    if not ev.get("reference") and is_model_folder(reference / "model"):
         ev["reference"] = str(reference)
 
 

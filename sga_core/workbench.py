@@ -19,6 +19,7 @@ from sga_core.leftovers import clean_leftovers
 from sga_core.live import fmt_seconds, latest_probes, progress, tokens_html
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS
+from sga_core.model.loading import is_model_folder
 from sga_core.model.losses import describe_coefficients
 from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as generation
@@ -69,7 +70,8 @@ __all__ = [
     "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable", "Project", "ProjectError",
     "SUPPORTED_EXTENSIONS", "TrainingArgs", "best_values", "build_config", "cancel",
     "clean_workspace", "command_text", "config_diff", "create_demo_project", "create_project",
-    "default_eval", "delete", "describe_coefficients", "display_names", "dump_config",
+    "default_eval", "delete", "describe_coefficients", "device_note", "display_names",
+    "dump_config",
     "dumps_jsonl", "ensure_projects", "ensure_runner", "explain_method", "field_specs",
     "fmt_seconds", "follow_token", "generation", "get_method", "idk_fallback",
     "import_normals", "last_generation", "latest_probes", "list_presets", "list_projects",
@@ -203,6 +205,18 @@ def save_preset(project: Project, name: str, cfg) -> Path:
     return path
 
 
+def device_note(launch: dict) -> str:
+    """Where a run with these launch settings trains, in words, with what this machine has
+    (found without torch): the Train page's device line."""
+    from sga_core.model.device import describe, gpu_hint
+
+    la = {**{s["name"]: s["default"] for s in field_specs(LaunchConfig)}, **(launch or {})}
+    if la.get("cpu"):
+        la["device"] = "cpu"
+    return "Device: " + describe(la["device"], la["mixed_precision"], la.get("config_file"),
+                                 gpu=gpu_hint())
+
+
 def preview(cfg, root=None) -> tuple[str, str, str]:
     """(run id, the exact launch command, config.yaml) of a config about to be launched."""
     root = runs_root(root)
@@ -226,6 +240,6 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
         out["Original"] = str(original)
     for r in project_runs(project, root):
         model = root / r["run_id"] / "model"
-        if r["run_id"] != original_run_id(project) and (model / "config.json").exists():
+        if r["run_id"] != original_run_id(project) and is_model_folder(model):
             out[r["run_id"]] = str(model)
     return out

@@ -38,7 +38,7 @@ RUN_TIMEOUT = 240.0  # generous: another process may load the CPU; a run takes ~
 SPEC5_FIELDS = ("step", "epoch", "loss", "forget_nll", "normal_nll", "r", "lr", "grad_norm",
                 "tokens_per_s", "elapsed_s")
 RUN_FILES = {"config.yaml", "command.sh", "status.json", "metrics.jsonl", "probes.jsonl",
-             "train.log", "model", "data"}
+             "train.log", "model", "data", "env.json"}  # env.json: issue 13
 
 
 # ----------------------------------------------------------------------------- helpers -----

@@ -110,11 +110,16 @@ def eval_argv(run_dir: str | os.PathLike) -> list[str]:
 
 
 def should_evaluate(run_dir: str | os.PathLike) -> bool:
-    """True for a completed run with a saved model whose config has ``eval.enabled``."""
+    """True for a completed run with a saved model whose config has ``eval.enabled``, and
+    that was not evaluated already (in its training process: ``eval.in_process``)."""
+    from sga_core.model.loading import is_model_folder
+
     run_dir = Path(run_dir)
     if run_status.read_run(run_dir).get("state") != "completed":
         return False
-    if not (run_dir / "model" / "config.json").exists():
+    if run_status.read_eval(run_dir).get("state"):
+        return False  # the training process evaluated it (or is evaluating it)
+    if not is_model_folder(run_dir / "model"):
         return False
     try:
         return bool(load_config(run_dir / "config.yaml").eval.enabled)
