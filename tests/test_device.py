@@ -137,3 +137,43 @@ def test_environment_record(tmp_path):
     if head.returncode == 0:
         assert rec["workbench"]["commit"] == head.stdout.strip()
         assert isinstance(rec["workbench"]["dirty"], bool)
+
+
+@pytest.mark.parametrize("kind, hf_name", [("constant", "constant_with_warmup"),
+                                           ("linear", "linear"), ("cosine", "cosine")])
+def test_schedules_are_transformers_formulas(kind, hf_name):
+    import torch
+    from transformers import get_scheduler
+
+    from sga_core.train.schedule import make_scheduler
+
+    def lrs(make):
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        sched = make(opt)
+        out = []
+        for _ in range(12):
+            out.append(sched.get_last_lr()[0])
+            opt.step()
+            sched.step()
+        return out
+
+    ours = lrs(lambda o: make_scheduler(o, kind, 3, 10))
+    theirs = lrs(lambda o: get_scheduler(hf_name, o, num_warmup_steps=3,
+                                         num_training_steps=10))
+    assert ours == theirs
+
+
+def test_trainer_start_up_does_not_import_peft_or_the_hf_trainer():
+    """Cutting start-up imports (issue 13): the training entry point and the trainer's own
+    imports pull in neither peft (only LoRA runs need it) nor transformers' Trainer code."""
+    import sys
+
+    code = ("import sys, torch; from accelerate import Accelerator; "
+            "from transformers import AutoModelForCausalLM, AutoTokenizer; "
+            "import sga_core.train.__main__, sga_core.train.trainer, sga_core.train.schedule; "
+            "print(sorted(m for m in ('peft', 'transformers.trainer_utils', 'transformers.trainer')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

@@ -123,3 +123,54 @@ def test_kl_loss_matches_full_logits_formula(setup):
     assert torch.allclose(got, expected, rtol=1e-5, atol=1e-6)
     for s in seqs:
         s.role = "train"
+
+
+def test_fused_chunked_loss_matches_and_choice_is_explained(setup):
+    from functools import partial
+
+    from sga_core.model import fusedloss
+
+    model, enc, seqs = setup
+    ids = list(range(len(seqs)))
+    plain = forward_stats(model, seqs, ids, enc.pad_id, "cpu")
+    (plain.mean_nll * torch.arange(len(seqs))).sum().backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    chunked = partial(fusedloss.chunked_token_nll, chunk_rows=7)  # several chunks
+    fused = forward_stats(model, seqs, ids, enc.pad_id, "cpu", loss_fn=chunked)
+    assert torch.allclose(fused.mean_nll, plain.mean_nll, rtol=1e-6, atol=1e-6)
+    (fused.mean_nll * torch.arange(len(seqs))).sum().backward()
+    for p, g in zip(model.parameters(), want):  # the chunks add up in another order
+        assert torch.allclose(p.grad, g, rtol=1e-4, atol=1e-6), (p.grad - g).abs().max()
+    model.zero_grad()
+    # under bf16 mixed precision the fused head computes in bf16, as the model would
+    bf16 = fusedloss.loss_function("chunked", "bf16")
+    low = forward_stats(model, seqs, ids, enc.pad_id, "cpu", loss_fn=bf16)
+    assert low.mean_nll.dtype == torch.float32
+    assert torch.allclose(low.mean_nll, plain.mean_nll, rtol=2e-2)
+    assert fusedloss.loss_function("off", "bf16") is None
+    # auto: liger only on a GPU with liger-kernel and an unsharded model
+    assert fusedloss.choose("auto", on_gpu=False, stashable=True) == "off"
+    assert fusedloss.choose("auto", on_gpu=True, stashable=False) == "off"
+    assert fusedloss.choose("chunked", on_gpu=False, stashable=True) == "chunked"
+    with pytest.raises(ValueError, match="needs a GPU"):
+        fusedloss.choose("liger", on_gpu=False, stashable=True)
+    with pytest.raises(ValueError, match="sharded"):
+        fusedloss.choose("chunked", on_gpu=True, stashable=False)
+    if not fusedloss.liger_available():
+        with pytest.raises(ValueError, match="requirements-gpu.txt"):
+            fusedloss.choose("liger", on_gpu=True, stashable=True)
+
+
+def test_stash_mode_only_for_plain_known_models(setup):
+    from sga_core.model.labelhead import can_stash
+
+    model, _, _ = setup
+    assert can_stash(model)
+    wrapped = torch.nn.Module()
+    wrapped.module = model  # a DDP-like wrapper: looked through
+    wrapped.forward = model.forward
+    assert can_stash(wrapped)
+    odd = copy.deepcopy(model)
+    odd.config.model_type = "some-new-family"
+    assert not can_stash(odd)  # unknown post-processing after the head: gather mode

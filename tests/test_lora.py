@@ -226,3 +226,33 @@ def test_reference_copy_is_prepared_frozen():
     model = torch.nn.Linear(3, 2)
     ref = prepare_reference(Accelerator(cpu=True), copy.deepcopy(model))
     assert not any(p.requires_grad for p in ref.parameters()) and not ref.training
+
+
+def test_long_text_sequences_with_checkpointing(tiny_model_dir, demo_dir):
+    """Text tasks up to 2048 tokens: the encoder keeps 2048, and a checkpointed forward and
+    backward over them gives the gradients of the plain one."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from sga_core.data import load_dataset
+
+    tok = load_tokenizer(str(tiny_model_dir))
+    enc = Encoder(tok, max_length=2048)
+    rows = load_dataset(demo_dir / "text_forget.jsonl", kind="text").rows
+    long_text = " ".join(r["continuation"] for r in rows) * 8
+    seq = enc.text(rows[0]["prompt"], long_text, role="forget")
+    assert len(seq) == 2048 and seq.n_scored > 1900
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                      max_position_embeddings=4096, tie_word_embeddings=True)
+    grads = []
+    for checkpointing in (False, True):
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(cfg)
+        if checkpointing:
+            enable_checkpointing(model)
+        model.train()
+        stats = forward_stats(model, [seq], [0], enc.pad_id, "cpu")
+        stats.mean_nll.sum().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)

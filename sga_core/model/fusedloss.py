@@ -45,20 +45,24 @@ def choose(mode: str, *, on_gpu: bool, stashable: bool) -> str:
     return mode
 
 
-def chunked_token_nll(out, chunk_rows: int | None = None):
-    """Per-token NLL ``[N]`` in float32, head + cross-entropy per chunk, checkpointed."""
+def chunked_token_nll(out, chunk_rows: int | None = None, compute_dtype=None):
+    """Per-token NLL ``[N]`` in float32, head + cross-entropy per chunk, checkpointed.
+    ``compute_dtype``: the head's matmul dtype (bf16 under bf16 mixed precision), else the
+    weights'."""
     import torch
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
 
     from sga_core.model.labelhead import CHUNK_ELEMENTS
 
-    w = out.head.weight
+    dt = compute_dtype or out.head.weight.dtype
+    w = out.head.weight.to(dt)
     bias = getattr(out.head, "bias", None)
+    bias = None if bias is None else bias.to(dt)
     step = chunk_rows or max(1, CHUNK_ELEMENTS // max(1, w.shape[0]))
 
     def piece(h, t):
-        logits = F.linear(h, w, bias)
+        logits = F.linear(h.to(dt), w, bias)
         if out.softcap:
             logits = torch.tanh(logits / out.softcap) * out.softcap
         return F.cross_entropy(logits.float(), t, reduction="none")
@@ -70,18 +74,27 @@ def chunked_token_nll(out, chunk_rows: int | None = None):
     return torch.cat(parts)
 
 
-def liger_token_nll(out):
+def liger_token_nll(out, compute_dtype=None):
     """Per-token NLL ``[N]`` by liger-kernel's fused linear cross-entropy."""
     from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
 
-    h = out.hidden
-    w = out.head.weight.to(h.dtype)
+    dt = compute_dtype or out.hidden.dtype
     bias = getattr(out.head, "bias", None)
     fn = LigerFusedLinearCrossEntropyLoss(reduction="none", softcap=out.softcap)
-    loss = fn(w, h, out.targets, None if bias is None else bias.to(h.dtype))
+    loss = fn(out.head.weight.to(dt), out.hidden.to(dt), out.targets,
+              None if bias is None else bias.to(dt))
     return (loss[0] if isinstance(loss, tuple) else loss).float()
 
 
-def loss_function(mode: str):
-    """The per-token loss for ``forward_stats(loss_fn=...)``, None for ``off``."""
-    return {"off": None, "chunked": chunked_token_nll, "liger": liger_token_nll}[mode]
+def loss_function(mode: str, mixed_precision: str | None = None):
+    """The per-token loss for ``forward_stats(loss_fn=...)``, None for ``off``; under bf16 or
+    fp16 mixed precision the head's matmul runs in that dtype, as it would in the model."""
+    from functools import partial
+
+    fn = {"off": None, "chunked": chunked_token_nll, "liger": liger_token_nll}[mode]
+    if fn is None or mixed_precision not in ("bf16", "fp16"):
+        return fn
+    import torch
+
+    return partial(fn, compute_dtype=torch.bfloat16 if mixed_precision == "bf16"
+                   else torch.float16)

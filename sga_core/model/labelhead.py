@@ -111,7 +111,10 @@ class LabelOutput:
         """Logits of scored tokens ``start:stop`` in the model's dtype."""
         if self.logits is not None:
             return self.logits[start:stop]
-        out = self.head(self.hidden[start:stop])
+        h = self.hidden[start:stop]
+        w = self.head.weight
+        # outside the model's autocast the head computes in its weights' dtype
+        out = self.head(h if h.dtype == w.dtype else h.to(w.dtype))
         if self.softcap:
             import torch
 

@@ -39,6 +39,23 @@ def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
     return argv
 
 
+DIRECT_ENV = "SGA_TRAIN_DIRECT"
+
+
+def start_argv(cfg: TrainConfig, config_path: str) -> tuple[list[str], dict]:
+    """What the workbench itself starts: ``(argv, extra environment)``.
+
+    A one-process run without an accelerate config file starts the trainer directly
+    (``python -m sga_core.train --config CONFIG``): accelerate's launcher would only set a
+    few environment variables and start that same process, after importing torch itself
+    (seconds of every run's fixed cost). The trainer resolves the device and precision
+    either way, so this and command.sh's ``accelerate launch`` line train alike."""
+    la = cfg.launch
+    if la.num_processes == 1 and not la.config_file:
+        return ["python", "-m", "sga_core.train", "--config", config_path], {DIRECT_ENV: "1"}
+    return launch_argv(cfg, config_path), {}
+
+
 def command_text(cfg: TrainConfig, run_dir: Path) -> str:
     return shlex.join(launch_argv(cfg, str(Path(run_dir).resolve() / "config.yaml")))
 

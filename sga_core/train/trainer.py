@@ -140,7 +140,9 @@ class Trainer:
         method_cls = get_method(cfg.method)
         self.method = method_cls(cfg.method_config())
         self.method.check_training(t, self.acc.distributed_type.value)
-        self._ppid = os.getppid()  # the launcher: training stops if it dies
+        # the accelerate launcher: training stops if it dies (started directly, the trainer
+        # is its own launcher: runs.command.start_argv)
+        self._ppid = None if os.environ.get("SGA_TRAIN_DIRECT") else os.getppid()
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
@@ -161,11 +163,9 @@ class Trainer:
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
         opt = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
                                 lr=t.lr, weight_decay=t.weight_decay)
-        from transformers import get_scheduler
+        from sga_core.train.schedule import make_scheduler
 
-        sched = get_scheduler("constant_with_warmup" if t.scheduler == "constant" else
-                              t.scheduler, opt, num_warmup_steps=t.warmup_steps,
-                              num_training_steps=self.total_steps)
+        sched = make_scheduler(opt, t.scheduler, t.warmup_steps, self.total_steps)
         # the scheduler is stepped by hand once per optimizer step (not prepared), so its
         # counting does not depend on the number of processes
         self.model, self.opt = self.acc.prepare(self.model, opt)
@@ -182,7 +182,7 @@ class Trainer:
 
         self.loss_fn = fusedloss.loss_function(fusedloss.choose(
             t.fused_loss, on_gpu=self.acc.device.type == "cuda",
-            stashable=can_stash(self.model)))
+            stashable=can_stash(self.model)), self.acc.mixed_precision)
         self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
@@ -408,7 +408,7 @@ class Trainer:
                         break
                     if self.should_cancel():
                         raise StopTraining("cancelled", "cancelled by request")
-                    if os.getppid() != self._ppid:
+                    if self._ppid is not None and os.getppid() != self._ppid:
                         # the launcher is gone (killed): stop at once, and let the process
                         # that launched it record the end (never "failed" while training)
                         self.log("the launcher process exited; stopping")
