@@ -177,3 +177,15 @@ def test_trainer_start_up_does_not_import_peft_or_the_hf_trainer():
                          cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+def test_one_process_runs_start_the_trainer_directly():
+    from sga_core.runs.command import DIRECT_ENV, start_argv
+
+    argv, env = start_argv(cfg_of({}), "c.yaml")
+    assert argv == ["python", "-m", "sga_core.train", "--config", "c.yaml"]
+    assert env == {DIRECT_ENV: "1"}
+    argv, env = start_argv(cfg_of({"num_processes": 2}), "c.yaml")
+    assert argv[:2] == ["accelerate", "launch"] and env == {}
+    argv, _ = start_argv(cfg_of({"config_file": "ds.yaml"}), "c.yaml")
+    assert argv[:4] == ["accelerate", "launch", "--config_file", "ds.yaml"]

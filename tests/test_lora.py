@@ -256,3 +256,46 @@ def test_long_text_sequences_with_checkpointing(tiny_model_dir, demo_dir):
         grads.append([p.grad.clone() for p in model.parameters()])
     for a, b in zip(*grads):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+
+
+def test_reference_copy_is_sharded_like_the_trained_model(monkeypatch):
+    """Under DeepSpeed the reference copy gets its own inference engine from the run's
+    DeepSpeed config (ZeRO-3 keeps sharding, no optimizer); under FSDP accelerate wraps it;
+    the GPU paths, checked here with stand-ins for DeepSpeed and the accelerator."""
+    import sys
+    import types
+
+    from sga_core.train.reference import deepspeed_inference_config, prepare_reference
+
+    ds_cfg = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
+              "optimizer": {"type": "AdamW"}, "scheduler": {"type": "WarmupLR"},
+              "bf16": {"enabled": True}}
+    frozen = deepspeed_inference_config(ds_cfg)
+    assert frozen["zero_optimization"] == {"stage": 3} and "optimizer" not in frozen
+    assert "scheduler" not in frozen and frozen["bf16"] == {"enabled": True}
+    assert ds_cfg["optimizer"]  # the trained model's config is untouched
+    assert deepspeed_inference_config({"zero_optimization": {"stage": 2}})[
+        "zero_optimization"]["stage"] == 0
+
+    calls = []
+
+    class Engine(torch.nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+
+    fake = types.ModuleType("deepspeed")
+    fake.initialize = lambda model, config: calls.append(config) or (Engine(model), None)
+    monkeypatch.setitem(sys.modules, "deepspeed", fake)
+    kind = types.SimpleNamespace
+    acc = kind(distributed_type=kind(value="DEEPSPEED"),
+               state=kind(deepspeed_plugin=kind(deepspeed_config=ds_cfg)))
+    engine = prepare_reference(acc, torch.nn.Linear(2, 2))
+    assert isinstance(engine, Engine) and not engine.training
+    assert calls == [frozen]
+    prepared = []
+    acc = kind(distributed_type=kind(value="FSDP"),
+               prepare=lambda m: prepared.append(m) or m)
+    model = torch.nn.Linear(2, 2)
+    assert prepare_reference(acc, model) is model and prepared == [model]
+    assert not any(p.requires_grad for p in model.parameters())
