@@ -98,3 +98,12 @@ def loss_function(mode: str, mixed_precision: str | None = None):
 
     return partial(fn, compute_dtype=torch.bfloat16 if mixed_precision == "bf16"
                    else torch.float16)
+
+
+def for_run(mode: str, acc, model):
+    """The per-token loss of a run (None: the plain cross-entropy): ``training.fused_loss``
+    chosen for its device and model, in its mixed-precision dtype."""
+    from sga_core.model.labelhead import can_stash
+
+    return loss_function(choose(mode, on_gpu=acc.device.type == "cuda",
+                                stashable=can_stash(model)), acc.mixed_precision)

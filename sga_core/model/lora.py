@@ -50,6 +50,15 @@ def enable_checkpointing(model) -> None:
     model.config.use_cache = False
 
 
+def for_training(model, training):
+    """The loaded model made ready for training: no KV cache, gradient checkpointing and
+    LoRA adapters when ``training`` asks for them."""
+    model.config.use_cache = False
+    if training.gradient_checkpointing:
+        enable_checkpointing(model)
+    return apply_lora(model, training) if training.lora_rank else model
+
+
 def apply_lora(model, training):
     """The model with fresh LoRA adapters from ``training`` (lora_rank, lora_alpha,
     lora_dropout, lora_targets); only the adapters require gradients."""

@@ -72,3 +72,16 @@ def prepare_reference(acc, model):
     if kind == "FSDP":
         return acc.prepare(model)  # sharded like the trained model; frozen, so no optimizer
     return acc.prepare_model(model, evaluation_mode=True)
+
+
+def for_method(method_cls, acc, model, cfg) -> Reference | None:
+    """The reference of a run whose method ``needs`` one: the trained (prepared) ``model``
+    with its adapters off under LoRA, else a frozen copy of ``cfg.model`` placed by
+    accelerate; None for other methods."""
+    if "reference" not in method_cls.needs:
+        return None
+    if cfg.training.lora_rank:
+        return Reference(model, adapters=True)
+    from sga_core.model.loading import load_model
+
+    return Reference(prepare_reference(acc, load_model(cfg.model, dtype=cfg.training.dtype)))

@@ -82,10 +82,6 @@ def probe_records(model, enc: Encoder, units_by_index: dict[int, Unit], rows: li
 
 # ------------------------------------------------------------------------------ loop --------
 
-class EvalStopped(Exception):
-    """A cancel request during the in-process evaluation."""
-
-
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike):
         self.cfg = cfg
@@ -148,16 +144,10 @@ class Trainer:
         self.data = data = load_method_data(cfg)
         self.units = self.method.build_units(data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
-        self.model = load_model(cfg.model, dtype=t.dtype)
-        self.model.config.use_cache = False
-        if t.gradient_checkpointing:
-            from sga_core.model.lora import enable_checkpointing
+        from sga_core.model.lora import for_training
 
-            enable_checkpointing(self.model)
-        if t.lora_rank:
-            from sga_core.model.lora import apply_lora
-
-            self.model = apply_lora(self.model, t)
+        # gradient checkpointing and LoRA adapters, when asked (training.*)
+        self.model = for_training(load_model(cfg.model, dtype=t.dtype), t)
         n = len(self.units)
         self.steps_per_epoch = math.ceil(n / t.batch_size)
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
@@ -170,19 +160,12 @@ class Trainer:
         # counting does not depend on the number of processes
         self.model, self.opt = self.acc.prepare(self.model, opt)
         self.sched = sched
-        self.reference = None  # the starting model, for methods that compare with it
-        if "reference" in method_cls.needs:
-            from sga_core.train.reference import Reference, prepare_reference
+        from sga_core.model.fusedloss import for_run
+        from sga_core.train.reference import for_method
 
-            self.reference = (Reference(self.model, adapters=True) if t.lora_rank else
-                              Reference(prepare_reference(self.acc, load_model(
-                                  cfg.model, dtype=t.dtype))))
-        from sga_core.model import fusedloss
-        from sga_core.model.labelhead import can_stash
-
-        self.loss_fn = fusedloss.loss_function(fusedloss.choose(
-            t.fused_loss, on_gpu=self.acc.device.type == "cuda",
-            stashable=can_stash(self.model)), self.acc.mixed_precision)
+        # the starting model for methods that compare with it; the fused loss, if any
+        self.reference = for_method(method_cls, self.acc, self.model, cfg)
+        self.loss_fn = for_run(t.fused_loss, self.acc, self.model)
         self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
@@ -452,55 +435,12 @@ class Trainer:
                     error=None if state == "completed" else reason,
                     elapsed_s=round(time.time() - t0, 3))
         self.log(f"run {state} after {step} steps ({time.time() - t0:.1f}s)")
-        if state == "completed" and self.evaluates_here():
-            self.evaluate()
+        if state == "completed":
+            from sga_core.train.inprocess import evaluate_in_process
+
+            evaluate_in_process(self)  # when eval.in_process applies (one plain process)
         self.acc.end_training()
         return state
-
-    def evaluates_here(self) -> bool:
-        """Evaluate in this process (``eval.in_process``): one plain process, the model in
-        memory. Sharded or multi-process runs are evaluated by a separate process."""
-        ev = self.cfg.eval
-        return (ev.enabled and ev.in_process and self.acc.num_processes == 1
-                and self.acc.distributed_type.value == "NO"
-                and not getattr(self, "weights_broken", False))
-
-    def evaluate(self) -> None:
-        """The run's evaluation (eval/summary.json, eval/status.json) on the trained model
-        as it is in memory: no second process, no reload. A failure is the evaluation's,
-        never the run's; a cancel request stops it."""
-        import gc
-
-        import torch
-
-        from sga_core.evaluation.run import evaluate_run
-
-        self.opt = self.reference = None  # free the optimizer state and any reference copy
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        model = self.acc.unwrap_model(self.model, keep_fp32_wrapper=False).eval()
-        model.config.use_cache = True  # generation wants the KV cache
-        if getattr(model, "generation_config", None) is not None:
-            model.generation_config.use_cache = True
-        last = {"t": 0.0}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if self._sigterm or (self.run_dir / CANCEL_FILE).exists():
-                raise EvalStopped("cancelled by request")
-            now = time.monotonic()
-            if now - last["t"] >= 5.0 or done >= total:
-                last["t"] = now
-                self.log(f"eval: {stage} {done}/{total}")
-
-        self.log("evaluating in the training process (eval.in_process)")
-        t0 = time.time()
-        try:
-            evaluate_run(self.run_dir, progress, loaded=(model, self.tok),
-                         overrides={"device": str(self.acc.device)})
-            self.log(f"evaluation completed ({time.time() - t0:.1f}s)")
-        except Exception as exc:  # recorded in eval/status.json by evaluate_run
-            self.log(f"evaluation failed: {type(exc).__name__}: {exc}")
 
 
 def _fmt_nll(d: dict) -> str:
