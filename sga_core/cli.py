@@ -528,7 +528,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                                                   "(default 256)")
     s.add_argument("--system-prompt", help="a model only: system prompt for chat templates")
     s.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
-    s.add_argument("--device", help="cpu, cuda, ... (default: a run's launch.cpu, else auto)")
+    s.add_argument("--device", help="cpu, cuda, ... (default: cpu for a run with launch.device "
+                                    "cpu, else auto: the GPU when there is one)")
     s.add_argument("--runs-dir", help="where to look up a run id")
     s.set_defaults(func=cmd_eval)
 
