@@ -105,6 +105,7 @@ with st.expander("Advanced training settings"):
                                    advanced=True))
 with st.expander("Accelerate (processes, precision, DeepSpeed/FSDP config)"):
     launch = dataclass_form(wb.LaunchConfig, loaded.get("launch"), key="train.f.l")
+st.caption(wb.device_note(launch))  # decided when the run starts, on the machine running it
 evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "
                 "(TOFU/MUSE metrics, token tables; takes about as long as a short run)")
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")

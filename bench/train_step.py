@@ -132,7 +132,8 @@ def make_trainer(model_spec, method, units, enc, batch_size):
     tr.sched = get_scheduler("constant_with_warmup", opt, num_warmup_steps=0,
                              num_training_steps=10_000)
     tr.model, tr.opt = tr.acc.prepare(model, opt)
-    tr.method, tr.units, tr.enc, tr.ref_model = method, units, enc, None
+    tr.method, tr.units, tr.enc = method, units, enc
+    tr.ref_model = tr.reference = tr.loss_fn = None  # (ref_model: before issue 13)
     return tr
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from sga_core.assets import DEMO_DIR, DEMO_EVAL_SETS, demo_eval_sets
 from sga_core.config import LaunchConfig, TrainingArgs
 from sga_core.methods import REGISTRY, method_names
+from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError, field_specs
 
 PROTOCOL_CHOICES = ["demo", "tofu", "muse", "copyright"]  # sga_core.evaluation.protocols
@@ -327,7 +328,7 @@ def demo_defaults(base: dict, args) -> None:
     data.setdefault("retain", str(DEMO_DIR / "retain.jsonl"))
     if "model" not in base or args.model is None:
         original = runs_root(args.runs_dir) / "demo-original" / "model"
-        if not (original / "config.json").exists():
+        if not is_model_folder(original):
             raise ConfigError("--demo: no prepared model at "
                               f"{original}; run `python -m sga_core prepare --demo` first")
         base["model"] = str(original)
@@ -335,7 +336,7 @@ def demo_defaults(base: dict, args) -> None:
     if not ev.get("sets") and data.get("task", "qa") in DEMO_EVAL_SETS:
         ev["sets"] = demo_eval_sets(data.get("task", "qa"))
     reference = runs_root(args.runs_dir) / "demo-retain-ref"
-    if not ev.get("reference") and (reference / "model" / "config.json").exists():
+    if not ev.get("reference") and is_model_folder(reference / "model"):
         ev["reference"] = str(reference)
 
 
@@ -660,7 +661,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                                                   "(default 256)")
     s.add_argument("--system-prompt", help="a model only: system prompt for chat templates")
     s.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
-    s.add_argument("--device", help="cpu, cuda, ... (default: a run's launch.cpu, else auto)")
+    s.add_argument("--device", help="cpu, cuda, ... (default: cpu for a run with launch.device "
+                                    "cpu, else auto: the GPU when there is one)")
     s.add_argument("--runs-dir", help="where to look up a run id")
     s.add_argument("--protocol", choices=PROTOCOL_CHOICES,
                    help="evaluation protocol: demo (fast settings of its own), tofu, muse, "

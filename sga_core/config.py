@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sga_core.model.device import DEVICES, PRECISIONS, fold_legacy_cpu
+from sga_core.model.fusedloss import MODES as FUSED_MODES
 from sga_core.params import ConfigError, from_dict, param, to_dict
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
@@ -77,15 +79,46 @@ class TrainingArgs:
     diverge_loss: float = param(0.0, "Also stop as 'diverged' when |loss| exceeds this "
                                      "(0 = only on non-finite loss).", min=0.0, max=1e12,
                                 advanced=True)
+    # --- large models (issue 13): LoRA, gradient checkpointing, a fused loss
+    lora_rank: int = param(0, "LoRA rank: train low-rank adapters instead of all weights "
+                              "(0 = full fine-tuning). Reference-model methods then use the "
+                              "base model with the adapters off (no second copy).",
+                           min=0, max=4096, advanced=True)
+    lora_alpha: float = param(16.0, "LoRA alpha (the adapters' scale is alpha / rank).",
+                              min=0.0, max=1e6, advanced=True)
+    lora_dropout: float = param(0.0, "Dropout on the LoRA adapters' input.", min=0.0,
+                                max=0.9, advanced=True)
+    lora_targets: str = param("all-linear", "Modules that get adapters: 'all-linear' (every "
+                                            "linear layer but the head) or names "
+                                            "(q_proj,v_proj).", advanced=True)
+    save_merged: bool = param(False, "LoRA: also save the merged full model "
+                                     "(model-merged/); model/ always holds the adapter.",
+                              advanced=True)
+    gradient_checkpointing: bool = param(False, "Recompute activations in the backward pass: "
+                                                "much less memory for long sequences "
+                                                "(text tasks up to 2048 tokens), about a "
+                                                "third more compute.", advanced=True)
+    fused_loss: str = param("auto", "Training loss over the head: 'off' (logits of the "
+                                    "scored tokens, one cross-entropy), 'chunked' (head + "
+                                    "cross-entropy per chunk, recomputed in the backward "
+                                    "pass), 'liger' (liger-kernel, GPU), 'auto' (liger on a "
+                                    "GPU where installed, else off).", choices=FUSED_MODES,
+                            advanced=True)
 
 
 @dataclass
 class LaunchConfig:
-    num_processes: int = param(1, "Processes (GPUs, or CPU workers with --cpu).", min=1,
+    num_processes: int = param(1, "Processes (GPUs, or CPU workers on the CPU).", min=1,
                                max=1024)
-    mixed_precision: str = param("no", "Accelerate mixed precision.",
-                                 choices=("no", "fp16", "bf16"))
-    cpu: bool = param(True, "Force CPU (set false on GPU machines).")
+    device: str = param("auto", "Where training runs, decided when the run starts on the "
+                                "machine that runs it: 'auto' = the GPU when there is one, "
+                                "else the CPU; 'cpu' forces the CPU (--cpu); 'gpu' fails "
+                                "without one.", choices=DEVICES)
+    mixed_precision: str = param("auto", "Accelerate mixed precision; 'auto' = bf16 autocast "
+                                         "on a GPU that supports it, none on the CPU (or the "
+                                         "accelerate config file's).", choices=PRECISIONS)
+    cpu: bool | None = param(None, "Force the CPU: the same as --device cpu (old configs' "
+                                   "launch.cpu; --no-cpu = device auto).", hidden=True)
     config_file: str | None = param(None, "An accelerate config file (DeepSpeed, FSDP, "
                                           "multi-node); overrides the flags above.")
     main_process_port: int = param(0, "Rendezvous port for several processes (0 = pick a "
@@ -143,6 +176,10 @@ class EvalConfig:
                                               "reference's.", min=0.0, max=1.0, advanced=True)
     batch_size: int = param(16, "Sequences per forward pass when scoring, prompts per "
                                 "batch when generating.", min=1, max=4096, advanced=True)
+    in_process: bool = param(True, "Evaluate inside the training process, with the model "
+                                   "already loaded (one process per run); false = a separate "
+                                   "`python -m sga_core eval` process afterwards (runs over "
+                                   "several processes always use one).", advanced=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +228,7 @@ class TrainConfig:
             if need in ("retain", "normals") and not getattr(self.data, need):
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
         self._absolute_eval_paths()
+        fold_legacy_cpu(self.launch)
         return self
 
     def _check_field_map(self) -> None:
@@ -236,6 +274,8 @@ class TrainConfig:
     def to_dict(self) -> dict:
         d = to_dict(self)
         d.pop("base_dir")
+        if d["launch"].get("cpu") is None:
+            d["launch"].pop("cpu", None)  # the old spelling is read, never written
         return d
 
     @classmethod

@@ -17,13 +17,14 @@ class ConfigError(ValueError):
 
 def param(default: Any, help: str, *, min: float | None = None, max: float | None = None,
           choices: tuple | None = None, label: str | None = None, advanced: bool = False,
-          slider: tuple[float, float] | None = None):
+          slider: tuple[float, float] | None = None, hidden: bool = False):
     """A dataclass field with the metadata that forms and CLI flags are built from.
 
     ``slider=(lo, hi)``: forms show a slider over that range next to an exact box that
-    accepts the whole ``min..max`` range (SGA's r: a slider -10..1, exact values to -100)."""
+    accepts the whole ``min..max`` range (SGA's r: a slider -10..1, exact values to -100).
+    ``hidden``: read from files and flags, but forms do not show it (an old spelling)."""
     meta = {"help": help, "min": min, "max": max, "choices": choices, "label": label,
-            "advanced": advanced, "slider": slider}
+            "advanced": advanced, "slider": slider, "hidden": hidden}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return field(default=default, metadata=meta)

@@ -4,10 +4,11 @@
 - ``<name>-retain-ref``: the base model fine-tuned on retain rows only (the reference for
   Forget Quality: what a model that never saw the forget set looks like).
 
-Both are then evaluated (the "Original" and "Retained" rows of a results table): the retain
-reference first, so its forget truth ratios (QA) or Min-K% AUC (text) are in its
-eval/summary.json, then the original with ``eval.reference`` = the retain-ref run. Runs
-trained later from the original should use the same reference.
+Both are evaluated (the "Original" and "Retained" rows of a results table): the retain
+reference is trained and evaluated first, so its forget truth ratios (QA) or Min-K% AUC (text)
+are in its eval/summary.json, then the original with ``eval.reference`` = the retain-ref run.
+Each is evaluated in its training process (``eval.in_process``), with the model already
+loaded. Runs trained later from the original should use the same reference.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
     name = name or "prepared"
     root = runs_root(runs_dir)
     ref_dir = root / f"{name}-retain-ref"
-    plan = []
-    if which in ("both", "original"):
-        plan.append((f"{name}-original", True))
+    plan = []  # the reference first: the original's Forget Quality compares against it
     if which in ("both", "retain-ref"):
         plan.append((f"{name}-retain-ref", False))
+    if which in ("both", "original"):
+        plan.append((f"{name}-original", True))
     results = {}
     for run_id, include_forget in plan:
         if overwrite and (root / run_id).exists():
@@ -56,25 +57,19 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             "launch": launch or {},
             # both are compared with the retain reference (Forget Quality, PrivLeak); the
             # reference against itself gives the paper's "Retained" row (FQ 1)
-            "eval": {"sets": dict(eval_sets or {}), "reference": str(ref_dir),
-                     "protocol": eval_protocol or "demo"},
+            "eval": {"enabled": bool(evaluate), "sets": dict(eval_sets or {}),
+                     "reference": str(ref_dir), "protocol": eval_protocol or "demo"},
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
         })
         run_dir = create_run(cfg, root)
         echo(f"== {run_id}: fine-tuning {model} ({cfg.notes})")
-        status = run_foreground(run_dir, echo=echo, evaluate=False)  # evaluated below
+        status = run_foreground(run_dir, echo=echo)  # and its evaluation, when asked
         results[run_id] = {"state": status.get("state"), "path": str(run_dir),
                            "model": str(run_dir / "model"), "error": status.get("error")}
+        if evaluate:
+            results[run_id].update(eval_state=status.get("eval_state"),
+                                   eval_error=status.get("eval_error"))
         if status.get("state") != "completed":
             break
-    if evaluate:
-        from sga_core.runs.launch import run_eval_foreground
-
-        # the reference first: the original's Forget Quality reuses its forget truth ratios
-        for run_id in sorted(results, key=lambda r: not r.endswith("-retain-ref")):
-            if results[run_id]["state"] != "completed":
-                continue
-            st = run_eval_foreground(results[run_id]["path"], echo=echo)
-            results[run_id].update(eval_state=st.get("state"), eval_error=st.get("error"))
     return results

@@ -25,6 +25,7 @@ from sga_core.config import (
     valid_run_id,
 )
 from sga_core.data.errors import short
+from sga_core.model.device import fold_legacy_cpu
 from sga_core.params import ConfigError, field_specs, from_dict, to_dict
 
 #: What a preset sets (the Train page saves these).
@@ -242,4 +243,7 @@ def load_preset(path: str | os.PathLike, *, keep_run_fields: bool = False) -> di
                           f"{exc.strerror or type(exc).__name__}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{name}: not UTF-8 text (byte {exc.start})") from None
-    return parse_preset(text, name, keep_run_fields=keep_run_fields)
+    preset = parse_preset(text, name, keep_run_fields=keep_run_fields)
+    if isinstance(preset.get("launch"), dict):
+        fold_legacy_cpu(preset["launch"])  # an old preset's launch.cpu as launch.device
+    return preset

@@ -28,6 +28,7 @@ from sga_core.live import (
 )
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS
+from sga_core.model.loading import is_model_folder
 from sga_core.model.losses import describe_coefficients
 from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as generation
@@ -82,20 +83,20 @@ __all__ = [
     "Project", "ProjectError", "SUPPORTED_EXTENSIONS", "TARGETS", "TrainingArgs",
     "add_eval_set", "best_values", "build_config", "cancel", "clean_workspace", "collapse_rule",
     "command_text", "config_diff", "create_demo_project", "create_project", "curve_names",
-    "default_eval", "delete", "describe_coefficients", "display_names", "dump_config",
-    "dumps_jsonl", "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of",
-    "explain_method", "extra_columns", "field_specs", "fmt_seconds", "follow_token",
-    "generation", "get_method", "idk_fallback", "import_benchmark", "import_copyright_upload",
-    "import_normals", "inspect_upload", "last_generation", "latest_probes", "list_presets",
-    "list_projects", "list_runs", "list_templates", "load_preset", "load_project",
-    "make_run_id", "method_names", "metrics", "new_project", "normals_problems",
-    "original_run_id", "parse_r_values", "pending_model", "per_sample", "prepared_model",
-    "prepared_reference", "preview", "probe", "probe_models", "progress", "project_runs",
-    "protocol_note", "queue_sweep", "r_groups", "reevaluate", "request_eval", "rerun",
-    "results_table", "rstar", "run_projects", "runs_missing_sets", "runs_of", "runs_root",
-    "save_normals_row", "save_preset", "submit", "submit_prepare", "summary_of", "sweep_series",
-    "table_columns", "tail", "token_table", "tokens_html", "typical_eval_seconds",
-    "validate_preset", "word_token_index",
+    "default_eval", "delete", "describe_coefficients", "device_note", "display_names",
+    "dump_config", "dumps_jsonl", "ensure_projects", "ensure_runner", "eval_progress",
+    "eval_status_of", "explain_method", "extra_columns", "field_specs", "fmt_seconds",
+    "follow_token", "generation", "get_method", "idk_fallback", "import_benchmark",
+    "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
+    "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
+    "load_preset", "load_project", "make_run_id", "method_names", "metrics", "new_project",
+    "normals_problems", "original_run_id", "parse_r_values", "pending_model", "per_sample",
+    "prepared_model", "prepared_reference", "preview", "probe", "probe_models", "progress",
+    "project_runs", "protocol_note", "queue_sweep", "r_groups", "reevaluate", "request_eval",
+    "rerun", "results_table", "rstar", "run_projects", "runs_missing_sets", "runs_of",
+    "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "summary_of",
+    "sweep_series", "table_columns", "tail", "token_table", "tokens_html",
+    "typical_eval_seconds", "validate_preset", "word_token_index",
 ]
 
 
@@ -342,6 +343,18 @@ def save_preset(project: Project, name: str, cfg) -> Path:
     return path
 
 
+def device_note(launch: dict) -> str:
+    """Where a run with these launch settings trains, in words, with what this machine has
+    (found without torch): the Train page's device line."""
+    from sga_core.model.device import describe, gpu_hint
+
+    la = {**{s["name"]: s["default"] for s in field_specs(LaunchConfig)}, **(launch or {})}
+    if la.get("cpu"):
+        la["device"] = "cpu"
+    return "Device: " + describe(la["device"], la["mixed_precision"], la.get("config_file"),
+                                 gpu=gpu_hint())
+
+
 def preview(cfg, root=None) -> tuple[str, str, str]:
     """(run id, the exact launch command, config.yaml) of a config about to be launched."""
     root = runs_root(root)
@@ -365,6 +378,6 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
         out["Original"] = str(original)
     for r in project_runs(project, root):
         model = root / r["run_id"] / "model"
-        if r["run_id"] != original_run_id(project) and (model / "config.json").exists():
+        if r["run_id"] != original_run_id(project) and is_model_folder(model):
             out[r["run_id"]] = str(model)
     return out

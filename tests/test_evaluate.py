@@ -92,9 +92,34 @@ def trained_run(tmp_path_factory, tiny_model_dir, qa_data) -> Path:
     status = run_foreground(run_dir, echo=lines.append, poll_s=0.2)
     assert status["state"] == "completed", (run_dir / "train.log").read_text()[-3000:]
     assert status.get("eval_state") == "completed", (
-        status, (run_dir / "eval.log").read_text()[-3000:])
+        status, (run_dir / "train.log").read_text()[-3000:])
     assert any("eval:" in line for line in lines)  # the evaluation's progress was echoed
     return run_dir
+
+
+@pytest.mark.slow
+def test_separate_evaluation_gives_the_in_process_numbers(trained_run, tmp_path,
+                                                          tiny_model_dir, qa_data):
+    """``eval.in_process: false``: the run is evaluated afterwards by its own process
+    (eval.log), as before issue 13, with the same numbers as the in-process evaluation."""
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.launch import run_foreground
+
+    run_dir = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="tiny-ga",
+                                eval_cfg={"in_process": False}), tmp_path / "runs")
+    status = run_foreground(run_dir, echo=lambda line: None, poll_s=0.2)
+    assert status["state"] == "completed" and status["eval_state"] == "completed", status
+    assert (run_dir / "eval.log").exists()
+    assert "evaluation completed" not in (run_dir / "train.log").read_text()
+    separate = read_json(run_dir / "eval" / SUMMARY_FILE)
+    in_process = read_json(trained_run / "eval" / SUMMARY_FILE)
+    assert separate["in_process"] is False
+    for name, m in in_process["metrics"].items():
+        if m["value"] is None:
+            assert separate["metrics"][name]["value"] is None, name
+        else:
+            assert separate["metrics"][name]["value"] == pytest.approx(m["value"], rel=1e-4,
+                                                                       abs=1e-6), name
 
 
 @pytest.fixture()
@@ -212,7 +237,9 @@ def test_trained_run_is_evaluated_end_to_end(trained_run):
         assert len(r["nll_perturbed"]) == 5 and r["nll_answer"] > 0
         assert 0 <= r["probability"] <= 1 and 0 <= r["rouge_l_recall"] <= 1
         assert (r["nll_paraphrased"] is None) == (r["set"] in ("real_authors", "world_facts"))
-    assert (trained_run / "eval.log").exists()
+    # evaluated in the training process (eval.in_process, issue 13): its lines in train.log
+    assert summary["in_process"] is True and not (trained_run / "eval.log").exists()
+    assert "evaluation completed" in (trained_run / "train.log").read_text()
     status = read_json(trained_run / "eval" / "status.json")
     assert status["state"] == "completed" and status["error"] is None
     assert ev.eval_status(trained_run)["state"] == "completed"

@@ -169,8 +169,8 @@ def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int 
     defaults); ``advanced``: None = all fields, True/False = only fields with that flag."""
     values = values or {}
     out = {}
-    specs = [s for s in wb.field_specs(cls)
-             if advanced is None or bool(s.get("advanced")) == advanced]
+    specs = [s for s in wb.field_specs(cls) if not s.get("hidden")
+             and (advanced is None or bool(s.get("advanced")) == advanced)]
     for spec in [s for s in specs if s.get("slider")]:  # sliders get a whole row
         out[spec["name"]] = _slider_field(spec, f"{key}.{spec['name']}",
                                           values.get(spec["name"], spec["default"]))

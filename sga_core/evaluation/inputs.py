@@ -40,9 +40,10 @@ def qa_candidates(row: dict) -> list[str]:
 
 
 def qa_batches(enc, rows: Sequence[dict], batch_size: int) -> list[list[int]]:
-    """Groups of row indices, each scored as ONE padded batch of all its rows' candidates
+    """Groups of row indices, each scored as one padded batch of all its rows' candidates
     (answer, paraphrase, perturbed answers): rows sorted by their longest candidate, packed
-    up to ``batch_size`` sequences (one row at least), so little of each batch is padding."""
+    up to ``batch_size`` sequences (one row at least; the forward loop cuts a row with more
+    candidates into batches of ``batch_size``), so little of each batch is padding."""
     sized = []
     for i, row in enumerate(rows):
         cands = qa_candidates(row)
@@ -70,9 +71,11 @@ def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
     """Mean answer NLL of every candidate answer of each QA row, in input order.
 
     Returns, per row, ``{"answer": x, "paraphrased": y or None, "perturbed": [..]}``. The
-    candidates of a group of rows go through the model as ONE padded batch: groups of
+    candidates of a group of rows go through the model as one padded batch: groups of
     ``rows_per_batch`` consecutive rows, or with ``batch_size`` the :func:`qa_batches`
-    packing (the evaluation's).
+    packing (the evaluation's). No forward holds more than ``batch_size`` (default 16)
+    sequences: a row with more candidates than that is scored over several batches, so the
+    memory is bounded by the batch size, never by the number of candidates.
     """
     from sga_core.model.forward import batched_nll
 
@@ -100,7 +103,8 @@ def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
         report(progress, stage, done_rows[0], len(rows))
 
     report(progress, stage, 0, len(rows))
-    nlls = batched_nll(model, seqs, enc.pad_id, device, batches=seq_groups, on_batch=on_batch)
+    nlls = batched_nll(model, seqs, enc.pad_id, device, batch_size=batch_size or 16,
+                       batches=seq_groups, on_batch=on_batch)
     out = [{"answer": None, "paraphrased": None, "perturbed": []} for _ in rows]
     for (i, kind), v in zip(slots, nlls):
         if kind == "perturbed":
@@ -208,17 +212,19 @@ def first_tokens(tok, text: str, n: int) -> str:
     return tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=True)
 
 
-def _hit_lists(logits, labels) -> list[list[bool]]:
+def _hit_lists(res) -> list[list[bool]]:
     """Per sequence: for each scored token but the last, whether the argmax of the previous
     position's logits is that token (open-unlearning tokenwise_vocab_logprobs drops the
-    last scored position, the EOS prediction)."""
-    preds = logits[:, :-1].argmax(dim=-1).cpu()
-    lab = labels[:, 1:].cpu()
-    out = []
-    for j in range(lab.shape[0]):
-        pos = (lab[j] != IGNORE).nonzero().flatten()[:-1]
-        out.append((preds[j, pos] == lab[j, pos]).tolist())
-    return out
+    last scored position, the EOS prediction). ``res``: the batch's
+    :class:`~sga_core.model.labelhead.LabelOutput` (scored tokens in row-major order)."""
+    import torch
+
+    preds = [lg.argmax(dim=-1) for _, _, lg in res.chunks()]
+    hits = (torch.cat(preds) == res.targets).cpu().tolist() if preds else []
+    out: list[list[bool]] = [[] for _ in range(res.shape[0])]
+    for r, h in zip(res.rows.cpu().tolist(), hits):
+        out[r].append(h)
+    return [row[:-1] for row in out]
 
 
 def answer_token_hits(model, encoder, seqs: Sequence[TokSeq], device="cpu",

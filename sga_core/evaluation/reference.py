@@ -105,15 +105,15 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
     if ref is None or not str(ref).strip():
         return None
     given = str(ref).strip()
-    from sga_core.model.loading import cache_dir, is_embedded
+    from sga_core.model.loading import cache_dir, is_embedded, is_model_folder
 
     path = Path(given).expanduser()
     if path.is_dir():
         path = path.resolve()
-        if (path / "model" / "config.json").exists():
+        if is_model_folder(path / "model"):
             return Reference(given, str(path / "model"), path / EVAL_DIR,
                              path / EVAL_DIR / SUMMARY_FILE)
-        if (path / "config.json").exists():
+        if is_model_folder(path):
             if _is_run_dir(path.parent):
                 return Reference(given, str(path), path.parent / EVAL_DIR,
                                  path.parent / EVAL_DIR / SUMMARY_FILE)

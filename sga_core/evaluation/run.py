@@ -202,8 +202,11 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                    sets: Mapping[str, Any] | None = None, reference: str | None = None, *,
                    task: str = "auto", settings: EvalSettings | None = None,
                    progress: Progress = None, run_id: str | None = None,
-                   meta: dict | None = None) -> dict:
+                   meta: dict | None = None, loaded: tuple | None = None) -> dict:
     """Evaluate a model spec (folder, hub id, ``embedded:...``) into ``out_dir``.
+
+    ``loaded``: ``(model, tokenizer)`` already in memory (the training process evaluating
+    the model it just trained); ``model`` then only names it.
 
     ``forget`` / ``retain`` / each of ``sets`` is a data file or a list of rows; ``task`` is
     'qa', 'text' or 'auto' (from the forget data). The sets ``forget_eval`` and
@@ -242,7 +245,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
 
     ts = time.time()
     report(progress, "loading the model", 0, 1)
-    m, tok = load_model_and_tokenizer(model, dtype=st.dtype, device=device)
+    m, tok = loaded or load_model_and_tokenizer(model, dtype=st.dtype, device=device)
     enc = st.encoder(tok, m)
     timings["load_s"] = round(time.time() - ts, 3)
     try:
@@ -343,7 +346,7 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
         max_length=cfg.training.max_length,
         system_prompt=cfg.training.system_prompt,
         dtype=cfg.training.dtype,
-        device=ov.get("device") or ("cpu" if cfg.launch.cpu else "auto"),
+        device=ov.get("device") or ("cpu" if cfg.launch.device == "cpu" else "auto"),
         protocol=protocol,
         prompt_format=ov.get("prompt_format") or ev.prompt_format,
         lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ev.lm_eval_tasks or ()),
@@ -357,7 +360,7 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
 
 def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
                  overrides: Mapping[str, Any] | None = None,
-                 out_dir: str | os.PathLike | None = None) -> dict:
+                 out_dir: str | os.PathLike | None = None, loaded: tuple | None = None) -> dict:
     """Evaluate a run folder: its ``model/`` on its data snapshot and its ``eval`` settings.
 
     Writes ``RUN_DIR/eval/summary.json`` and ``eval/per_sample.jsonl`` (or into ``out_dir``)
@@ -367,6 +370,7 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
     then completed or failed (with the error).
     """
     from sga_core.config import load_config
+    from sga_core.model.loading import is_model_folder
     from sga_core.runs.status import write_eval
 
     run_dir = Path(run_dir).resolve()
@@ -395,7 +399,7 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
         cfg = load_config(run_dir / "config.yaml")
         ov = dict(overrides or {})
         model_dir = run_dir / "model"
-        if not (model_dir / "config.json").exists():
+        if loaded is None and not is_model_folder(model_dir):
             raise EvalError(f"run {run_dir.name} has no saved model ({model_dir})")
         sets = {**cfg.eval.sets, **(ov.get("sets") or {})}
         sets = {k: str(cfg.resolve(v)) for k, v in sets.items()}
@@ -407,7 +411,8 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
             reference, task=cfg.data.task, settings=settings_from_config(cfg, ov),
             progress=follow, run_id=cfg.run_id or run_dir.name,
             meta={"run_dir": str(run_dir), "method": cfg.method,
-                  "method_args": cfg.method_args})
+                  "method_args": cfg.method_args, "in_process": loaded is not None},
+            loaded=loaded)
     except BaseException as exc:
         if own:
             msg = str(exc) if isinstance(exc, Exception) else type(exc).__name__

@@ -63,7 +63,9 @@ class Method:
     title: ClassVar[str] = ""
     Config: ClassVar[type]
     needs: ClassVar[frozenset[str]] = frozenset()  # of NEEDS
-    needs_logits: ClassVar[bool] = False
+    # True: SeqStats.token_logits, the logits of the scored tokens [N, V] (their rows in
+    # token_rows); "full": also SeqStats.logits [B, T, V] of every position (costly)
+    needs_logits: ClassVar[bool | str] = False
     unlearning: ClassVar[bool] = True  # False for plain fine-tuning (``prepare``)
     rank: ClassVar[int] = 50  # display order in lists (lower first)
     sweep_param: ClassVar[str | None] = None  # the setting a sweep varies (SGA: "r")

@@ -28,11 +28,13 @@ class KL(Method):
     def unit_losses(self, stats: SeqStats, n_units: int):
         import torch
 
-        logp = torch.log_softmax(stats.logits[:, :-1].float(), dim=-1)
-        ref_logp = torch.log_softmax(stats.ref.logits[:, :-1].float(), dim=-1)
-        mask = (stats.labels[:, 1:] != -100).to(logp.dtype)
-        kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1) * mask  # KL(ref || current)
-        kl_seq = kl_tok.sum(1) / mask.sum(1).clamp(min=1)
-        forget = self.role_mask(stats, "forget").to(logp.dtype)
-        values = torch.where(forget.bool(), -stats.mean_nll, self.cfg.retain_weight * kl_seq)
+        # the next-token distributions at the scored (label) positions only
+        logp = torch.log_softmax(stats.token_logits.float(), dim=-1)
+        ref_logp = torch.log_softmax(stats.ref.token_logits.float(), dim=-1)
+        kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1)  # KL(ref || current), [N]
+        kl_sum = torch.zeros(len(stats.roles), dtype=kl_tok.dtype, device=kl_tok.device)
+        kl_seq = kl_sum.index_add(0, stats.token_rows, kl_tok) / \
+            stats.n_tokens.clamp(min=1).to(kl_tok.dtype)
+        forget = self.role_mask(stats, "forget")
+        values = torch.where(forget, -stats.mean_nll, self.cfg.retain_weight * kl_seq)
         return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units, values)

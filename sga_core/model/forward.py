@@ -10,7 +10,10 @@ batch wastes little, one forward per batch, results back in input order) serves
 
 :func:`greedy_generate` is the model side of greedy generation (left-padded batches, the same
 length batching), and :func:`forward_stats` the training forward with per-sequence statistics.
-Every forward goes through :func:`forward_batch`. torch is imported inside the functions.
+Every forward goes through :func:`forward_batch`; scoring, probes and the training loss run
+the model's head only at label positions (:mod:`sga_core.model.labelhead`), so no
+[batch, sequence, vocabulary] tensor is made, and inference applies it in chunks. torch is
+imported inside the functions.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from sga_core.model.encoding import IGNORE, Encoder, Sequence, collate
+from sga_core.model.encoding import Encoder, Sequence, collate
 
 # called after each batch with the indices (into the input list) the batch held
 OnBatch = Callable[[list[int]], None] | None
@@ -36,9 +39,14 @@ class SeqStats:
     n_tokens: Any  # tensor [n_seq]
     unit_ids: Any  # tensor [n_seq], position of the owning unit within the local batch
     roles: list[str]
-    logits: Any = None  # tensor [n_seq, T, V], for methods that need the distribution
+    logits: Any = None  # tensor [n_seq, T, V]: only for methods with needs_logits = "full"
     labels: Any = None
     ref: SeqStats | None = None  # the frozen reference model's stats (same sequences)
+    # methods with needs_logits: the logits of the scored (label) tokens only, [N, V], each
+    # token's row in the batch [N] and label [N] (labelhead: row-major order)
+    token_logits: Any = None
+    token_rows: Any = None
+    token_targets: Any = None
 
 
 def length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
@@ -63,42 +71,53 @@ def inference(model):
             model.train()
 
 
-def forward_batch(model, seqs: list[Sequence], pad_id: int, device="cpu"):
-    """Collate ``seqs`` (right padding) and run the model once: ``(batch, logits)``."""
+def forward_batch(model, seqs: list[Sequence], pad_id: int, device="cpu", *,
+                  full: bool = False, stash: bool | None = None):
+    """Collate ``seqs`` (right padding) and run the model once: ``(batch, out)``, where
+    ``out`` is the :class:`~sga_core.model.labelhead.LabelOutput` of the label positions, or
+    with ``full`` the logits of every position ``[B, T, V]``."""
+    from sga_core.model.labelhead import forward_labels
+
     batch = {k: v.to(device) for k, v in collate(seqs, pad_id).items()}
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   use_cache=False).logits
-    return batch, logits
+    if full:
+        return batch, model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                            use_cache=False).logits
+    return batch, forward_labels(model, batch, stash)
 
 
 def per_sequence(model, seqs: list[Sequence], pad_id: int, reduce: Callable, device="cpu",
                  batch_size: int = 16, batches: list[list[int]] | None = None,
                  on_batch: OnBatch = None) -> list:
-    """THE batched inference loop: ``reduce(logits, labels)`` gives one value per sequence
-    of a padded batch; the values come back in input order.
+    """THE batched inference loop: ``reduce(out)`` gives one value per sequence of a padded
+    batch (``out``: its :class:`~sga_core.model.labelhead.LabelOutput`); the values come
+    back in input order.
 
     ``batches`` (lists of indices into ``seqs``) fixes which sequences share a forward;
-    by default :func:`length_batches` of ``batch_size``. Inside a batch the sequences are
-    ordered by length (a stable sort).
+    by default :func:`length_batches` of ``batch_size``. A batch of more than ``batch_size``
+    sequences is cut, so memory is bounded by ``batch_size`` whatever the grouping. Inside a
+    batch the sequences are ordered by length (a stable sort).
     """
     out: list = [None] * len(seqs)
     if batches is None:
         batches = length_batches([len(s) for s in seqs], batch_size)
+    step = max(1, batch_size)
     with inference(model):
         for group in batches:
             idx = sorted(group, key=lambda i: len(seqs[i]))
-            batch, logits = forward_batch(model, [seqs[i] for i in idx], pad_id, device)
-            for i, v in zip(idx, reduce(logits, batch["labels"])):
-                out[i] = v
+            for s in range(0, len(idx), step):
+                part = idx[s:s + step]
+                _, res = forward_batch(model, [seqs[i] for i in part], pad_id, device)
+                for i, v in zip(part, reduce(res)):
+                    out[i] = v
             if on_batch is not None:
                 on_batch(idx)
     return out
 
 
-def _mean_nll(logits, labels) -> list[float]:
-    from sga_core.model.losses import sequence_nll
+def _mean_nll(res) -> list[float]:
+    from sga_core.model.labelhead import row_nll, token_nll
 
-    return sequence_nll(logits, labels)[0].tolist()
+    return row_nll(res, token_nll(res))[0].tolist()
 
 
 def batched_nll(model, seqs: list[Sequence], pad_id: int, device="cpu", batch_size: int = 16,
@@ -114,12 +133,15 @@ def rows_nll(model, enc: Encoder, rows: list[dict], kind: str = "qa", device="cp
     return batched_nll(model, [enc.row(r, kind) for r in rows], enc.pad_id, device, batch_size)
 
 
-def _logprob_lists(logits, labels) -> list[list[float]]:
-    from sga_core.model.losses import token_logprobs
+def _logprob_lists(res) -> list[list[float]]:
+    from sga_core.model.labelhead import token_nll
 
-    lp = token_logprobs(logits, labels).cpu()
-    mask = (labels[:, 1:] != IGNORE).cpu()
-    return [lp[j][mask[j]].tolist() for j in range(lp.shape[0])]
+    lp = (-token_nll(res)).cpu().tolist()
+    rows = res.rows.cpu().tolist()
+    out: list[list[float]] = [[] for _ in range(res.shape[0])]
+    for r, v in zip(rows, lp):
+        out[r].append(v)
+    return out
 
 
 def sequence_logprobs(model, seqs: list[Sequence], pad_id: int, device="cpu",
@@ -128,24 +150,29 @@ def sequence_logprobs(model, seqs: list[Sequence], pad_id: int, device="cpu",
     return per_sequence(model, seqs, pad_id, _logprob_lists, device, batch_size)
 
 
-def _records(enc: Encoder, top_k: int, logits, labels) -> list[dict]:
+def _records(enc: Encoder, top_k: int, res) -> list[dict]:
     import torch
 
-    probs = torch.softmax(logits.float()[:, :-1], dim=-1)
-    out = []
-    for j in range(probs.shape[0]):
-        lab = labels[j, 1:]
-        pos = (lab != IGNORE).nonzero().flatten()
-        ids = lab[pos]
-        p = probs[j, pos].gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-        top_p, top_i = probs[j, pos].topk(top_k, dim=-1)
-        out.append({
-            "tokens": [enc.tok.decode([t]) for t in ids.tolist()],
-            "token_ids": ids.tolist(),
-            "probs": [round(x, 6) for x in p.tolist()],
-            "top": [[[enc.tok.decode([t]), round(q, 5)] for t, q in zip(ti, tp)]
-                    for ti, tp in zip(top_i.tolist(), top_p.tolist())],
-        })
+    ids, probs, tops_p, tops_i = [], [], [], []
+    for s, e, lg in res.chunks():
+        p_all = torch.softmax(lg.float(), dim=-1)
+        probs.append(p_all.gather(-1, res.targets[s:e].unsqueeze(-1)).squeeze(-1))
+        tp, ti = p_all.topk(top_k, dim=-1)
+        tops_p.append(tp)
+        tops_i.append(ti)
+    rows = res.rows.cpu().tolist()
+    ids = res.targets.cpu().tolist()
+    p = torch.cat(probs).tolist() if probs else []
+    tp = torch.cat(tops_p).tolist() if tops_p else []
+    ti = torch.cat(tops_i).tolist() if tops_i else []
+    out = [{"tokens": [], "token_ids": [], "probs": [], "top": []}
+           for _ in range(res.shape[0])]
+    for k, r in enumerate(rows):
+        rec = out[r]
+        rec["tokens"].append(enc.tok.decode([ids[k]]))
+        rec["token_ids"].append(ids[k])
+        rec["probs"].append(round(p[k], 6))
+        rec["top"].append([[enc.tok.decode([t]), round(q, 5)] for t, q in zip(ti[k], tp[k])])
     return out
 
 
@@ -210,15 +237,32 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
 
 
 def forward_stats(model, seqs: list[Sequence], unit_ids: list[int], pad_id: int, device,
-                  keep_logits: bool = False) -> SeqStats:
-    """The training forward (with gradients) of one padded batch, per-sequence NLLs."""
+                  keep_logits: bool | str = False, loss_fn=None) -> SeqStats:
+    """The training forward (with gradients) of one padded batch, per-sequence NLLs.
+
+    The head runs only at label positions. ``keep_logits``: True keeps the scored tokens'
+    logits (``token_logits``, for KL-style methods); "full" also runs the full-logits forward
+    and keeps ``logits`` ``[B, T, V]``. ``loss_fn(out) -> [N]`` replaces the per-token
+    cross-entropy (a fused linear cross-entropy; ``out`` is then in stash mode)."""
     import torch
 
+    from sga_core.model.labelhead import row_nll, token_nll
     from sga_core.model.losses import sequence_nll
 
-    batch, logits = forward_batch(model, seqs, pad_id, device)
-    mean_nll, sum_nll, n_tok = sequence_nll(logits, batch["labels"])
-    return SeqStats(mean_nll=mean_nll, sum_nll=sum_nll, n_tokens=n_tok,
-                    unit_ids=torch.tensor(unit_ids, device=device),
-                    roles=[s.role for s in seqs],
-                    logits=logits if keep_logits else None, labels=batch["labels"])
+    ids = torch.tensor(unit_ids, device=device)
+    roles = [s.role for s in seqs]
+    if keep_logits == "full":
+        batch, logits = forward_batch(model, seqs, pad_id, device, full=True)
+        mean_nll, sum_nll, n_tok = sequence_nll(logits, batch["labels"])
+        return SeqStats(mean_nll=mean_nll, sum_nll=sum_nll, n_tokens=n_tok, unit_ids=ids,
+                        roles=roles, logits=logits, labels=batch["labels"])
+    fused = loss_fn is not None and not keep_logits
+    batch, out = forward_batch(model, seqs, pad_id, device, stash=True if fused else False)
+    tok = loss_fn(out) if fused else token_nll(out, grad=True)
+    mean_nll, sum_nll, n_tok = row_nll(out, tok)
+    stats = SeqStats(mean_nll=mean_nll, sum_nll=sum_nll, n_tokens=n_tok, unit_ids=ids,
+                     roles=roles, labels=batch["labels"])
+    if keep_logits:
+        stats.token_logits = out.all_logits()
+        stats.token_rows, stats.token_targets = out.rows, out.targets
+    return stats

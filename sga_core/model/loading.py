@@ -79,6 +79,13 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
         raise
 
 
+def is_model_folder(path: str | os.PathLike) -> bool:
+    """A folder holding a model: a full model (config.json) or a LoRA adapter (the run
+    folder of a LoRA run: adapter_config.json, loaded over its base model)."""
+    p = Path(path)
+    return (p / "config.json").is_file() or (p / "adapter_config.json").is_file()
+
+
 def resolve_model_path(spec: str) -> str:
     """Return a path or hub id that ``from_pretrained`` can load for ``spec``.
 
@@ -88,8 +95,9 @@ def resolve_model_path(spec: str) -> str:
     if not is_embedded(spec):
         path = Path(spec).expanduser()
         if path.exists():
-            if not (path / "config.json").exists():
-                raise ModelError(f"model folder {path} has no config.json")
+            if not is_model_folder(path):
+                raise ModelError(f"model folder {path} has no config.json (nor a LoRA "
+                                 "adapter_config.json)")
             return str(path.resolve())
         if spec.startswith((".", "/", "~")):
             raise ModelError(f"model folder {spec} does not exist")
@@ -109,6 +117,11 @@ def load_tokenizer(spec: str, padding_side: str = "right"):
     from transformers import AutoTokenizer
 
     path = resolve_model_path(spec)
+    if not (Path(path) / "tokenizer_config.json").exists() and \
+            (Path(path) / "adapter_config.json").exists():
+        from sga_core.model.lora import base_of
+
+        path = resolve_model_path(base_of(path))  # an adapter saved without its tokenizer
     try:
         tok = AutoTokenizer.from_pretrained(path)
     except OSError as exc:
@@ -119,7 +132,9 @@ def load_tokenizer(spec: str, padding_side: str = "right"):
     return tok
 
 
-def load_model(spec: str, dtype: str = "float32"):
+def load_model(spec: str, dtype: str = "float32", merge: bool = True):
+    """A causal LM in ``dtype``; a LoRA adapter folder comes back as its base model with the
+    adapter (merged into the weights unless ``merge`` is false)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -127,8 +142,33 @@ def load_model(spec: str, dtype: str = "float32"):
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
         dtype
     ]
+    from sga_core.model.lora import base_of, is_adapter_dir, load_with_adapter
+
+    adapter = path if is_adapter_dir(path) else None
+    if adapter is not None:  # a LoRA run's model/: its base model, then the adapter
+        path = resolve_model_path(base_of(adapter))
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
     except OSError as exc:
         raise ModelError(f"cannot load model {spec!r}: {exc}") from exc
+    if adapter is not None:
+        model = load_with_adapter(model, adapter, merge=merge)
     return model
+
+
+def merge_adapter(folder: str | os.PathLike, out_dir: str | os.PathLike,
+                  dtype: str = "float32") -> Path:
+    """Write the base model + LoRA adapter of ``folder`` as one full model folder
+    ``out_dir`` (a LoRA run's ``training.save_merged``)."""
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        load_model(str(folder), dtype=dtype).save_pretrained(tmp, safe_serialization=True)
+        load_tokenizer(str(folder)).save_pretrained(tmp)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir

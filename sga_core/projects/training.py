@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from sga_core.config import ConfigError, TrainConfig
+from sga_core.model.loading import is_model_folder
 from sga_core.projects.project import Project
 from sga_core.runs.folder import runs_root
 
@@ -23,7 +24,7 @@ def reference_run_id(project: Project) -> str:
 def prepared_model(project: Project, root=None) -> Path | None:
     """The project's prepared original model folder, if ``prepare`` has produced it."""
     path = runs_root(root) / original_run_id(project) / "model"
-    return path if (path / "config.json").exists() else None
+    return path if is_model_folder(path) else None
 
 
 def pending_model(project: Project, root=None) -> Path | None:
@@ -40,7 +41,7 @@ def pending_model(project: Project, root=None) -> Path | None:
 
 def prepared_reference(project: Project, root=None) -> Path | None:
     path = runs_root(root) / reference_run_id(project)
-    return path if (path / "model" / "config.json").exists() else None
+    return path if is_model_folder(path / "model") else None
 
 
 MAX_SWEEP_RUNS = 100

@@ -9,27 +9,51 @@ from pathlib import Path
 
 from sga_core.config import TrainConfig
 from sga_core.fileio import atomic_write_text
+from sga_core.model.device import describe
 
 
 def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
-    """The ``accelerate launch ... -m sga_core.train --config CONFIG`` argument list."""
+    """The ``accelerate launch ... -m sga_core.train --config CONFIG`` argument list.
+
+    The device is not fixed here unless it is forced (``device: cpu``): with ``auto`` the
+    trainer picks the GPU or the CPU, and the mixed precision, on the machine that runs the
+    command (:mod:`sga_core.model.device`), so the same command.sh serves a cluster node."""
     la = cfg.launch
     argv = ["accelerate", "launch"]
     if la.config_file:
         argv += ["--config_file", la.config_file]
     else:
-        argv += ["--num_machines", "1", "--num_processes", str(la.num_processes),
-                 "--mixed_precision", la.mixed_precision, "--dynamo_backend", "no"]
+        argv += ["--num_machines", "1", "--num_processes", str(la.num_processes)]
+        if la.mixed_precision != "auto":
+            argv += ["--mixed_precision", la.mixed_precision]
+        argv += ["--dynamo_backend", "no"]
         if la.num_processes > 1:
-            # torchrun-style launch; on CPU, config.launch.cpu makes the Accelerator use DDP
+            # torchrun-style launch; on the CPU the trainer's Accelerator(cpu=True) uses DDP
             # over gloo (accelerate's own --cpu flag starts one process unless MPI is set up)
             argv.append("--multi_gpu")
             if la.main_process_port:
                 argv += ["--main_process_port", str(la.main_process_port)]
-        elif la.cpu:
+        elif la.device == "cpu":
             argv.append("--cpu")
     argv += ["-m", "sga_core.train", "--config", config_path]
     return argv
+
+
+DIRECT_ENV = "SGA_TRAIN_DIRECT"
+
+
+def start_argv(cfg: TrainConfig, config_path: str) -> tuple[list[str], dict]:
+    """What the workbench itself starts: ``(argv, extra environment)``.
+
+    A one-process run without an accelerate config file starts the trainer directly
+    (``python -m sga_core.train --config CONFIG``): accelerate's launcher would only set a
+    few environment variables and start that same process, after importing torch itself
+    (seconds of every run's fixed cost). The trainer resolves the device and precision
+    either way, so this and command.sh's ``accelerate launch`` line train alike."""
+    la = cfg.launch
+    if la.num_processes == 1 and not la.config_file:
+        return ["python", "-m", "sga_core.train", "--config", config_path], {DIRECT_ENV: "1"}
+    return launch_argv(cfg, config_path), {}
 
 
 def command_text(cfg: TrainConfig, run_dir: Path) -> str:
@@ -38,10 +62,12 @@ def command_text(cfg: TrainConfig, run_dir: Path) -> str:
 
 def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) -> Path:
     """Write command.sh for the run at ``run_dir`` (into folder ``into``, default run_dir)."""
+    la = cfg.launch
     text = (
         "#!/usr/bin/env bash\n"
         "# Re-run this training exactly: from the project root, with the same environment.\n"
         "# On a GPU cluster: edit config.yaml's launch section or pass an accelerate config.\n"
+        f"# device: {describe(la.device, la.mixed_precision, la.config_file)}\n"
         "set -euo pipefail\n"
         f"{command_text(cfg, run_dir)}\n"
     )

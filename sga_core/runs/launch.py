@@ -17,7 +17,7 @@ from pathlib import Path
 from sga_core.config import load_config
 from sga_core.fileio import now_iso
 from sga_core.runs import status as run_status
-from sga_core.runs.command import launch_argv
+from sga_core.runs.command import start_argv
 from sga_core.runs.folder import CANCEL_FILE, request_cancel, tail
 from sga_core.runs.procs import kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
@@ -25,11 +25,13 @@ from sga_core.runs.status import FINAL_STATES
 
 def start(run_dir: str | os.PathLike) -> subprocess.Popen:
     """Start training for a prepared run folder; returns the launcher's Popen (not waited
-    for). Training runs at the niceness of the caller (the runner is already niced)."""
+    for): ``accelerate launch``, or for one process the trainer itself
+    (:func:`~sga_core.runs.command.start_argv`). Training runs at the niceness of the caller
+    (the runner is already niced)."""
     run_dir = Path(run_dir).resolve()
     cfg = load_config(run_dir / "config.yaml")
-    proc = spawn(launch_argv(cfg, str(run_dir / "config.yaml")), run_dir / "train.log",
-                 nice=0)
+    argv, env = start_argv(cfg, str(run_dir / "config.yaml"))
+    proc = spawn(argv, run_dir / "train.log", env=env, nice=0)
     run_status.write_run(run_dir, "running", launcher_pid=proc.pid, pid=None,
                          started_at=now_iso(), host=os.uname().nodename)
     return proc
@@ -67,7 +69,7 @@ def finish(run_dir: str | os.PathLike, returncode: int) -> dict:
               f"{tail(run_dir / 'train.log', 15)}")
 
 
-def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 1.0,
+def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
                    evaluate: bool | None = None) -> dict:
     """Start a run and wait for it, echoing progress lines; Ctrl-C cancels it cleanly.
 
@@ -112,11 +114,16 @@ def eval_argv(run_dir: str | os.PathLike, sets: dict[str, str] | None = None) ->
 
 
 def should_evaluate(run_dir: str | os.PathLike) -> bool:
-    """True for a completed run with a saved model whose config has ``eval.enabled``."""
+    """True for a completed run with a saved model whose config has ``eval.enabled``, and
+    that was not evaluated already (in its training process: ``eval.in_process``)."""
+    from sga_core.model.loading import is_model_folder
+
     run_dir = Path(run_dir)
     if run_status.read_run(run_dir).get("state") != "completed":
         return False
-    if not (run_dir / "model" / "config.json").exists():
+    if run_status.read_eval(run_dir).get("state"):
+        return False  # the training process evaluated it (or is evaluating it)
+    if not is_model_folder(run_dir / "model"):
         return False
     try:
         return bool(load_config(run_dir / "config.yaml").eval.enabled)

@@ -105,10 +105,14 @@ class Trainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
+        from sga_core.model.device import resolve
         from sga_core.model.loading import load_model, load_tokenizer
 
-        cfg, t = self.cfg, self.cfg.training
-        self.acc = Accelerator(cpu=cfg.launch.cpu or not torch.cuda.is_available(),
+        cfg, t, la = self.cfg, self.cfg.training, self.cfg.launch
+        # the device is decided here, on the machine that runs the command (model/device.py)
+        self.device_choice = resolve(la.device, la.mixed_precision, config_file=la.config_file)
+        self.acc = Accelerator(cpu=self.device_choice.use_cpu,
+                               mixed_precision=self.device_choice.mixed_precision,
                                gradient_accumulation_steps=t.grad_accum)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         set_seed(t.seed)
@@ -118,35 +122,50 @@ class Trainer:
         self.status("running", pid=os.getpid(), started_at=started or now_iso(),
                     num_processes=self.acc.num_processes, error=None)
         self.log(f"run {cfg.run_id}: method={cfg.method} args={cfg.method_args} "
-                 f"processes={self.acc.num_processes} device={self.acc.device}")
+                 f"processes={self.acc.num_processes} device={self.acc.device} "
+                 f"mixed_precision={self.acc.mixed_precision} "
+                 f"({self.device_choice.why})")
+        if self.acc.is_main_process:
+            from sga_core.runs.envrecord import write_env_record
+
+            write_env_record(self.run_dir, t.seed, device=str(self.acc.device),
+                             mixed_precision=self.acc.mixed_precision,
+                             num_processes=self.acc.num_processes,
+                             distributed_type=self.acc.distributed_type.value,
+                             device_setting=la.device, lora_rank=t.lora_rank)
         method_cls = get_method(cfg.method)
         self.method = method_cls(cfg.method_config())
         self.method.check_training(t, self.acc.distributed_type.value)
-        self._ppid = os.getppid()  # the launcher: training stops if it dies
+        # the accelerate launcher: training stops if it dies (started directly, the trainer
+        # is its own launcher: runs.command.start_argv)
+        self._ppid = None if os.environ.get("SGA_TRAIN_DIRECT") else os.getppid()
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
         self.units = self.method.build_units(data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
-        self.model = load_model(cfg.model, dtype=t.dtype)
-        self.model.config.use_cache = False
-        self.ref_model = None
-        if "reference" in method_cls.needs:
-            self.ref_model = load_model(cfg.model, dtype=t.dtype).to(self.acc.device).eval()
-            self.ref_model.requires_grad_(False)
+        from sga_core.model.lora import for_training
+
+        # gradient checkpointing and LoRA adapters, when asked (training.*)
+        self.model = for_training(load_model(cfg.model, dtype=t.dtype), t)
         n = len(self.units)
         self.steps_per_epoch = math.ceil(n / t.batch_size)
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
-        opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
-        from transformers import get_scheduler
+        opt = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
+                                lr=t.lr, weight_decay=t.weight_decay)
+        from sga_core.train.schedule import make_scheduler
 
-        sched = get_scheduler("constant_with_warmup" if t.scheduler == "constant" else
-                              t.scheduler, opt, num_warmup_steps=t.warmup_steps,
-                              num_training_steps=self.total_steps)
+        sched = make_scheduler(opt, t.scheduler, t.warmup_steps, self.total_steps)
         # the scheduler is stepped by hand once per optimizer step (not prepared), so its
         # counting does not depend on the number of processes
         self.model, self.opt = self.acc.prepare(self.model, opt)
         self.sched = sched
+        from sga_core.model.fusedloss import for_run
+        from sga_core.train.reference import for_method
+
+        # the starting model for methods that compare with it; the fused loss, if any
+        self.reference = for_method(method_cls, self.acc, self.model, cfg)
+        self.loss_fn = for_run(t.fused_loss, self.acc, self.model)
         self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
@@ -198,13 +217,17 @@ class Trainer:
     def weights_finite(self) -> bool:
         import torch
 
-        params = [p.detach() for p in self.model.parameters() if p.numel()]
+        params = [p.detach() for p in self.trainable() if p.numel()]
         # one fused pass: a finite norm means every weight is finite (the per-parameter
         # isfinite().all() loop cost ~5% of a SmolLM2 step on CPU)
         norms = torch._foreach_norm(params) if params else []
         ok = torch.isfinite(torch.stack(norms)).all() if norms else torch.tensor(True)
         bad = self.acc.reduce((~ok).float().reshape(1).to(self.acc.device), "sum")
         return bool(bad.item() == 0)
+
+    def trainable(self) -> list:
+        """The parameters the optimizer updates (all, or the LoRA adapters)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
 
     def micro_batches(self, batch: list[int]) -> list[list[int]]:
         # exactly grad_accum micro-batches per step (some may be empty when the batch is
@@ -234,7 +257,7 @@ class Trainer:
         # a finite gradient can still give non-finite weights with reduced-precision weights
         # (AdamW on float16: eps underflows to 0), so those keep a copy to undo such an
         # update; float32 weights only pay for the check
-        backup = ([p.detach().clone() for p in self.model.parameters()]
+        backup = ([p.detach().clone() for p in self.trainable()]
                   if t.dtype != "float32" else None)
         self.opt.step()
         if not self.weights_finite():
@@ -244,7 +267,7 @@ class Trainer:
                 raise StopTraining("diverged", "the update made the weights non-finite "
                                                "(NaN/inf); model not saved")
             with torch.no_grad():
-                for p, b in zip(self.model.parameters(), backup):
+                for p, b in zip(self.trainable(), backup):
                     p.copy_(b)
             raise StopTraining("diverged", "the update made the weights non-finite (NaN/inf);"
                                            " the weights before it are kept")
@@ -277,12 +300,11 @@ class Trainer:
                 units = [self.units[i] for i in (local or mb[:1] or batch[:1])]
                 seqs, ids = flatten(units)
                 stats = forward_stats(self.model, seqs, ids, self.enc.pad_id, acc.device,
-                                      keep_logits=self.method.needs_logits)
-                if self.ref_model is not None:
-                    with torch.no_grad():
-                        stats.ref = forward_stats(self.ref_model, seqs, ids, self.enc.pad_id,
-                                                  acc.device,
-                                                  keep_logits=self.method.needs_logits)
+                                      keep_logits=self.method.needs_logits,
+                                      loss_fn=self.loss_fn)
+                if self.reference is not None:
+                    stats.ref = self.reference.stats(seqs, ids, self.enc.pad_id, acc.device,
+                                                     keep_logits=self.method.needs_logits)
                 per_unit = self.method.unit_losses(stats, len(units))
                 if dummy:
                     per_unit = per_unit * 0.0
@@ -326,15 +348,29 @@ class Trainer:
         acc = self.acc
         acc.wait_for_everyone()
         state_dict = acc.get_state_dict(self.model)
+        lora = bool(self.cfg.training.lora_rank)
         if acc.is_main_process:
             target = self.run_dir / "model"
             tmp = self.run_dir / ".model.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
-            acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
-                                                          safe_serialization=True)
+            if lora:  # the adapter, naming its base model (sga_core.model.lora)
+                from sga_core.model.loading import resolve_model_path
+                from sga_core.model.lora import save_adapter
+
+                save_adapter(self.model, tmp, self.cfg.model, resolve_model_path(self.cfg.model),
+                             state_dict=state_dict)
+            else:
+                acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
+                                                              safe_serialization=True)
             self.tok.save_pretrained(tmp)
             shutil.rmtree(target, ignore_errors=True)
             os.replace(tmp, target)
+            if lora and self.cfg.training.save_merged:
+                from sga_core.model.loading import merge_adapter
+                from sga_core.model.lora import MERGED_DIR
+
+                self.log("saving the merged model")
+                merge_adapter(target, self.run_dir / MERGED_DIR, self.cfg.training.dtype)
         acc.wait_for_everyone()
 
     def run(self) -> str:
@@ -355,7 +391,7 @@ class Trainer:
                         break
                     if self.should_cancel():
                         raise StopTraining("cancelled", "cancelled by request")
-                    if os.getppid() != self._ppid:
+                    if self._ppid is not None and os.getppid() != self._ppid:
                         # the launcher is gone (killed): stop at once, and let the process
                         # that launched it record the end (never "failed" while training)
                         self.log("the launcher process exited; stopping")
@@ -399,6 +435,10 @@ class Trainer:
                     error=None if state == "completed" else reason,
                     elapsed_s=round(time.time() - t0, 3))
         self.log(f"run {state} after {step} steps ({time.time() - t0:.1f}s)")
+        if state == "completed":
+            from sga_core.train.inprocess import evaluate_in_process
+
+            evaluate_in_process(self)  # when eval.in_process applies (one plain process)
         self.acc.end_training()
         return state
 
