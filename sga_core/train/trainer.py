@@ -24,6 +24,7 @@ from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE
+from sga_core.train.order import dropout_note, set_order_lengths
 
 # ------------------------------------------------------------------------------ data --------
 
@@ -45,6 +46,9 @@ def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
 
     With ``group_by_length``, shuffled units are sorted by length inside windows of 16
     batches, cut into batches, and the batches shuffled again (as HF's length grouping does).
+    The length is :attr:`Unit.sort_len` (the forget row's own length in training: see
+    :func:`sga_core.train.order.set_order_lengths`), so the order depends only on the seed,
+    the epoch and the forget rows.
     """
     rng = random.Random(seed * 1_000_003 + epoch)
     order = list(range(len(units)))
@@ -53,7 +57,7 @@ def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
         window = batch_size * 16
         grouped = []
         for s in range(0, len(order), window):
-            chunk = sorted(order[s:s + window], key=lambda i: -units[i].max_len)
+            chunk = sorted(order[s:s + window], key=lambda i: -units[i].sort_len)
             grouped += chunk
         order = grouped
     batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
@@ -127,9 +131,12 @@ class Trainer:
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
         self.units = self.method.build_units(data, self.enc)
+        set_order_lengths(self.units, method_cls, data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
         self.model = load_model(cfg.model, dtype=t.dtype)
         self.model.config.use_cache = False
+        if dropout_note(self.model.config):
+            self.log(dropout_note(self.model.config))
         self.ref_model = None
         if "reference" in method_cls.needs:
             self.ref_model = load_model(cfg.model, dtype=t.dtype).to(self.acc.device).eval()
@@ -371,7 +378,8 @@ class Trainer:
                            "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
                            "grad_norm": out["grad_norm"],
                            "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
-                           "elapsed_s": round(time.time() - t0, 3)}
+                           "elapsed_s": round(time.time() - t0, 3),
+                           "batch": [self.units[i].index for i in batch]}
                     if step % t.log_every == 0 or step == self.total_steps:
                         if self.acc.is_main_process:
                             append_jsonl(self.run_dir / "metrics.jsonl", rec)
