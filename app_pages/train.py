@@ -170,10 +170,10 @@ if c2.button("Launch", type="primary", key="train.launch"):
         # the previewed command's run id, if nothing changed since the preview
         same = (not run_id and previewed and previewed[1] == wb.dump_config(make_cfg(""))
                 and not (root / previewed[0]).exists())
-        run_dir = wb.submit(make_cfg(previewed[0] if same else run_id), root)
-        st.success(f"Queued run **{run_dir.name}**. Watch it on the Runs page (project "
+        dirs = wb.submit_seeds(make_cfg(previewed[0] if same else run_id), root)
+        st.success(plain(wb.queued_text(dirs)) + " Watch on the Runs page (project "
                    f"**{plain(project.name)}**).")
-        st.session_state["runs.selected"] = run_dir.name
+        st.session_state["runs.selected"] = dirs[0].name
     except (wb.ConfigError, ValueError, OSError) as exc:
         show_error(exc, "cannot launch")
 

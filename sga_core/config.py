@@ -12,6 +12,7 @@ from pathlib import Path
 from sga_core.params import ConfigError, from_dict, param, to_dict
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 def valid_run_id(text) -> bool:
@@ -45,6 +46,9 @@ class TrainingArgs:
                             min=1, max=1024, advanced=True)
     seed: int = param(0, "Random seed (data order, initialisation of anything random).",
                       min=0, max=2**31 - 1)
+    seeds: str = param("", "Repeat over seeds, as one group: a count (3 = seed, seed+1, "
+                           "seed+2) or a list (0, 1, 2); empty = one run with `seed`.",
+                       label="repeat over seeds")
     weight_decay: float = param(0.0, "AdamW weight decay.", min=0.0, max=1.0, advanced=True)
     warmup_steps: int = param(0, "Linear learning-rate warm-up steps.", min=0, max=100000,
                               advanced=True)
@@ -131,6 +135,7 @@ class TrainConfig:
     launch: LaunchConfig = field(default_factory=LaunchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     sweep: str | None = None
+    group: str | None = None  # runs of one configuration over several seeds share it
     notes: str = ""
     base_dir: str = field(default="", metadata={"internal": True})
 
@@ -162,7 +167,19 @@ class TrainConfig:
             if need in ("retain", "normals") and not getattr(self.data, need):
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
         self._absolute_eval_paths()
+        self._check_seeds()
         return self
+
+    def _check_seeds(self) -> None:
+        from sga_core.stats import parse_seeds
+
+        try:
+            parse_seeds(self.training.seeds, self.training.seed)
+        except ValueError as exc:
+            raise ConfigError(f"training.{exc}") from None
+        if self.group is not None and not GROUP_RE.fullmatch(str(self.group)):
+            raise ConfigError(f"group: {str(self.group)[:80]!r} must be 1-100 letters, digits, "
+                              "'.', '_' or '-'")
 
     def _absolute_eval_paths(self) -> None:
         """Check ``eval.sets`` and make the eval paths absolute (relative ones are relative to

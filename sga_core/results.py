@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sga_core.comparison import run_fields
 from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, table_columns
 from sga_core.runs.folder import list_runs, runs_root
@@ -59,6 +60,8 @@ def run_label(r: dict, project=None) -> str:
     label = method
     if r.get("r") is not None:
         label += f" r={float(r['r']):g}"
+    if r.get("group") and r.get("seed") is not None:
+        label += f" seed {r['seed']}"
     return label
 
 
@@ -98,6 +101,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
             row[col.label] = value
             if value is None and reason:
                 row[f"{col.label} (why)"] = reason
+        row.update(run_fields(r, summ))  # seed, group, MU's components (sga_core.comparison)
         rows.append(row)
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",

@@ -5,7 +5,6 @@ Streamlit (the UI process never loads a model)."""
 from __future__ import annotations
 
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -63,6 +62,7 @@ from sga_core.results import (
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rerun, submit
+from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "ConfigError", "DEMO_PRESET", "DIRECTIONS", "DataError",
@@ -76,9 +76,10 @@ __all__ = [
     "list_runs", "list_templates", "load_preset", "load_project", "make_run_id",
     "method_names", "metrics", "new_project", "normals_problems", "original_run_id",
     "parse_r_values", "pending_model", "per_sample", "prepared_model", "prepared_reference",
-    "preview", "probe", "probe_models", "progress", "project_runs", "queue_sweep", "r_groups",
-    "request_eval", "rerun", "results_table", "rstar", "runs_root", "save_normals_row",
-    "save_preset", "submit", "submit_prepare", "sweep_series", "table_columns", "tail",
+    "preview", "probe", "probe_models", "progress", "project_runs", "queue_sweep",
+    "queued_text", "r_groups", "request_eval", "rerun", "results_table", "rstar", "runs_root",
+    "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",
+    "sweep_series", "table_columns", "tail",
     "token_table", "tokens_html", "validate_preset", "word_token_index",
 ]
 
@@ -196,7 +197,7 @@ def save_preset(project: Project, name: str, cfg) -> Path:
     """Save a config as a preset of the project (without its run id, data and sweep)."""
     clean = "".join(ch for ch in name if ch.isalnum() or ch in "-_") or "preset"
     data = cfg.to_dict()
-    for key in ("run_id", "data", "sweep"):
+    for key in ("run_id", "data", "sweep", "group"):
         data.pop(key, None)
     path = project.path / "presets" / f"{clean}.yaml"
     atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
@@ -212,9 +213,10 @@ def preview(cfg, root=None) -> tuple[str, str, str]:
 
 def queue_sweep(make_cfg, values: list[float], name: str, root=None) -> tuple[str, list[Path]]:
     """Queue one run per value (``make_cfg(sweep_group, value)`` builds each config) as one
-    sweep group; returns the group's name and the run folders."""
-    group = f"{name or 'sweep'}-{datetime.now():%Y%m%d-%H%M%S}"
-    return group, [submit(make_cfg(group, v), root) for v in values]
+    sweep group, each repeated over its seeds (``training.seeds``: one seed group per
+    value); returns the sweep's name and the run folders."""
+    group = sweep_name(name)
+    return group, [submit(c, root) for c in sweep_configs(make_cfg, values, group, root)]
 
 
 def probe_models(project: Project, root=None) -> dict[str, str]:

@@ -100,6 +100,7 @@ def test_batches_depend_only_on_the_forget_rows(tiny_model_dir, demo_dir, data_f
                 assert batches_of(units, seed, epoch) == ref, (name, seed, epoch)
 
 
+@pytest.mark.slow
 def test_ga_and_sga_r0_are_the_same_run(tiny_model_dir, demo_dir, data_files, tmp_path):
     """Over 20 steps: the same per-step losses (1e-5), the same batches, the same final
     weights, though SGA's units carry three (long) normal answers each."""
@@ -119,6 +120,7 @@ def test_ga_and_sga_r0_are_the_same_run(tiny_model_dir, demo_dir, data_files, tm
     assert max_abs_diff(wa, wb) < 1e-5
 
 
+@pytest.mark.slow
 def test_runs_differing_in_r_or_normals_start_from_the_same_batch(tiny_model_dir, demo_dir,
                                                                   data_files, tmp_path):
     """Two SGA runs that differ only in r, or in the normal answers (short vs long), see the
