@@ -13,6 +13,9 @@ from sga_core.params import ConfigError, from_dict, param, to_dict
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# what evaluation during training measures (catalog names); eval_metric picks the best step
+STEP_METRICS = ("forget_quality", "forget_probability", "forget_truth_ratio", "forget_rouge",
+                "retain_probability", "retain_truth_ratio", "retain_rouge")
 
 
 def valid_run_id(text) -> bool:
@@ -77,6 +80,26 @@ class TrainingArgs:
     diverge_loss: float = param(0.0, "Also stop as 'diverged' when |loss| exceeds this "
                                      "(0 = only on non-finite loss).", min=0.0, max=1e12,
                                 advanced=True)
+    # evaluation during training (sga_core.train.eval_steps): a cheap subset every N steps
+    eval_every: int = param(0, "Evaluate a cheap subset every N steps (and at steps 0 and the "
+                               "last) into eval_steps.jsonl: forget/retain probability and "
+                               "truth ratio, Forget Quality against the reference's cached "
+                               "truth ratios, ROUGE-L on a few rows. QA data; 0 = off.",
+                            min=0, max=1_000_000, label="evaluate every N steps")
+    eval_forget_rows: int = param(0, "Forget rows scored by each evaluation during training, "
+                                     "evenly spaced (0 = all).", min=0, max=10_000_000,
+                                  advanced=True)
+    eval_retain_rows: int = param(10, "Retain rows scored by each evaluation during "
+                                      "training, evenly spaced (0 = all).", min=0,
+                                  max=10_000_000, advanced=True)
+    eval_rouge_rows: int = param(4, "Forget and retain rows answered greedily for ROUGE-L by "
+                                    "each evaluation during training (0 = no ROUGE).", min=0,
+                                 max=10_000, advanced=True)
+    eval_metric: str = param("forget_quality", "The metric that marks the best evaluated step "
+                                               "(by its direction; ties: the earliest step).",
+                             choices=STEP_METRICS, advanced=True)
+    keep_best: bool = param(False, "Keep the model of the best evaluated step in best_model/ "
+                                   "(saved again each time the best improves).", advanced=True)
 
 
 @dataclass

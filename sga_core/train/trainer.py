@@ -24,6 +24,7 @@ from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE
+from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
 
 # ------------------------------------------------------------------------------ data --------
@@ -158,6 +159,7 @@ class Trainer:
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
                     step=0, n_units=n)
+        self.step_eval = StepEval.create(self)  # evaluation during training, or None
         self.log(f"{n} samples, batch {t.batch_size}, {self.steps_per_epoch} steps/epoch, "
                  f"{self.total_steps} steps")
 
@@ -327,15 +329,15 @@ class Trainer:
                                            f"diverge_loss {t.diverge_loss:g}")
         return out
 
-    def save_model(self) -> None:
+    def save_model(self, name: str = "model") -> None:
         import shutil
 
         acc = self.acc
         acc.wait_for_everyone()
         state_dict = acc.get_state_dict(self.model)
         if acc.is_main_process:
-            target = self.run_dir / "model"
-            tmp = self.run_dir / ".model.tmp"
+            target = self.run_dir / name
+            tmp = self.run_dir / f".{name}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
                                                           safe_serialization=True)
@@ -343,6 +345,11 @@ class Trainer:
             shutil.rmtree(target, ignore_errors=True)
             os.replace(tmp, target)
         acc.wait_for_everyone()
+
+    def evaluate_steps(self, step: int, t0: float, last: bool = False) -> None:
+        """Evaluation during training (sga_core.train.eval_steps), when it is due."""
+        if self.step_eval is not None and self.step_eval.due(step, last):
+            self.step_eval.run(step, time.time() - t0)
 
     def run(self) -> str:
         self.setup()
@@ -354,6 +361,7 @@ class Trainer:
         if nll_before:
             self.status(nll_before=nll_before)
             self.log("answer NLL before: " + _fmt_nll(nll_before))
+        self.evaluate_steps(0, t0)
         try:
             while step < self.total_steps:
                 for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
@@ -391,10 +399,13 @@ class Trainer:
                                  f"tok/s={rec['tokens_per_s'] or 0:.0f}")
                     if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
                         self.write_probes(step)
+                    self.evaluate_steps(step, t0, last=step == self.total_steps)
                 epoch += 1
         except StopTraining as stop:
             state, reason = stop.state, stop.reason
             self.log(f"stopping at step {step}: {reason}")
+        if state != "cancelled" and not getattr(self, "weights_broken", False):
+            self.evaluate_steps(step, t0, last=True)
         self.write_probes(step)
         if t.eval_nll:
             nll_after = self.data_nll()
