@@ -10,14 +10,23 @@ from pathlib import Path
 import yaml
 
 from sga_core.assets import DEMO_PRESET, PRESETS_DIR
-from sga_core.config import LaunchConfig, TrainingArgs, dump_config
+from sga_core.comparison import (
+    export_rows,
+    group_display,
+    has_seed_groups,
+    r_bands,
+    suggest_r,
+    suggestion_text,
+)
+from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.limits import MAX_K
-from sga_core.fileio import atomic_write_text, dumps_jsonl
+from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
 from sga_core.leftovers import clean_leftovers
 from sga_core.live import fmt_seconds, latest_probes, progress, tokens_html
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS
+from sga_core.metrics.utility_parts import component_label
 from sga_core.model.losses import describe_coefficients
 from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as generation
@@ -54,17 +63,22 @@ from sga_core.results import (
     project_runs,
     r_groups,
     results_table,
+    summary_of,
     sweep_series,
     table_columns,
     token_table,
     word_token_index,
 )
+from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_text, run_intervals
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rerun, submit
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 
 __all__ = [
+    "STEP_METRICS", "compare_runs", "component_label", "eval_steps", "export_rows",
+    "fq_resolution", "fq_resolution_text", "group_display", "has_seed_groups", "r_bands",
+    "run_intervals", "suggest_r", "suggestion_text", "summary_of",
     "BACKEND_DESCRIPTIONS", "ConfigError", "DEMO_PRESET", "DIRECTIONS", "DataError",
     "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable", "Project", "ProjectError",
     "SUPPORTED_EXTENSIONS", "TrainingArgs", "best_values", "build_config", "cancel",
@@ -231,3 +245,10 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
         if r["run_id"] != original_run_id(project) and (model / "config.json").exists():
             out[r["run_id"]] = str(model)
     return out
+
+
+def eval_steps(run_dir) -> list[dict]:
+    """A run's evaluations during training (``eval_steps.jsonl``), oldest first."""
+    from sga_core.train.eval_steps import EVAL_STEPS_FILE
+
+    return read_jsonl(Path(run_dir) / EVAL_STEPS_FILE)
