@@ -14,6 +14,12 @@ ratios (runs/demo-retain-ref must have been evaluated: ``prepare --demo`` does i
 It prints the training time (status.json ``elapsed_s``: after the model is loaded) of each
 run, the evaluations' own times (``eval_s`` in eval_steps.jsonl) and what they found. The
 last line: ``eval_cost_s=<median s per evaluation> slowdown_every<N>=<ratio>``.
+
+``--quick`` (a minute or two): no runs; in one process, the trainer set up on the demo
+(``Trainer.setup``), one evaluation (``StepEval.measure``) and one training step timed in
+alternation ``--repeats`` times (default 3), so a busy machine slows both alike. Last line:
+``eval_s=<median> step_s=<median> eval_vs_step=<ratio>`` (an evaluation costs that many
+training steps; every N steps adds about ratio/N to a run's time).
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--r", type=float, default=-0.8)
     p.add_argument("--max-steps", type=int, default=0, help="override the preset's 25 steps")
-    p.add_argument("--repeats", type=int, default=1, help="pairs of runs (default 1)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="pairs of runs (default 1); with --quick, timings (default 3)")
+    p.add_argument("--quick", action="store_true",
+                   help="time one evaluation against one training step, in process")
     p.add_argument("--runs-dir", default=None)
     return p.parse_args(argv)
 
@@ -43,11 +52,13 @@ def main(argv=None) -> int:
     from sga_core.runs.status import read_run
 
     demo = Demo(args.model, args.runs_dir)
+    if args.quick:
+        return quick(demo, args)
     base = {"max_steps": args.max_steps} if args.max_steps else {}
     times: dict[int, list[float]] = {0: [], args.eval_every: []}
     costs: list[float] = []
     last_recs: list[dict] = []
-    for rep in range(args.repeats):
+    for rep in range(args.repeats or 1):
         order = [0, args.eval_every] if rep % 2 == 0 else [args.eval_every, 0]
         for every in order:
             cfg = demo.config(r=args.r, training={**base, "eval_every": every},
@@ -82,6 +93,42 @@ def main(argv=None) -> int:
           f"included): {evald:.1f}s; {cost:.2f}s per evaluation (median); slowdown "
           f"x{evald / plain:.2f}")
     print(f"eval_cost_s={cost:.3f} slowdown_every{args.eval_every}={evald / plain:.3f}")
+    return 0
+
+
+def quick(demo: Demo, args) -> int:
+    """One evaluation against one training step, timed in alternation in one process."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from sga_core.train.trainer import Trainer, make_batches
+
+    cfg = demo.config(r=args.r, training={"eval_every": args.eval_every, "probe_count": 0},
+                      evaluate=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, Path(tmp))
+        tr.setup()
+        batches = make_batches(tr.units, cfg.training.batch_size, cfg.training.seed, 0)
+        evals, steps = [], []
+        for i in range(args.repeats or 3):
+            t0 = time.time()
+            tr.train_step(batches[i % len(batches)])
+            steps.append(time.time() - t0)
+            t0 = time.time()
+            out = tr.step_eval.measure()
+            evals.append(time.time() - t0)
+            tr.model.train()
+            print(f"step {steps[-1]:.2f}s  evaluation {evals[-1]:.2f}s", flush=True)
+    why = {k: v for k, v in out["reasons"].items() if v}
+    if why:
+        print("not measured:", why)
+    e, s = statistics.median(evals), statistics.median(steps)
+    print(f"one evaluation ({len(tr.step_eval.forget_idx)} forget, "
+          f"{len(tr.step_eval.retain_idx)} retain rows, ROUGE on {tr.step_eval.rouge_n}) = "
+          f"{e / s:.1f} training steps; every {args.eval_every} steps adds about "
+          f"{e / s / args.eval_every:.0%} to the training time")
+    print(f"eval_s={e:.3f} step_s={s:.3f} eval_vs_step={e / s:.3f}")
     return 0
 
 
