@@ -181,7 +181,8 @@ if cls.sweep_param:
     with st.expander(f"Sweep over {cls.sweep_param}"):
         text = kept(st.text_input, "train.sweep_values", "-1, -0.8, -0.4, 0, 0.4",
                     label=f"{cls.sweep_param} values: a list (-1, -0.8, 0, 0.4) or a range "
-                          "start:stop:step")
+                          "start:stop:step", help="each value runs once per seed of 'repeat "
+                                                  "over seeds' (Training, above)")
         sweep_name = kept(st.text_input, "train.sweep_name", "sweep", label="sweep name")
         if st.button("Queue sweep", key="train.sweep"):
             try:

@@ -21,7 +21,7 @@ def _heat(v) -> str:
 
 def mu_explained(rows: list[dict]) -> None:
     """MU beside its 9 components per run (heat-coloured), the lowest one in bold."""
-    parts = [k for k in (rows[0] if rows else {}) if k.startswith("MU: ")]
+    parts = list(dict.fromkeys(k for r in rows for k in r if k.startswith("MU: ")))
     have = [r for r in rows if r.get("MU lowest")]
     if not parts or not have:
         return

@@ -104,11 +104,21 @@ class StepEval:
         tr = self.trainer
         model = tr.acc.unwrap_model(tr.model)
         was_training = model.training
+        # training turns the KV cache off (and a model saved by a run keeps that in its
+        # generation config); greedy answers want it, as the final evaluation does
+        gen = getattr(model, "generation_config", None)
+        cache = (model.config.use_cache, getattr(gen, "use_cache", None))
+        model.config.use_cache = True
+        if gen is not None:
+            gen.use_cache = True
         try:
             return generate_answers(model, tr.enc, [r["question"] for r in rows],
                                     tr.cfg.eval.max_new_tokens, "qa", tr.acc.device,
                                     tr.cfg.eval.batch_size)
         finally:
+            model.config.use_cache = cache[0]
+            if gen is not None:
+                gen.use_cache = cache[1]
             model.train(was_training)
 
     def measure(self) -> dict:
