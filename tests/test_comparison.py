@@ -190,3 +190,19 @@ def test_preset_with_seeds_and_a_run_config_as_preset(tmp_path, demo_dir):
     assert main(["train", "--preset", str(cfg_path), *common, "--run-id", "again"]) == 0
     again = [r for r in list_runs(runs) if r["run_id"].startswith("again")]
     assert len(again) == 2 and {r["group"] for r in again} == {first[0]["group"]}
+
+
+def test_cli_queue_hands_the_group_to_the_runner(tmp_path, demo_dir, monkeypatch, capsys):
+    from sga_core.cli import main
+    from sga_core.runs import queue
+    from sga_core.runs.folder import list_runs
+
+    started = []
+    monkeypatch.setattr(queue, "ensure_runner", lambda root, **k: started.append(root))
+    runs = tmp_path / "runs"
+    assert main(["train", "--forget", str(demo_dir / "forget.jsonl"), "--runs-dir", str(runs),
+                 "--method", "ga", "--seeds", "2", "--queue", "--no-eval"]) == 0
+    listed = list_runs(runs)
+    assert {(r["state"], r["mode"]) for r in listed} == {("queued", "queue")}
+    assert len(listed) == 2 and started and "queued: the background runner" in \
+        capsys.readouterr().out
