@@ -1,15 +1,15 @@
-"""Results: the paper's Table 1 for your runs (with the Original and Retained rows), metrics
-versus r for a sweep, loss curves overlaid, config diffs, downloads."""
+"""Results: the paper's Table 1 for your runs (with the Original and Retained rows), pooled
+over seeds with intervals, MU's components, metrics versus r with error bars and a suggested
+r, one run's uncertainty and a two-run comparison, loss curves, config diffs, downloads."""
 
 from __future__ import annotations
-
-import json
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui import intervals, run_compare
 from ui.context import project_note, require_project
 from ui.results_table import show_results_table
 from ui.show import plain
@@ -40,37 +40,14 @@ else:
         with st.expander(f"{n} {'value' if n == 1 else 'values'} could not be computed: why"):
             for k, v in whys.items():
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
-    c1, c2 = st.columns(2)
-    c1.download_button("Download CSV", df.to_csv(index=False), f"{project.name}-results.csv",
-                       "text/csv", key="results.csv")
-    c2.download_button("Download JSON", json.dumps(rows, indent=1), f"{project.name}-results"
-                       ".json", "application/json", key="results.json")
+    run_compare.mu_explained(rows)
+    intervals.pooled_table(rows, kind)
+    intervals.downloads(rows, kind, project.name)
 
-    sweeps = wb.r_groups(rows)
     st.subheader("Metrics versus r")
-    if not sweeps:
-        st.caption("Appears once two runs of a method at different r, and otherwise the same "
-                   "settings, are evaluated (or a sweep: Train page → Sweep over r).")
-    else:
-        sweep = st.selectbox("runs", sweeps, key="results.sweep",
-                             help="a sweep, or all runs of one method; runs are grouped only "
-                                  "when every setting but r matches (a group's name says "
-                                  "what sets it apart)")
-        series = wb.sweep_series(rows, sweep, kind)
-        if any(n > 1 for n in series["n"]):
-            st.caption("Runs with the same r and settings are averaged: " + ", ".join(
-                f"r={r:g}: {n} runs" for r, n in zip(series["r"], series["n"]) if n > 1))
-        fig = go.Figure()
-        for col in columns:
-            if any(v is not None for v in series[col]):
-                fig.add_scatter(x=series["r"], y=series[col], mode="lines+markers", name=col)
-        for ref in ("Original", "Retained"):
-            row = next((r for r in rows if r["run"] == ref), None)
-            if row and row.get("FQ") is not None and ref == "Original":
-                fig.add_hline(y=row["FQ"], line_dash="dot", annotation_text="Original FQ")
-        fig.update_layout(height=380, xaxis_title="r", yaxis_title="metric value",
-                          margin=dict(l=10, r=10, t=30, b=10))
-        st.plotly_chart(fig, key="results.sweep_plot")
+    original = next((r for r in rows if r["run"] == "Original"), {})
+    intervals.metric_vs_r(rows, kind, "results", original.get("FQ"))
+    run_compare.uncertainty(rows, wb.display_names(all_runs, project), root)
 
 st.subheader("Loss curves")
 names = wb.display_names(all_runs, project)

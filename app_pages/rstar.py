@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui import intervals
 from ui.context import project_note, require_project
 from ui.show import follow_job, job_progress, plain, show_error
 
@@ -42,6 +43,11 @@ problems = wb.normals_problems(project, k)[1]
 if problems:
     st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:3]) +
                      ". Fix them on the Normal answers page first."))
+
+done = wb.results_table(project, root, project.kind)  # evaluated runs: sweeps so far
+with st.expander("Results of your sweeps: metrics versus r, across seeds",
+                 expanded=bool(wb.r_groups(done))):
+    intervals.metric_vs_r(done, project.kind, "rstar.results")
 
 project_note(project, "analyses")
 if st.button("Run r* analysis", type="primary", key="rstar.run", disabled=bool(problems)):
@@ -106,10 +112,12 @@ if lo > 1.0:
     st.warning("The whole interquartile range is above 1, where SGA is not defined; try the "
                "largest allowed r (1) or r near it.")
     st.stop()
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns(3)
 n = int(c1.number_input("runs", min_value=2, max_value=20, value=4, key="rstar.n"))
+seeds = int(c2.number_input("seeds per r", min_value=1, max_value=10, value=1, key="rstar.seeds",
+                            help="repeat each r over this many seeds, to see the spread"))
 values = [round(lo + (hi_c - lo) * i / (n - 1), 4) for i in range(n)]
-c2.write(f"r values: {', '.join(f'{v:g}' for v in values)}" +
+c3.write(f"r values: {', '.join(f'{v:g}' for v in values)}" +
          (" (clipped at 1)" if hi > 1 else ""))
 st.caption("Runs use the project's normal answers and the default training settings; tune "
            "them on the Train page (sweep section) for anything else.")
@@ -118,7 +126,8 @@ if st.button("Queue sweep", key="rstar.sweep"):
         group, queued = wb.queue_sweep(lambda g, v: wb.build_config(
             project, method="sga", method_args={"r": v, "k": res["k"],
                                                 "convention": res["convention"]},
-            training={}, launch={}, model=res["model"], sweep=g,
+            training={"seeds": str(seeds) if seeds > 1 else ""}, launch={},
+            model=res["model"], sweep=g,
             normals=str(project.normals_path), eval_cfg=wb.default_eval(project, root)),
             values, "rstar", root)
         st.success(f"Queued {len(queued)} runs as sweep **{group}** (see Runs).")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui import eval_steps
 from ui.context import current_project
 from ui.forms import kept
 from ui.show import plain, show_error, state_badge, state_text
@@ -113,6 +114,7 @@ def live_view():
         fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
                           xaxis_title="step", title="losses")
         st.plotly_chart(fig, key=f"loss-{selected}")
+    eval_steps.show(run_dir, selected)  # evaluation during training, if the run has it
     probes = wb.latest_probes(run_dir)
     if probes:
         st.markdown("**Probe answers** (token colour = probability, red low, green high)")

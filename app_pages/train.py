@@ -144,10 +144,10 @@ if c2.button("Launch", type="primary", key="train.launch"):
         # the previewed command's run id, if nothing changed since the preview
         same = (not run_id and previewed and previewed[1] == wb.dump_config(make_cfg(""))
                 and not (root / previewed[0]).exists())
-        run_dir = wb.submit(make_cfg(previewed[0] if same else run_id), root)
-        st.success(f"Queued run **{run_dir.name}**. Watch it on the Runs page (project "
+        dirs = wb.submit_seeds(make_cfg(previewed[0] if same else run_id), root)
+        st.success(plain(wb.queued_text(dirs)) + " Watch on the Runs page (project "
                    f"**{plain(project.name)}**).")
-        st.session_state["runs.selected"] = run_dir.name
+        st.session_state["runs.selected"] = dirs[0].name
     except (wb.ConfigError, ValueError, OSError) as exc:
         show_error(exc, "cannot launch")
 
@@ -155,7 +155,8 @@ if cls.sweep_param:
     with st.expander(f"Sweep over {cls.sweep_param}"):
         text = kept(st.text_input, "train.sweep_values", "-1, -0.8, -0.4, 0, 0.4",
                     label=f"{cls.sweep_param} values: a list (-1, -0.8, 0, 0.4) or a range "
-                          "start:stop:step")
+                          "start:stop:step", help="each value runs once per seed of 'repeat "
+                                                  "over seeds' (Training, above)")
         sweep_name = kept(st.text_input, "train.sweep_name", "sweep", label="sweep name")
         if st.button("Queue sweep", key="train.sweep"):
             try:

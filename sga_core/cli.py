@@ -156,7 +156,7 @@ def build_train_config(args) -> dict:
     if args.preset:
         base = load_preset(args.preset, keep_run_fields=True)
     base = json.loads(json.dumps(base))  # deep copy
-    for key in ("model", "method", "run_id", "sweep", "notes"):
+    for key in ("model", "method", "run_id", "sweep", "group", "notes"):
         if getattr(args, key, None) is not None:
             base[key] = getattr(args, key)
     base.setdefault("data", {}).update(collect(args, "data."))
@@ -344,8 +344,6 @@ def cmd_train(args) -> int:
     import tempfile
 
     from sga_core.config import TrainConfig
-    from sga_core.runs.folder import create_run
-    from sga_core.runs.launch import run_foreground
 
     base = build_train_config(args)
     with tempfile.TemporaryDirectory(prefix="sga-normals-") as tmp:
@@ -355,19 +353,73 @@ def cmd_train(args) -> int:
                 and base["data"].get("forget")):
             base["data"]["normals"] = write_idk_normals(base, Path(tmp) / "normals.jsonl")
         cfg = TrainConfig.from_dict(base, base_dir=Path.cwd())
-        run_dir = create_run(cfg, args.runs_dir)  # snapshots the normals into the run
-    print(f"run folder: {run_dir}")
-    print(f"command:    {(run_dir / 'command.sh').read_text().splitlines()[-1]}")
-    if args.no_launch:
-        return 0
-    status = run_foreground(run_dir)
-    print(f"state: {status.get('state')}" + (f" ({status['error']})"
-                                              if status.get("error") else ""))
-    return 0 if status.get("state") in ("completed", "cancelled", "diverged") else 1
+        # every run folder snapshots the normals, so all are made inside this block
+        return launch_planned(args, planned_runs(cfg, args))
+
+
+def planned_runs(cfg, args) -> list:
+    """The configs one ``train`` command makes: one per seed of ``--seeds``, and with
+    ``--sweep-values`` one per value (each over every seed), grouped."""
+    import copy
+
+    from sga_core.methods import get_method
+    from sga_core.projects.training import parse_r_values
+    from sga_core.runs.seeds import expand_seeds, sweep_configs, sweep_name
+
+    if not args.sweep_values:
+        return expand_seeds(cfg, args.runs_dir)
+    param = get_method(cfg.method).sweep_param
+    if param is None:
+        raise ConfigError(f"--sweep-values: method {cfg.method!r} has no sweep setting")
+    if cfg.run_id:
+        raise ConfigError("--run-id names one run; leave it out with --sweep-values")
+
+    def make(group: str, value: float):
+        c = copy.deepcopy(cfg)
+        c.method_args[param] = value
+        c.sweep = group
+        return c.validate()
+
+    group = args.sweep or sweep_name("sweep")
+    return sweep_configs(make, parse_r_values(args.sweep_values), group, args.runs_dir)
+
+
+def launch_planned(args, cfgs: list) -> int:
+    """Make the run folders of ``cfgs`` and run them one after the other (or only create
+    them: --no-launch; or queue them: --queue); exit code 0 when all ended well. A cancelled
+    run (Ctrl-C) stops the rest before their folders exist."""
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.launch import run_foreground
+    from sga_core.runs.queue import submit
+
+    if len(cfgs) > 1:
+        print(f"{len(cfgs)} runs" + (f", seeds {cfgs[0].training.seeds} each"
+                                     if cfgs[0].group else ""))
+    queue = args.queue and not args.no_launch
+    ok = True
+    for cfg in cfgs:
+        run_dir = (submit if queue else create_run)(cfg, args.runs_dir)
+        print(f"run folder: {run_dir}")
+        print(f"command:    {(run_dir / 'command.sh').read_text().splitlines()[-1]}")
+        if args.no_launch or queue:
+            continue
+        status = run_foreground(run_dir)
+        print(f"state: {status.get('state')}" + (f" ({status['error']})"
+                                                  if status.get("error") else ""))
+        ok = ok and status.get("state") in ("completed", "cancelled", "diverged")
+        if status.get("state") == "cancelled" and cfg is not cfgs[-1]:
+            print("cancelled: the remaining runs are not started")
+            return 1
+    if queue:
+        print("queued: the background runner starts them one at a time "
+              "(python -m sga_core runs list)")
+    return 0 if ok else 1
 
 
 def write_idk_normals(base: dict, out: Path) -> str:
-    """Generate K-1 'I don't know' normals per forget row for a config dict."""
+    """Generate K-1 'I don't know' normals per forget row for a config dict. They are data,
+    not training randomness: the same table (template seed 0) whatever the training seed,
+    so runs that differ only in their seed train on the same normal answers."""
     from sga_core.data import load_dataset
     from sga_core.normals.idk import idk_normals
 
@@ -375,8 +427,9 @@ def write_idk_normals(base: dict, out: Path) -> str:
     forget = load_dataset(Path(base["data"]["forget"]).expanduser(),
                           kind=base["data"].get("task", "qa"),
                           field_map=base["data"].get("field_map") or None)
-    seed = int(base.get("training", {}).get("seed", 0))
-    idk_normals(len(forget), k, seed=seed).save(out)
+    # the same placeholder normals whatever the training seed: runs over seeds differ by
+    # their seed alone
+    idk_normals(len(forget), k, seed=0).save(out)
     return str(out)
 
 
@@ -575,6 +628,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("--method", choices=method_names())
     s.add_argument("--run-id")
     s.add_argument("--sweep", help="group name for runs of one sweep")
+    s.add_argument("--sweep-values", metavar="LIST",
+                   help="one run per value of the method's sweep setting (SGA: r): a list "
+                        "(-0.8, 0, 0.4) or start:stop:step, as one sweep; with --seeds, each "
+                        "value over every seed")
+    s.add_argument("--group", help="seed group id (set automatically with --seeds; give it "
+                                   "to add runs with other seeds to an existing group)")
+    s.add_argument("--queue", action="store_true",
+                   help="queue the runs for the background runner (as the browser does) "
+                        "instead of running them here one after another")
     s.add_argument("--notes")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
     s.add_argument("--demo", action="store_true",

@@ -14,6 +14,10 @@ from sga_core.model.fusedloss import MODES as FUSED_MODES
 from sga_core.params import ConfigError, from_dict, param, to_dict
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# what evaluation during training measures (catalog names); eval_metric picks the best step
+STEP_METRICS = ("forget_quality", "forget_probability", "forget_truth_ratio", "forget_rouge",
+                "retain_probability", "retain_truth_ratio", "retain_rouge")
 
 
 def valid_run_id(text) -> bool:
@@ -51,6 +55,9 @@ class TrainingArgs:
                             min=1, max=1024, advanced=True)
     seed: int = param(0, "Random seed (data order, initialisation of anything random).",
                       min=0, max=2**31 - 1)
+    seeds: str = param("", "Repeat over seeds, as one group: a count (3 = seed, seed+1, "
+                           "seed+2) or a list (0, 1, 2); empty = one run with `seed`.",
+                       label="repeat over seeds")
     weight_decay: float = param(0.0, "AdamW weight decay.", min=0.0, max=1.0, advanced=True)
     warmup_steps: int = param(0, "Linear learning-rate warm-up steps.", min=0, max=100000,
                               advanced=True)
@@ -104,6 +111,26 @@ class TrainingArgs:
                                     "pass), 'liger' (liger-kernel, GPU), 'auto' (liger on a "
                                     "GPU where installed, else off).", choices=FUSED_MODES,
                             advanced=True)
+    # evaluation during training (sga_core.train.eval_steps): a cheap subset every N steps
+    eval_every: int = param(0, "Evaluate a cheap subset every N steps (and at steps 0 and the "
+                               "last) into eval_steps.jsonl: forget/retain probability and "
+                               "truth ratio, Forget Quality against the reference's cached "
+                               "truth ratios, ROUGE-L on a few rows. QA data; 0 = off.",
+                            min=0, max=1_000_000, label="evaluate every N steps")
+    eval_forget_rows: int = param(0, "Forget rows scored by each evaluation during training, "
+                                     "evenly spaced (0 = all).", min=0, max=10_000_000,
+                                  advanced=True)
+    eval_retain_rows: int = param(10, "Retain rows scored by each evaluation during "
+                                      "training, evenly spaced (0 = all).", min=0,
+                                  max=10_000_000, advanced=True)
+    eval_rouge_rows: int = param(4, "Forget and retain rows answered greedily for ROUGE-L by "
+                                    "each evaluation during training (0 = no ROUGE).", min=0,
+                                 max=10_000, advanced=True)
+    eval_metric: str = param("forget_quality", "The metric that marks the best evaluated step "
+                                               "(by its direction; ties: the earliest step).",
+                             choices=STEP_METRICS, advanced=True)
+    keep_best: bool = param(False, "Keep the model of the best evaluated step in best_model/ "
+                                   "(saved again each time the best improves).", advanced=True)
 
 
 @dataclass
@@ -196,6 +223,7 @@ class TrainConfig:
     launch: LaunchConfig = field(default_factory=LaunchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     sweep: str | None = None
+    group: str | None = None  # runs of one configuration over several seeds share it
     notes: str = ""
     base_dir: str = field(default="", metadata={"internal": True})
 
@@ -229,6 +257,7 @@ class TrainConfig:
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
         self._absolute_eval_paths()
         fold_legacy_cpu(self.launch)
+        self._check_seeds()
         return self
 
     def _check_field_map(self) -> None:
@@ -242,6 +271,17 @@ class TrainConfig:
             self.data.field_map = check_map(self.data.field_map, self.data.task)
         except DataError as exc:
             raise ConfigError(f"data.field_map: {exc}") from None
+
+    def _check_seeds(self) -> None:
+        from sga_core.stats import parse_seeds
+
+        try:
+            parse_seeds(self.training.seeds, self.training.seed)
+        except ValueError as exc:
+            raise ConfigError(f"training.{exc}") from None
+        if self.group is not None and not GROUP_RE.fullmatch(str(self.group)):
+            raise ConfigError(f"group: {str(self.group)[:80]!r} must be 1-100 letters, digits, "
+                              "'.', '_' or '-'")
 
     def _absolute_eval_paths(self) -> None:
         """Check ``eval.sets`` and make the eval paths absolute (relative ones are relative to

@@ -31,7 +31,7 @@ from sga_core.params import ConfigError, field_specs, from_dict, to_dict
 #: What a preset sets (the Train page saves these).
 PRESET_KEYS = ("model", "method", "method_args", "training", "launch", "eval", "notes")
 #: The run-specific fields of a config.yaml: kept for ``train --preset``, dropped for the page.
-RUN_KEYS = ("run_id", "data", "sweep")
+RUN_KEYS = ("run_id", "data", "sweep", "group")
 #: The largest preset file read.
 MAX_PRESET_BYTES = 1 * 2**20
 
@@ -148,8 +148,8 @@ def validate_preset(preset: Any, source: str = "preset", *,
     """A preset (the parsed YAML) checked against the typed config: the clean dict, or a
     :class:`ConfigError` whose one-line message starts with ``source`` (a file's base name)
     and names the field and the type it expects. ``keep_run_fields`` keeps ``run_id``,
-    ``data`` and ``sweep`` (a whole config.yaml given to ``train --preset``); otherwise they
-    are dropped, as the Train page saves presets without them."""
+    ``data``, ``sweep`` and ``group`` (a whole config.yaml given to ``train --preset``);
+    otherwise they are dropped, as the Train page saves presets without them."""
     from sga_core.methods import get_method, method_names
 
     try:
@@ -189,8 +189,9 @@ def validate_preset(preset: Any, source: str = "preset", *,
                     raise ConfigError(f"run_id: {short(run_id)} must be 1-64 lower-case "
                                       "letters, digits or '-', starting with a letter or digit")
                 out["run_id"] = run_id
-            if preset.get("sweep") is not None:
-                out["sweep"] = _text(preset["sweep"], "sweep")
+            for key in ("sweep", "group"):
+                if preset.get(key) is not None:
+                    out[key] = _text(preset[key], key)
         return out
     except ConfigError as exc:
         raise ConfigError(f"{source}: {_one_line(str(exc))}") from None

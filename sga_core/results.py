@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from sga_core import comparison
+from sga_core.comparison import run_fields
 from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics.catalog import (
     HIGHER,
@@ -70,6 +72,8 @@ def run_label(r: dict, project=None) -> str:
     label = method
     if r.get("r") is not None:
         label += f" r={float(r['r']):g}"
+    if r.get("group") and r.get("seed") is not None:
+        label += f" seed {r['seed']}"
     return label
 
 
@@ -122,6 +126,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
             row[col.label] = value
             if value is None and reason:
                 row[f"{col.label} (why)"] = reason
+        row.update(run_fields(r, summ))  # seed, group, MU's components (sga_core.comparison)
         rows.append(row)
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
@@ -169,17 +174,20 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
 def r_group_members(rows: list[dict]) -> dict[str, list[dict]]:
     """What a metric-versus-r plot can show, name -> its rows: each sweep, and all runs of a
     method, with two or more r values, split so that the runs of one group differ in r only
-    (every other setting of :func:`run_settings` matches: steps, learning rate, seed, ...).
+    (every other setting of :func:`run_settings` but the seed matches: steps, learning rate,
+    ...; the seeds of a configuration are its replicates).
     A split group is named by its settings ("all sga runs · 20 steps")."""
     runs = [r for r in rows if r.get("r") is not None and r["run"] not in REFERENCE_ROWS]
     out: dict[str, list[dict]] = {}
 
     def add(name: str, members: list[dict]) -> None:
         parts: dict[str, list[dict]] = {}
-        for r in members:
-            parts.setdefault(_signature(r.get("settings") or {}), []).append(r)
+        for r in members:  # seeds are replicates of one configuration, not a setting
+            parts.setdefault(_signature({k: v for k, v in (r.get("settings") or {}).items()
+                                         if k != "seed"}), []).append(r)
         parts = {k: v for k, v in parts.items() if len({r["r"] for r in v}) >= 2}
-        differ = differing_settings({k: v[0].get("settings") or {} for k, v in parts.items()})
+        differ = differing_settings({k: {n: x for n, x in (v[0].get("settings") or {}).items()
+                                         if n != "seed"} for k, v in parts.items()})
         for key, part in parts.items():
             words = [show_setting(k, part[0]["settings"][k]) for k in differ.get(key, [])]
             out[" · ".join([name, *words]) if len(parts) > 1 else name] = part
@@ -196,6 +204,19 @@ def r_groups(rows: list[dict]) -> list[str]:
     runs at two or more r values (runs launched one by one, not as a sweep), each split
     where settings other than r differ."""
     return list(r_group_members(rows))
+
+
+def r_bands(rows: list[dict], sweep: str, kind: str = "qa") -> dict:
+    """:func:`sga_core.comparison.r_bands` of one :func:`r_groups` entry: each metric's mean
+    and 95% interval over seeds per r, with every seed's point."""
+    protocols = {r.get("protocol") or "demo" for r in rows}
+    labels = [c.label for c in table_columns(kind, protocols)]
+    return comparison.r_bands(r_group_members(rows).get(sweep, []), kind, labels)
+
+
+def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dict | None:
+    """:func:`sga_core.comparison.suggest_r` of one :func:`r_groups` entry."""
+    return comparison.suggest_r(r_group_members(rows).get(sweep, []), label, kind)
 
 
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
@@ -417,6 +438,6 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
 
 __all__ = ["COLLAPSE_RULES", "best_values", "collapse_rule", "config_diff", "differing_settings",
            "display_names", "extra_columns", "follow_token", "mark_collapse", "per_sample",
-           "project_runs", "r_group_members", "r_groups", "results_table", "run_label",
-           "run_settings", "runs_root", "show_setting", "summary_of", "sweep_series",
+           "project_runs", "r_bands", "r_group_members", "r_groups", "results_table", "run_label",
+           "run_settings", "runs_root", "show_setting", "suggest_r", "summary_of", "sweep_series",
            "table_columns", "token_table"]

@@ -5,17 +5,22 @@ Streamlit (the UI process never loads a model)."""
 from __future__ import annotations
 
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 import yaml
 
 from sga_core.assets import DEMO_PRESET, PRESETS_DIR
-from sga_core.config import LaunchConfig, TrainingArgs, dump_config
+from sga_core.comparison import (
+    export_rows,
+    group_display,
+    has_seed_groups,
+    suggestion_text,
+)
+from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
-from sga_core.fileio import atomic_write_text, dumps_jsonl
+from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
 from sga_core.leftovers import clean_leftovers
 from sga_core.live import (
     curve_names,
@@ -28,6 +33,7 @@ from sga_core.live import (
 )
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS
+from sga_core.metrics.utility_parts import component_label
 from sga_core.model.loading import is_model_folder
 from sga_core.model.losses import describe_coefficients
 from sga_core.normals import BACKEND_DESCRIPTIONS
@@ -65,37 +71,44 @@ from sga_core.results import (
     follow_token,
     per_sample,
     project_runs,
+    r_bands,
     r_groups,
     results_table,
+    suggest_r,
     summary_of,
     sweep_series,
     table_columns,
     token_table,
     word_token_index,
 )
+from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_text, run_intervals
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rerun, submit
+from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
-    "Project", "ProjectError", "SUPPORTED_EXTENSIONS", "TARGETS", "TrainingArgs",
-    "add_eval_set", "best_values", "build_config", "cancel", "clean_workspace", "collapse_rule",
-    "command_text", "config_diff", "create_demo_project", "create_project", "curve_names",
-    "default_eval", "delete", "describe_coefficients", "device_note", "display_names",
-    "dump_config", "dumps_jsonl", "ensure_projects", "ensure_runner", "eval_progress",
-    "eval_status_of", "explain_method", "extra_columns", "field_specs", "fmt_seconds",
-    "follow_token", "generation", "get_method", "idk_fallback", "import_benchmark",
+    "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
+    "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "clean_workspace",
+    "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
+    "create_demo_project", "create_project", "curve_names", "default_eval", "delete",
+    "describe_coefficients", "device_note", "display_names", "dump_config", "dumps_jsonl",
+    "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
+    "explain_method", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
+    "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
+    "group_display", "has_seed_groups", "idk_fallback", "import_benchmark",
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "method_names", "metrics", "new_project",
     "normals_problems", "original_run_id", "parse_r_values", "pending_model", "per_sample",
     "prepared_model", "prepared_reference", "preview", "probe", "probe_models", "progress",
-    "project_runs", "protocol_note", "queue_sweep", "r_groups", "reevaluate", "request_eval",
-    "rerun", "results_table", "rstar", "run_projects", "runs_missing_sets", "runs_of",
-    "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "summary_of",
-    "sweep_series", "table_columns", "tail", "token_table", "tokens_html",
+    "project_runs", "protocol_note", "queue_sweep", "queued_text", "r_bands", "r_groups",
+    "reevaluate", "request_eval", "rerun", "results_table", "rstar", "run_intervals",
+    "run_projects", "runs_missing_sets", "runs_of", "runs_root", "save_normals_row",
+    "save_preset", "submit", "submit_prepare", "submit_seeds", "suggest_r", "suggestion_text",
+    "summary_of", "sweep_series", "table_columns", "tail", "token_table", "tokens_html",
     "typical_eval_seconds", "validate_preset", "word_token_index",
 ]
 
@@ -336,7 +349,7 @@ def save_preset(project: Project, name: str, cfg) -> Path:
     """Save a config as a preset of the project (without its run id, data and sweep)."""
     clean = "".join(ch for ch in name if ch.isalnum() or ch in "-_") or "preset"
     data = cfg.to_dict()
-    for key in ("run_id", "data", "sweep"):
+    for key in ("run_id", "data", "sweep", "group"):
         data.pop(key, None)
     path = project.path / "presets" / f"{clean}.yaml"
     atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
@@ -364,9 +377,10 @@ def preview(cfg, root=None) -> tuple[str, str, str]:
 
 def queue_sweep(make_cfg, values: list[float], name: str, root=None) -> tuple[str, list[Path]]:
     """Queue one run per value (``make_cfg(sweep_group, value)`` builds each config) as one
-    sweep group; returns the group's name and the run folders."""
-    group = f"{name or 'sweep'}-{datetime.now():%Y%m%d-%H%M%S}"
-    return group, [submit(make_cfg(group, v), root) for v in values]
+    sweep group, each repeated over its seeds (``training.seeds``: one seed group per
+    value); returns the sweep's name and the run folders."""
+    group = sweep_name(name)
+    return group, [submit(c, root) for c in sweep_configs(make_cfg, values, group, root)]
 
 
 def probe_models(project: Project, root=None) -> dict[str, str]:
@@ -381,3 +395,10 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
         if r["run_id"] != original_run_id(project) and is_model_folder(model):
             out[r["run_id"]] = str(model)
     return out
+
+
+def eval_steps(run_dir) -> list[dict]:
+    """A run's evaluations during training (``eval_steps.jsonl``), oldest first."""
+    from sga_core.train.eval_steps import EVAL_STEPS_FILE
+
+    return read_jsonl(Path(run_dir) / EVAL_STEPS_FILE)

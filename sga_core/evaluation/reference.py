@@ -160,6 +160,14 @@ def _cached_value(ref: Reference, kind: str, key: str) -> tuple[Any, str | None]
     return None, None
 
 
+def cached_value(ref: Reference | None, kind: str, key: str) -> Any:
+    """The reference's value for ``kind`` and ``key`` from its own summary or its cache, or
+    None; never loads a model (evaluation during training reads the reference this way)."""
+    if ref is None or ref.problem:
+        return None
+    return _cached_value(ref, kind, key)[0]
+
+
 def _store_cache(ref: Reference, kind: str, key: str, value: Any, n_rows: int | None) -> None:
     path = ref.cache_path
     if path is None:

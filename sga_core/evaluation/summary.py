@@ -25,8 +25,20 @@ def format_summary(summary: dict) -> str:
         v = m.get("value")
         text = "-" if v is None else f"{v:.4g}" if abs(v) < 1e4 else f"{v:.4e}"
         lines.append(f"{name:28s} {text:>12s}  {m.get('reason') or ''}".rstrip())
+        if name == "model_utility":
+            lines += _mu_lines(summary)
     ref = summary.get("reference") or {}
     if ref.get("path"):
         lines.append(f"reference: {ref['path']} ({ref.get('source') or ref.get('reason')})")
     lines.append(f"elapsed: {summary.get('elapsed_s')} s")
     return "\n".join(lines)
+
+
+def _mu_lines(summary: dict) -> list[str]:
+    """MU's 9 components, indented under it, the lowest marked."""
+    from sga_core.metrics.utility_parts import component_label, components, lowest
+
+    parts = components(summary)
+    low = lowest(parts)
+    return [f"  {component_label(k):26s} {'-' if v is None else f'{v:.4g}':>12s}"
+            + ("  <- lowest" if k == low else "") for k, v in parts.items()]

@@ -48,10 +48,18 @@ class MethodData:
 class Unit:
     index: int  # forget (or training) row index
     seqs: list[Sequence]
+    # the length batches are grouped by: set by the trainer to the forget row's own length,
+    # so the data order never depends on normals, retain rows or the method (SPEC 1)
+    order_len: int | None = None
 
     @property
     def max_len(self) -> int:
         return max(len(s) for s in self.seqs)
+
+    @property
+    def sort_len(self) -> int:
+        """The length batching groups by: ``order_len`` when set, else the longest sequence."""
+        return self.max_len if self.order_len is None else self.order_len
 
 
 class Method:

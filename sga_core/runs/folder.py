@@ -189,10 +189,12 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
         st = run_status.effective_run(d)
         args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
         forget = manifest(d).get("forget") or {}
+        training = cfg.get("training") if isinstance(cfg.get("training"), dict) else {}
         out.append({"run_id": d.name, "path": str(d), "state": st.get("state", "unknown"),
                     "forget_hash": forget.get("rows_hash"),
                     "method": cfg.get("method"), "r": args.get("r"), "k": args.get("k"),
-                    "sweep": cfg.get("sweep"), "mode": st.get("mode"),
+                    "sweep": cfg.get("sweep"), "group": cfg.get("group"),
+                    "seed": training.get("seed"), "mode": st.get("mode"),
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),

@@ -24,6 +24,8 @@ from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE
+from sga_core.train.eval_steps import StepEval
+from sga_core.train.order import dropout_note, set_order_lengths
 
 # ------------------------------------------------------------------------------ data --------
 
@@ -45,6 +47,9 @@ def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
 
     With ``group_by_length``, shuffled units are sorted by length inside windows of 16
     batches, cut into batches, and the batches shuffled again (as HF's length grouping does).
+    The length is :attr:`Unit.sort_len` (the forget row's own length in training: see
+    :func:`sga_core.train.order.set_order_lengths`), so the order depends only on the seed,
+    the epoch and the forget rows.
     """
     rng = random.Random(seed * 1_000_003 + epoch)
     order = list(range(len(units)))
@@ -53,7 +58,7 @@ def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
         window = batch_size * 16
         grouped = []
         for s in range(0, len(order), window):
-            chunk = sorted(order[s:s + window], key=lambda i: -units[i].max_len)
+            chunk = sorted(order[s:s + window], key=lambda i: -units[i].sort_len)
             grouped += chunk
         order = grouped
     batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
@@ -143,11 +148,15 @@ class Trainer:
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
         self.units = self.method.build_units(data, self.enc)
+        set_order_lengths(self.units, method_cls, data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
         from sga_core.model.lora import for_training
 
         # gradient checkpointing and LoRA adapters, when asked (training.*)
         self.model = for_training(load_model(cfg.model, dtype=t.dtype), t)
+        note = dropout_note(self.model.config)
+        if note:
+            self.log(note)
         n = len(self.units)
         self.steps_per_epoch = math.ceil(n / t.batch_size)
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
@@ -170,6 +179,7 @@ class Trainer:
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
                     step=0, n_units=n)
+        self.step_eval = StepEval.create(self)  # evaluation during training, or None
         self.log(f"{n} samples, batch {t.batch_size}, {self.steps_per_epoch} steps/epoch, "
                  f"{self.total_steps} steps")
 
@@ -342,7 +352,7 @@ class Trainer:
                                            f"diverge_loss {t.diverge_loss:g}")
         return out
 
-    def save_model(self) -> None:
+    def save_model(self, name: str = "model") -> None:
         import shutil
 
         acc = self.acc
@@ -350,8 +360,8 @@ class Trainer:
         state_dict = acc.get_state_dict(self.model)
         lora = bool(self.cfg.training.lora_rank)
         if acc.is_main_process:
-            target = self.run_dir / "model"
-            tmp = self.run_dir / ".model.tmp"
+            target = self.run_dir / name
+            tmp = self.run_dir / f".{name}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             if lora:  # the adapter, naming its base model (sga_core.model.lora)
                 from sga_core.model.loading import resolve_model_path
@@ -373,6 +383,11 @@ class Trainer:
                 merge_adapter(target, self.run_dir / MERGED_DIR, self.cfg.training.dtype)
         acc.wait_for_everyone()
 
+    def evaluate_steps(self, step: int, t0: float, last: bool = False) -> None:
+        """Evaluation during training (sga_core.train.eval_steps), when it is due."""
+        if self.step_eval is not None and self.step_eval.due(step, last):
+            self.step_eval.run(step, time.time() - t0)
+
     def run(self) -> str:
         self.setup()
         t = self.cfg.training
@@ -383,6 +398,7 @@ class Trainer:
         if nll_before:
             self.status(nll_before=nll_before)
             self.log("answer NLL before: " + _fmt_nll(nll_before))
+        self.evaluate_steps(0, t0)
         try:
             while step < self.total_steps:
                 for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
@@ -407,7 +423,8 @@ class Trainer:
                            "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
                            "grad_norm": out["grad_norm"],
                            "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
-                           "elapsed_s": round(time.time() - t0, 3)}
+                           "elapsed_s": round(time.time() - t0, 3),
+                           "batch": [self.units[i].index for i in batch]}
                     if step % t.log_every == 0 or step == self.total_steps:
                         if self.acc.is_main_process:
                             append_jsonl(self.run_dir / "metrics.jsonl", rec)
@@ -419,10 +436,13 @@ class Trainer:
                                  f"tok/s={rec['tokens_per_s'] or 0:.0f}")
                     if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
                         self.write_probes(step)
+                    self.evaluate_steps(step, t0, last=step == self.total_steps)
                 epoch += 1
         except StopTraining as stop:
             state, reason = stop.state, stop.reason
             self.log(f"stopping at step {step}: {reason}")
+        if state != "cancelled" and not getattr(self, "weights_broken", False):
+            self.evaluate_steps(step, t0, last=True)
         self.write_probes(step)
         if t.eval_nll:
             nll_after = self.data_nll()

@@ -1,0 +1,92 @@
+"""Seeds as a dimension of every launch, preset and sweep.
+
+A config whose ``training.seeds`` names several seeds (a count or a list,
+:func:`sga_core.stats.parse_seeds`) becomes one run folder per seed: each with its own
+``training.seed``, the whole list in ``training.seeds``, and one shared ``group`` (the
+configuration's id; the Results page pools a group's runs into mean, sd and interval). Run
+ids are the configuration's id plus ``-s<seed>``. In a sweep every value becomes its own
+group (``<sweep>-<value>``), and the runs are queued seed by seed (every value at the first
+seed, then every value at the next), so a sweep stopped half-way still covers every value.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from pathlib import Path
+
+from sga_core.config import TrainConfig
+from sga_core.runs.folder import make_run_id, runs_root
+from sga_core.stats import parse_seeds
+
+
+def seed_run_id(base: str, seed: int) -> str:
+    """``<base>-s<seed>``, the base cut so the whole stays a valid run id (64 characters)."""
+    suffix = f"-s{seed}"
+    return base[:64 - len(suffix)].rstrip("-") + suffix
+
+
+def seeds_of(cfg: TrainConfig) -> list[int]:
+    return parse_seeds(cfg.training.seeds, cfg.training.seed)
+
+
+def expand_seeds(cfg: TrainConfig, root=None) -> list[TrainConfig]:
+    """One config per seed of ``cfg.training.seeds`` (just ``cfg`` for a single seed), all
+    in one group: ``cfg.group``, else the configuration's run id."""
+    seeds = seeds_of(cfg)
+    if len(seeds) == 1:
+        cfg.training.seed = seeds[0]
+        return [cfg]
+    root = runs_root(root)
+    base = cfg.run_id or make_run_id(cfg, root)
+    ids, n = [seed_run_id(base, s) for s in seeds], 1
+    while not cfg.run_id and any((root / i).exists() for i in ids):
+        n += 1  # another launch in the same second
+        ids = [seed_run_id(f"{base[:50]}-{n}", s) for s in seeds]
+    out = []
+    for seed, run_id in zip(seeds, ids):
+        c = copy.deepcopy(cfg)
+        c.training.seed = seed
+        c.training.seeds = ", ".join(str(s) for s in seeds)
+        c.group = cfg.group or base
+        c.run_id = run_id
+        out.append(c.validate())
+    return out
+
+
+def sweep_name(name: str | None) -> str:
+    return f"{name or 'sweep'}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def sweep_configs(make_cfg, values: list[float], group: str, root=None) -> list[TrainConfig]:
+    """The configs of a sweep group: ``make_cfg(group, value)`` for each value, each
+    repeated over its seeds (its own seed group), ordered seed by seed."""
+    from sga_core.methods import get_method
+
+    per_value = []
+    for v in values:
+        cfg = make_cfg(group, v)
+        if len(seeds_of(cfg)) > 1 and not cfg.group:
+            parts = get_method(cfg.method).id_parts(cfg.method_args) or [f"{v:g}"]
+            cfg.group = f"{group}-{'-'.join(parts)}"[:100]
+        per_value.append(expand_seeds(cfg, root))
+    width = max(len(p) for p in per_value) if per_value else 0
+    return [p[i] for i in range(width) for p in per_value if i < len(p)]
+
+
+def submit_seeds(cfg: TrainConfig, root=None) -> list[Path]:
+    """Queue ``cfg`` once per seed (one run when it has one seed); the run folders."""
+    from sga_core.runs.queue import submit
+
+    return [submit(c, root) for c in expand_seeds(cfg, root)]
+
+
+def queued_text(dirs: list[Path], cfgs: list[TrainConfig] | None = None) -> str:
+    """What a launch queued, in words (plain text)."""
+    if len(dirs) == 1:
+        return f"Queued run {dirs[0].name}."
+    from sga_core.config import load_config
+
+    first = cfgs[0] if cfgs else load_config(dirs[0] / "config.yaml")
+    return (f"Queued {len(dirs)} runs, seeds {first.training.seeds}, as group {first.group}: "
+            + ", ".join(d.name for d in dirs) + ".")

@@ -1,0 +1,103 @@
+"""Results over seeds: the table pooled per configuration (mean, 95% interval, sd, n), metric
+versus r with error bars and the seeds themselves, and the r suggestion with how sure it is.
+Used by the Results page and the r* page."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.show import plain
+
+INTERVAL_NOTE = ("Per configuration (the runs one launch made over several seeds): the mean, "
+                 "its 95% interval **[low, high]** = mean ± t(0.975, n−1)·sd/√n (Student t "
+                 "over seeds: with 3-5 seeds a normal or bootstrap interval would be too "
+                 "narrow), the standard deviation **sd** across seeds and **n** seeds. One "
+                 "run alone has no interval.")
+
+
+def pooled_table(rows: list[dict], kind: str) -> None:
+    """The Results table with one row per configuration, when some have several seeds."""
+    if not wb.has_seed_groups(rows):
+        return
+    st.subheader("Per configuration, over seeds")
+    st.caption(INTERVAL_NOTE)
+    df = pd.DataFrame(wb.group_display(rows, kind))
+    df["K"] = df["K"].astype("Int64")
+    st.dataframe(df.style.format({"r": "{:g}"}, na_rep="—"), hide_index=True,
+                 width="stretch", key="results.pooled")
+
+
+def downloads(rows: list[dict], kind: str, name: str) -> None:
+    """CSV and JSON with one row per seed (level 'seed') and one per configuration (level
+    'group': each metric's mean, sd, 95% bounds and n), MU's components included."""
+    out = wb.export_rows(rows, kind)
+    c1, c2 = st.columns(2)
+    c1.download_button("Download CSV", pd.DataFrame(out).to_csv(index=False),
+                       f"{name}-results.csv", "text/csv", key="results.csv",
+                       help="one row per run (level seed) and one per configuration "
+                            "(level group: mean, sd, 95% interval, n)")
+    c2.download_button("Download JSON", json.dumps(out, indent=1), f"{name}-results.json",
+                       "application/json", key="results.json")
+
+
+def _error_bars(ivs) -> dict | None:
+    if not any(iv.lo is not None for iv in ivs):
+        return None
+    return dict(type="data", symmetric=False,
+                array=[(iv.hi - iv.mean) if iv.lo is not None else 0 for iv in ivs],
+                arrayminus=[(iv.mean - iv.lo) if iv.lo is not None else 0 for iv in ivs])
+
+
+def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None = None
+                ) -> None:
+    """Pick a sweep (or all runs of a method); plot each metric's mean per r with its 95%
+    interval over seeds and every seed as a faint dot; suggest r with its uncertainty."""
+    groups = wb.r_groups(rows)
+    if not groups:
+        st.caption("Appears once two runs of a method at different r, and otherwise the same "
+                   "settings, are evaluated (or a sweep: Train page → Sweep over r).")
+        return
+    sweep = st.selectbox("runs", groups, key=f"{key}.sweep",
+                         help="a sweep, or all runs of one method; runs are grouped only "
+                              "when every setting but r (and the seed) matches (a group's "
+                              "name says what sets it apart)")
+    bands = wb.r_bands(rows, sweep, kind)
+    columns = [c.label for c in wb.table_columns(kind, {r.get("protocol") or "demo"
+                                                         for r in rows})]
+    fig = go.Figure()
+    for i, col in enumerate(columns):
+        ivs = bands[col]
+        if not any(iv.mean is not None for iv in ivs):
+            continue
+        color = f"hsl({i * 360 // max(len(columns), 1)}, 65%, 45%)"
+        fig.add_scatter(x=bands["r"], y=[iv.mean for iv in ivs], mode="lines+markers",
+                        name=col, error_y=_error_bars(ivs), line=dict(color=color),
+                        customdata=[[iv.n] for iv in ivs],
+                        hovertemplate=f"{col}<br>r=%{{x}}<br>mean %{{y:.4g}}"
+                                      "<br>n=%{customdata[0]}<extra></extra>")
+        pts = bands["points"][col]
+        if any(iv.n > 1 for iv in ivs):
+            fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers",
+                            marker=dict(color=color, size=5, opacity=0.35),
+                            showlegend=False, name=f"{col} seeds",
+                            text=[f"seed {p[2]}" for p in pts],
+                            hovertemplate=f"{col} %{{text}}: %{{y:.4g}}<extra></extra>")
+    if original_fq is not None:
+        fig.add_hline(y=original_fq, line_dash="dot", annotation_text="Original FQ")
+    fig.update_layout(height=380, xaxis_title="r", yaxis_title="metric value",
+                      margin=dict(l=10, r=10, t=30, b=10))
+    st.plotly_chart(fig, key=f"{key}.plot")
+    n = [iv.n for iv in bands[columns[0]]] if columns else []
+    st.caption("Lines: the mean per r; bars: its 95% t-interval over seeds; faint dots: "
+               "each seed." if n and max(n) > 1 else
+               "One run per r: no spread to show. Repeat over seeds (Train page: repeat "
+               "over seeds) to see whether the differences are more than noise.")
+    labels = [c for c in columns if any(iv.mean is not None for iv in bands[c])]
+    if labels:
+        metric = st.selectbox("suggest r by", labels, key=f"{key}.metric")
+        st.info(plain(wb.suggestion_text(wb.suggest_r(rows, sweep, metric, kind))))
