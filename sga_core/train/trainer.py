@@ -128,12 +128,16 @@ class Trainer:
         self.data = data = load_method_data(cfg)
         self.units = self.method.build_units(data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
+        from sga_core.model.wrapper import refuse_training
+
+        refuse_training(cfg.model)  # a two-model wrapper (WHP) is evaluated, never trained
         self.model = load_model(cfg.model, dtype=t.dtype)
         self.model.config.use_cache = False
         self.ref_model = None
         if "reference" in method_cls.needs:
             self.ref_model = load_model(cfg.model, dtype=t.dtype).to(self.acc.device).eval()
             self.ref_model.requires_grad_(False)
+        self.method.attach(self.model, self.ref_model)  # hooks, frozen parameters (RMU)
         n = len(self.units)
         self.steps_per_epoch = math.ceil(n / t.batch_size)
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
@@ -320,15 +324,16 @@ class Trainer:
                                            f"diverge_loss {t.diverge_loss:g}")
         return out
 
-    def save_model(self) -> None:
+    def save_model(self, folder: str = "model") -> None:
+        """Save the model being trained (and the tokenizer) into ``RUN_DIR/<folder>``."""
         import shutil
 
         acc = self.acc
         acc.wait_for_everyone()
         state_dict = acc.get_state_dict(self.model)
         if acc.is_main_process:
-            target = self.run_dir / "model"
-            tmp = self.run_dir / ".model.tmp"
+            target = self.run_dir / folder
+            tmp = self.run_dir / f".{folder}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
                                                           safe_serialization=True)
@@ -387,12 +392,13 @@ class Trainer:
         except StopTraining as stop:
             state, reason = stop.state, stop.reason
             self.log(f"stopping at step {step}: {reason}")
+        saved = self.method.finish(self, state)  # Task Vector / WHP build their model here
         self.write_probes(step)
         if t.eval_nll:
             nll_after = self.data_nll()
             self.status(nll_after=nll_after)
             self.log("answer NLL after:  " + _fmt_nll(nll_after))
-        if t.save_model and not getattr(self, "weights_broken", False):
+        if t.save_model and not saved and not getattr(self, "weights_broken", False):
             self.log("saving model")
             self.save_model()
         self.status(state, step=step, ended_at=now_iso(), exit_code=0,
