@@ -11,6 +11,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.context import project_note, require_project
+from ui.paper_table import show_paper_table
 from ui.show import plain
 
 st.title("Results")
@@ -55,6 +56,7 @@ else:
         with st.expander(f"{n} {'value' if n == 1 else 'values'} could not be computed: why"):
             for k, v in whys.items():
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
+    show_paper_table(rows, root, kind)
     c1, c2 = st.columns(2)
     c1.download_button("Download CSV", df.to_csv(index=False), f"{project.name}-results.csv",
                        "text/csv", key="results.csv")

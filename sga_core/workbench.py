@@ -24,6 +24,7 @@ from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
+from sga_core.paper_table import paper_columns, paper_groups, paper_table, top_values
 from sga_core.params import ConfigError, field_specs, from_dict
 from sga_core.presets import load_preset, validate_preset
 from sga_core.projects import (
@@ -75,11 +76,12 @@ __all__ = [
     "import_normals", "last_generation", "latest_probes", "list_presets", "list_projects",
     "list_runs", "list_templates", "load_preset", "load_project", "make_run_id",
     "method_names", "metrics", "new_project", "normals_problems", "original_run_id",
-    "parse_r_values", "pending_model", "per_sample", "prepared_model", "prepared_reference",
+    "paper_columns", "paper_groups", "paper_table", "parse_r_values", "pending_model",
+    "per_sample", "prepared_model", "prepared_reference",
     "preview", "probe", "probe_models", "progress", "project_runs", "queue_sweep", "r_groups",
     "request_eval", "rerun", "results_table", "rstar", "runs_root", "save_normals_row",
     "save_preset", "submit", "submit_prepare", "sweep_series", "table_columns", "tail",
-    "token_table", "tokens_html", "validate_preset", "word_token_index",
+    "token_table", "tokens_html", "top_values", "validate_preset", "word_token_index",
 ]
 
 

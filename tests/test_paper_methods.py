@@ -368,3 +368,40 @@ def test_sequence_nll_helper_matches_by_hand(setup):
                        attention_mask=batch["attention_mask"]).logits
     mean, _, _ = sequence_nll(logits, batch["labels"])
     assert mean.tolist() == approx([nll(model, s) for s in seqs])
+
+
+# ---------------------------------------------------------------------- Train page ---------
+
+NEW = ("flat", "dpo", "dpo-rt", "npo-rt", "gd", "llmu", "mismatch", "simnpo", "rmu",
+       "task-vector", "whp")
+
+
+@pytest.mark.slow
+def test_the_train_page_lists_and_configures_each(ui_env, tiny_model_dir):
+    """Each new method is offered on the Train page with a form of its own settings (their
+    own defaults), and a chosen setting reaches the previewed config."""
+    import yaml
+
+    from sga_core.params import field_specs
+    from tests.ui import open_page
+
+    at = open_page("app_pages/train.py")
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    options = at.selectbox(key="train.method").options  # shown by title
+    assert {get_method(n).title for n in NEW} <= set(options)
+    for name in NEW:
+        at.selectbox(key="train.method").set_value(name).run()
+        assert not at.exception, (name, at.exception)
+        for spec in field_specs(get_method(name).Config):
+            widget = at.get("selectbox") + at.get("number_input") + at.get("text_input")
+            values = {w.key: w.value for w in widget if w.key}
+            assert values[f"train.f.m.{name}.{spec['name']}"] == spec["default"], name
+    at.selectbox(key="train.method").set_value("flat").run()
+    at.selectbox(key="train.f.m.flat.divergence").set_value("js").run()
+    at.checkbox(key="train.idk_fallback").check().run()  # FLAT's templates: normal answers
+    at.button(key="train.preview").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    config = yaml.safe_load(at.code[1].value)
+    assert config["method"] == "flat" and config["method_args"] == {"divergence": "js",
+                                                                    "templates": 1}
