@@ -164,3 +164,22 @@ def test_a_whp_model_is_not_trained_further(runs, data):
     with pytest.raises(ValueError, match="not trained further"):
         run_training(c, run_dir)
     assert "not trained further" in read_run(run_dir)["error"]
+
+
+def test_task_vector_refuses_a_reinforced_model_of_another_shape(runs, tiny_model_dir, data,
+                                                                  tmp_path):
+    from sga_core.config import load_config
+    from sga_core.model.loading import load_model
+    from sga_core.runs.folder import create_run
+    from sga_core.train.trainer import run_training
+
+    root = runs[0]
+    other = tmp_path / "other"
+    model = load_model(str(tiny_model_dir))
+    model.model.layers = model.model.layers[:1]  # one layer fewer: layer 1's weights missing
+    model.config.num_hidden_layers = 1
+    model.save_pretrained(other)
+    bad = create_run(cfg(tiny_model_dir, data, "task-vector", "tv-shape",
+                         reinforced=str(other)), root)
+    with pytest.raises(ValueError, match="not in both the original and the reinforced"):
+        run_training(load_config(bad / "config.yaml"), bad)

@@ -46,6 +46,12 @@ class TaskVector(ReinforcedMethod):
         original = dict(load_model(trainer.cfg.model, dtype=dtype).named_parameters())
         reinforced = (dict(load_model(str(self.source), dtype=dtype).named_parameters())
                       if self.source is not None else None)
+        missing = [n for n, _ in model.named_parameters()
+                   if n not in original or (reinforced is not None and n not in reinforced)]
+        if missing:
+            raise ValueError(f"task vector: parameters {missing[:3]} are not in both the "
+                             "original and the reinforced model (adapters? the arithmetic "
+                             "needs full weights of the same architecture)")
         with torch.no_grad():
             for name, p in model.named_parameters():
                 o = original[name].to(p.device, p.dtype)
