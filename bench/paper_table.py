@@ -6,7 +6,7 @@ printed. The runs form one sweep group ``paper-table-<time>``, which the Results
 as the same table.
 
     python bench/paper_table.py                      # the demo, its prepared SmolLM2 models
-    python bench/paper_table.py --model tiny         # smoke mode: a tiny random model, ~5 min
+    python bench/paper_table.py --model tiny         # smoke mode: a tiny random model
     python bench/paper_table.py --project tofu --preset my.yaml --methods flat,npo-rt --r -0.8
 
 Training settings come from ``--preset`` (default ``assets/presets/demo-sga.yaml``: lr 1e-5,
@@ -15,6 +15,13 @@ the same order (methods build units of different lengths). Methods that are the 
 under another name with the same defaults (``gd`` and ``graddiff``) run once. SGA and FLAT use
 the project's normal answers when complete for K = 4, else "I don't know" answers.
 Last line: ``runs=<n> completed=<n> total_s=<s>``.
+
+Time (2-core CPU): the smoke mode makes 22 runs of 2 steps, each launched and evaluated as a
+process, about 15 minutes on a quiet machine (42 on a busy one). With SmolLM2 on the demo,
+about 2 hours on a quiet machine, estimated: 22 runs x about 2.5 minutes of evaluation, plus
+training worth about 20 SGA runs of 3 minutes (per-step cost relative to SGA's, measured:
+GA 0.8, LLMU 1.6, the others about 1; WHP reuses Task Vector's reinforced model and trains
+nothing); plus `prepare --demo` (15-20 minutes) if the project is not prepared yet.
 """
 
 from __future__ import annotations

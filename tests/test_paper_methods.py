@@ -405,3 +405,38 @@ def test_the_train_page_lists_and_configures_each(ui_env, tiny_model_dir):
     config = yaml.safe_load(at.code[1].value)
     assert config["method"] == "flat" and config["method_args"] == {"divergence": "js",
                                                                     "templates": 1}
+
+
+@pytest.mark.slow
+def test_flat_and_sga_from_the_train_page_to_results_and_tokens(ui_env, tiny_model_dir):
+    """As a new user would: launch FLAT and SGA on the demo from the Train page, wait for
+    both to be trained and evaluated, and find both on the Results and Token probabilities
+    pages."""
+    import time
+
+    from sga_core.runs.folder import list_runs
+    from tests.ui import open_page
+
+    at = open_page("app_pages/train.py")
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    at.number_input(key="train.f.t.max_steps").set_value(2).run()
+    for name in ("flat", "sga"):
+        at.selectbox(key="train.method").set_value(name).run()
+        at.checkbox(key="train.idk_fallback").check().run()
+        at.button(key="train.launch").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    deadline = time.time() + 900
+    while time.time() < deadline:
+        runs = list_runs(ui_env / "runs")
+        if len(runs) == 2 and all(r["eval_state"] in ("completed", "failed") for r in runs):
+            break
+        time.sleep(2)
+    assert sorted(r["method"] for r in runs) == ["flat", "sga"]
+    assert all(r["state"] == "completed" and r["eval_state"] == "completed" for r in runs), runs
+    at = open_page("app_pages/results.py")
+    assert sorted(at.dataframe[0].value["method"]) == ["flat", "sga"]
+    at = open_page("app_pages/tokens.py")
+    assert sorted(at.multiselect(key="tokens.runs").options) == sorted(r["run_id"]
+                                                                        for r in runs)
+    assert at.get("plotly_chart")  # the heatmap of both runs' answer-token probabilities
