@@ -4,13 +4,13 @@ r, one run's uncertainty and a two-run comparison, loss curves, config diffs, do
 
 from __future__ import annotations
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from sga_core import workbench as wb
 from ui import intervals, run_compare
 from ui.context import project_note, require_project
+from ui.paper_table import show_paper_table
 from ui.results_table import show_results_table
 from ui.show import plain
 
@@ -28,7 +28,6 @@ if not rows:
             "complete (Train page → prepare, then launch runs); the Original and Retained rows"
             " come from the prepared models.")
 else:
-    df = pd.DataFrame([{k: v for k, v in r.items() if k != "settings"} for r in rows])
     st.caption(plain(wb.protocol_note(rows) or ""))
     show_results_table(rows, specs, kind, wb.extra_columns(rows))
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
@@ -42,6 +41,7 @@ else:
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
     run_compare.mu_explained(rows)
     intervals.pooled_table(rows, kind)
+    show_paper_table(rows, root, kind)
     intervals.downloads(rows, kind, project.name)
 
     st.subheader("Metrics versus r")

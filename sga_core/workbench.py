@@ -40,6 +40,7 @@ from sga_core.normals import BACKEND_DESCRIPTIONS
 from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
+from sga_core.paper_table import paper_columns, paper_groups, paper_table, top_values
 from sga_core.params import ConfigError, field_specs, from_dict
 from sga_core.presets import load_preset, validate_preset
 from sga_core.projects import (
@@ -102,14 +103,15 @@ __all__ = [
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "method_names", "metrics", "new_project",
-    "normals_problems", "original_run_id", "parse_r_values", "pending_model", "per_sample",
-    "prepared_model", "prepared_reference", "preview", "probe", "probe_models", "progress",
-    "project_runs", "protocol_note", "queue_sweep", "queued_text", "r_bands", "r_groups",
-    "reevaluate", "request_eval", "rerun", "results_table", "rstar", "run_intervals",
-    "run_projects", "runs_missing_sets", "runs_of", "runs_root", "save_normals_row",
-    "save_preset", "submit", "submit_prepare", "submit_seeds", "suggest_r", "suggestion_text",
-    "summary_of", "sweep_series", "table_columns", "tail", "token_table", "tokens_html",
-    "typical_eval_seconds", "validate_preset", "word_token_index",
+    "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
+    "parse_r_values", "pending_model", "per_sample", "prepared_model", "prepared_reference",
+    "preview", "probe", "probe_models", "progress", "project_runs", "protocol_note",
+    "queue_sweep", "queued_text", "r_bands", "r_groups", "reevaluate", "request_eval", "rerun",
+    "results_table", "rstar", "run_intervals", "run_projects", "runs_missing_sets", "runs_of",
+    "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",
+    "suggest_r", "suggestion_text", "summary_of", "sweep_series", "table_columns", "tail",
+    "token_table", "tokens_html", "top_values", "typical_eval_seconds", "validate_preset",
+    "word_token_index",
 ]
 
 

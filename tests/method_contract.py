@@ -97,15 +97,20 @@ def check_units_loss_and_gradients(name: str, model, enc, data: MethodData) -> N
     assert units and all(u.seqs for u in units)
     seqs, ids = flatten(units)
     model.zero_grad(set_to_none=True)
-    stats = forward_stats(model, seqs, ids, enc.pad_id, "cpu", keep_logits=method.needs_logits)
-    if "reference" in cls.needs:
-        with torch.no_grad():
-            stats.ref = forward_stats(model, seqs, ids, enc.pad_id, "cpu",
-                                      keep_logits=method.needs_logits)
-    losses = method.unit_losses(stats, len(units))
-    assert losses.shape == (len(units),)
-    assert all(math.isfinite(v) for v in losses.tolist())
-    losses.mean().backward()
+    method.attach(model, model if "reference" in cls.needs else None)
+    try:
+        stats = forward_stats(model, seqs, ids, enc.pad_id, "cpu",
+                              keep_logits=method.needs_logits)
+        if "reference" in cls.needs:
+            with torch.no_grad():
+                stats.ref = forward_stats(model, seqs, ids, enc.pad_id, "cpu",
+                                          keep_logits=method.needs_logits)
+        losses = method.unit_losses(stats, len(units))
+        assert losses.shape == (len(units),)
+        assert all(math.isfinite(v) for v in losses.tolist())
+        losses.mean().backward()
+    finally:
+        method.detach()
     grads = [p.grad.abs().sum().item() for p in model.parameters() if p.grad is not None]
     assert grads and sum(grads) > 0
 

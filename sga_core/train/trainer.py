@@ -151,12 +151,19 @@ class Trainer:
         set_order_lengths(self.units, method_cls, data, self.enc)
         self.units_by_index = {u.index: u for u in self.units}
         from sga_core.model.lora import for_training
+        from sga_core.model.wrapper import refuse_training
+        from sga_core.train.reference import for_method
 
+        refuse_training(cfg.model)  # a two-model wrapper (WHP) is evaluated, never trained
         # gradient checkpointing and LoRA adapters, when asked (training.*)
         self.model = for_training(load_model(cfg.model, dtype=t.dtype), t)
         note = dropout_note(self.model.config)
         if note:
             self.log(note)
+        # the starting model for methods that compare with it, made before the optimizer:
+        # a method's attach() may hook both models and freeze parameters (RMU)
+        self.reference = for_method(method_cls, self.acc, self.model, cfg)
+        self.method.attach(self.model, self.reference.model if self.reference else None)
         n = len(self.units)
         self.steps_per_epoch = math.ceil(n / t.batch_size)
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
@@ -170,10 +177,8 @@ class Trainer:
         self.model, self.opt = self.acc.prepare(self.model, opt)
         self.sched = sched
         from sga_core.model.fusedloss import for_run
-        from sga_core.train.reference import for_method
 
-        # the starting model for methods that compare with it; the fused loss, if any
-        self.reference = for_method(method_cls, self.acc, self.model, cfg)
+        # the fused loss, if any
         self.loss_fn = for_run(t.fused_loss, self.acc, self.model)
         self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
@@ -353,6 +358,7 @@ class Trainer:
         return out
 
     def save_model(self, name: str = "model") -> None:
+        """Save the model being trained (and the tokenizer) into ``RUN_DIR/<name>``."""
         import shutil
 
         acc = self.acc
@@ -443,12 +449,13 @@ class Trainer:
             self.log(f"stopping at step {step}: {reason}")
         if state != "cancelled" and not getattr(self, "weights_broken", False):
             self.evaluate_steps(step, t0, last=True)
+        saved = self.method.finish(self, state)  # Task Vector / WHP build their model here
         self.write_probes(step)
         if t.eval_nll:
             nll_after = self.data_nll()
             self.status(nll_after=nll_after)
             self.log("answer NLL after:  " + _fmt_nll(nll_after))
-        if t.save_model and not getattr(self, "weights_broken", False):
+        if t.save_model and not saved and not getattr(self, "weights_broken", False):
             self.log("saving model")
             self.save_model()
         self.status(state, step=step, ended_at=now_iso(), exit_code=0,

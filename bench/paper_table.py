@@ -1,0 +1,193 @@
+"""The paper's Table 1 in one command: every unlearning method at its defaults, plus SGA at the
+paper's r values {-8, -4, -2, -0.8, -0.4, 0.2, 0.4}, on one prepared project (the demo by
+default), all with the same training settings, seed and data order; each run is evaluated and
+the table (FQ, MU, forget ROUGE-L, retain ROUGE-L, with the Original and Retained rows) is
+printed. The runs form one sweep group ``paper-table-<time>``, which the Results page shows
+as the same table.
+
+    python bench/paper_table.py                      # the demo, its prepared SmolLM2 models
+    python bench/paper_table.py --model tiny         # smoke mode: a tiny random model
+    python bench/paper_table.py --project tofu --preset my.yaml --methods flat,npo-rt --r -0.8
+
+Training settings come from ``--preset`` (default ``assets/presets/demo-sga.yaml``: lr 1e-5,
+5 epochs, batch 2), with ``group_by_length`` off so that every method sees the same batches in
+the same order (methods build units of different lengths). Methods that are the same method
+under another name with the same defaults (``gd`` and ``graddiff``) run once. SGA and FLAT use
+the project's normal answers when complete for K = 4, else "I don't know" answers.
+Last line: ``runs=<n> completed=<n> total_s=<s>``.
+
+Time (2-core CPU): the smoke mode makes 22 runs of 2 steps, each launched and evaluated as a
+process, about 15 minutes on a quiet machine (42 on a busy one). With SmolLM2 on the demo,
+about 2 hours on a quiet machine, estimated: 22 runs x about 2.5 minutes of evaluation, plus
+training worth about 20 SGA runs of 3 minutes (per-step cost relative to SGA's, measured:
+GA 0.8, LLMU 1.6, the others about 1; WHP reuses Task Vector's reinforced model and trains
+nothing); plus `prepare --demo` (15-20 minutes) if the project is not prepared yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def method_plan(names: str, r_values: list[float]) -> list[tuple[str, dict]]:
+    """(method, method_args) of every run: each distinct unlearning method at its defaults
+    (in the paper's order), then SGA at each r."""
+    from sga_core.methods import REGISTRY, method_names
+    from sga_core.paper_table import ORDER
+    from sga_core.params import to_dict
+
+    wanted = [n for n in method_names(unlearning_only=True) if n != "sga"]
+    if names != "all":
+        chosen = [n.strip() for n in names.split(",") if n.strip()]
+        unknown = sorted(set(chosen) - set(wanted) - {"sga"})
+        if unknown:
+            raise SystemExit(f"--methods: unknown {unknown}; known: {wanted + ['sga']}")
+        wanted = [n for n in wanted if n in chosen]
+        if "sga" not in chosen:
+            r_values = []
+    wanted.sort(key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
+    plan, seen = [], set()
+    for name in wanted:
+        cls = REGISTRY[name]
+        key = (cls.build_units, cls.unit_losses, cls.step, cls.finish,
+               json.dumps(to_dict(cls.Config()), sort_keys=True))
+        if key in seen:  # the same method under another name (gd = graddiff)
+            continue
+        seen.add(key)
+        plan.append((name, {}))
+    k = 4
+    return plan + [("sga", {"r": r, "k": k}) for r in sorted(r_values, reverse=True)]
+
+
+def smoke_setup(tmp: Path) -> tuple[str, dict]:
+    """A tiny random model, and a demo project prepared from it in ``tmp`` (the workspace and
+    runs folder are pointed there)."""
+    from sga_core.model.tiny import build_tiny_model
+    from sga_core.prepare import prepare
+    from sga_core.projects import create_demo_project
+
+    os.environ["SGA_WORKSPACE"] = str(tmp / "workspace")
+    os.environ["SGA_RUNS_DIR"] = str(tmp / "runs")
+    model = build_tiny_model(tmp / "tiny")
+    project = create_demo_project()
+    print(f"smoke mode: tiny model {model}, project {project.path}", flush=True)
+    prepare(str(project.forget_path), str(project.retain_path), model=str(model),
+            name=project.name, training={"max_steps": 3, "lr": 1e-3, "batch_size": 8},
+            eval_sets={k: str(v) for k, v in project.eval_sets().items()}, echo=lambda m: None)
+    return project.name, {"max_steps": 2, "lr": 1e-3}
+
+
+SMOKE_EVAL = {"max_new_tokens": 8, "max_retain_rows": 10}  # smoke mode: short answers
+
+
+def normals_for(project) -> tuple[str, str]:
+    """The project's normal answers when complete for K = 4, else generated IDK ones."""
+    from sga_core.normals.idk import idk_normals
+
+    table = project.normals()
+    n = len(project.forget())
+    if table is not None and table.k >= 4 and not table.problems(n):
+        return str(project.normals_path), "the project's normal answers"
+    path = project.path / "idk_normals.jsonl"
+    idk_normals(n, 4).save(path)
+    return str(path), "generated 'I don't know' answers (the project's table is incomplete)"
+
+
+def main(argv=None) -> int:
+    from sga_core.paper_table import PAPER_R
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--project", default="demo", help="a prepared project (default: demo)")
+    p.add_argument("--model", default="prepared", choices=("prepared", "tiny"),
+                   help="prepared: the project's prepared original model (run `python -m "
+                        "sga_core prepare --demo` first); tiny: smoke mode in a temporary "
+                        "folder with a tiny random model")
+    p.add_argument("--preset", default=str(ROOT / "assets/presets/demo-sga.yaml"),
+                   help="YAML whose 'training' section every run uses")
+    p.add_argument("--methods", default="all", help="comma list (sga = the r values), or all")
+    p.add_argument("--r", default=",".join(f"{r:g}" for r in PAPER_R),
+                   help="SGA's r values (default: the paper's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-steps", type=int, default=0, help="override the preset (0 = keep)")
+    p.add_argument("--out", help="also write the table and timings as JSON here")
+    args = p.parse_args(argv)
+    r_values = [float(v) for v in args.r.split(",") if v.strip()]
+    plan = method_plan(args.methods, r_values)
+    with tempfile.TemporaryDirectory(prefix="paper-table-") as tmp:
+        return run(args, plan, Path(tmp))
+
+
+def run(args, plan, tmp: Path) -> int:
+    import yaml
+
+    from sga_core.config import TrainConfig
+    from sga_core.paper_table import GROUP_PREFIX, format_table, paper_label, paper_table
+    from sga_core.projects import create_demo_project, list_projects, load_project
+    from sga_core.projects.training import default_eval, prepared_model
+    from sga_core.results import results_table
+    from sga_core.runs.folder import create_run, runs_root
+    from sga_core.runs.launch import run_foreground
+
+    t_all = time.time()
+    training = (yaml.safe_load(Path(args.preset).read_text()) or {}).get("training", {})
+    name, eval_extra = args.project, {}
+    if args.model == "tiny":
+        name, extra = smoke_setup(tmp)
+        training, eval_extra = {**training, **extra}, SMOKE_EVAL
+    elif name not in list_projects():
+        if name != "demo":
+            raise SystemExit(f"no project {name!r} in the workspace")
+        create_demo_project()
+    project, root = load_project(name), runs_root()
+    original = prepared_model(project, root)
+    if original is None:
+        raise SystemExit(f"project {name!r} has no prepared original model in {root}: run "
+                         f"`python -m sga_core prepare --demo` (or the Train page's Prepare)")
+    training = {**training, "seed": args.seed, "group_by_length": False}
+    if args.max_steps:
+        training["max_steps"] = args.max_steps
+    normals, about = normals_for(project)
+    group = f"{GROUP_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
+    print(f"{len(plan)} runs as group {group} from {original}; normals: {about}; training: "
+          f"{json.dumps(training)}", flush=True)
+    timings = []
+    for method, margs in plan:
+        data = {"task": project.kind, "forget": str(project.forget_path), "normals": normals}
+        if project.retain_path.exists():
+            data["retain"] = str(project.retain_path)
+        cfg = TrainConfig.from_dict({
+            "model": str(original), "method": method, "method_args": margs, "data": data,
+            "training": training, "sweep": group,
+            "eval": {**default_eval(project, root), **eval_extra},
+            "notes": "bench/paper_table.py"})
+        run_dir = create_run(cfg, root)
+        t0 = time.time()
+        st = run_foreground(run_dir, echo=lambda m: None, evaluate=True)
+        rec = {"run": paper_label(method, cfg.method_args), "run_id": run_dir.name,
+               "state": st.get("state"), "eval_state": st.get("eval_state"),
+               "train_s": st.get("elapsed_s"), "wall_s": round(time.time() - t0, 1),
+               "error": st.get("error")}
+        timings.append(rec)
+        print(json.dumps(rec), flush=True)
+    rows = paper_table(results_table(project, root, project.kind), root, project.kind, group)
+    print("\n" + format_table(rows, project.kind) + "\n")
+    total = round(time.time() - t_all)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"group": group, "table": rows,
+                                              "runs": timings, "total_s": total}, indent=1))
+    done = sum(t["state"] == "completed" and t["eval_state"] == "completed" for t in timings)
+    print(f"runs={len(timings)} completed={done} total_s={total}")
+    return 0 if done == len(timings) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

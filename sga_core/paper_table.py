@@ -1,0 +1,127 @@
+"""The paper's Table 1 for one project: every method at its defaults and SGA at the paper's r
+values, trained with the same data order and seed (``bench/paper_table.py`` queues them as
+one sweep group named ``paper-table-<time>``), with the Original and Retained rows.
+
+Columns (QA): FQ, MU, forget ROUGE-L, retain ROUGE-L, the paper's Table 1; text projects get
+their first four Results columns (MUSE's). Rows in the paper's order: its baselines (GA, KL,
+GD, LLMU, PO, DPO-RT, NPO-RT, FLAT), then the other methods, then SGA from the largest r to
+the smallest. No Streamlit here: the Results page renders what :func:`paper_table` returns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sga_core.metrics.catalog import metrics_for, table_columns
+
+PAPER_R = (-8.0, -4.0, -2.0, -0.8, -0.4, 0.2, 0.4)
+GROUP_PREFIX = "paper-table-"
+QA_COLUMNS = ("forget_quality", "model_utility", "forget_rouge", "retain_rouge")
+# the paper's Table 1 order, then the methods it compares elsewhere, then the newer ones
+ORDER = ("ga", "kl", "gd", "graddiff", "llmu", "idk", "dpo-rt", "npo-rt", "flat", "npo",
+         "dpo", "mismatch", "task-vector", "whp", "simnpo", "rmu")
+PAPER_NAMES = {"ga": "GA", "kl": "KL", "gd": "GD", "graddiff": "GradDiff", "llmu": "LLMU",
+               "idk": "PO", "dpo-rt": "DPO-RT", "npo-rt": "NPO-RT", "npo": "NPO",
+               "dpo": "DPO", "mismatch": "Mismatch", "task-vector": "Task Vector",
+               "whp": "WHP", "simnpo": "SimNPO", "rmu": "RMU", "flat": "FLAT", "sga": "SGA"}
+DIVERGENCES = {"kl": "KL", "js": "JS", "tv": "TV", "pearson": "Pearson"}
+
+
+def paper_columns(kind: str = "qa") -> list:
+    """The catalog entries of the paper table's columns."""
+    if kind == "qa":
+        specs = {s.name: s for s in metrics_for(kind)}
+        return [specs[n] for n in QA_COLUMNS if n in specs]
+    return table_columns(kind)[:4]
+
+
+def paper_label(method: str, args: dict) -> str:
+    """The row name the paper would print: "FLAT (Pearson)", "SGA (r = -0.8)", ..."""
+    name = PAPER_NAMES.get(method, method)
+    if method == "sga":
+        return f"SGA (r = {float(args.get('r', 0)):g})"
+    if method == "flat":
+        div = args.get("divergence", "")
+        return f"FLAT ({DIVERGENCES.get(div, div)})"
+    if method in ("task-vector", "whp") and args.get("alpha") not in (None, 1, 1.0):
+        return f"{name} (alpha = {float(args['alpha']):g})"
+    return name
+
+
+def paper_groups(rows: list[dict]) -> list[str]:
+    """The paper-table groups among the rows, newest first (names end in their time)."""
+    return sorted({r["sweep"] for r in rows if (r.get("sweep") or "").startswith(
+        GROUP_PREFIX)}, reverse=True)
+
+
+def latest_group(rows: list[dict]) -> str | None:
+    groups = paper_groups(rows)
+    return groups[0] if groups else None
+
+
+def top_values(rows: list[dict], kind: str = "qa", n: int = 2) -> dict[str, list[float]]:
+    """Per column, the ``n`` best values among the unlearning runs (the paper highlights its
+    top 2), following the column's direction; the Original and Retained rows do not
+    compete."""
+    from sga_core.metrics.catalog import HIGHER, LOWER
+
+    out = {}
+    runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
+    for spec in paper_columns(kind):
+        vals = sorted({r[spec.label] for r in runs if r.get(spec.label) is not None},
+                      key=lambda v: -v if spec.direction == HIGHER else v if
+                      spec.direction == LOWER else abs(v))
+        if vals:
+            out[spec.label] = vals[:n]
+    return out
+
+
+def _method_args(root: Path, run_id: str) -> dict:
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((root / run_id / "config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    args = cfg.get("method_args") if isinstance(cfg, dict) else None
+    return args if isinstance(args, dict) else {}
+
+
+def _order(row: dict) -> tuple:
+    if row["method"] == "sga":
+        return (len(ORDER), -(row["r"] or 0.0), row["run_id"])
+    rank = ORDER.index(row["method"]) if row["method"] in ORDER else len(ORDER) - 0.5
+    return (rank, 0.0, row["run_id"])
+
+
+def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = None
+                ) -> list[dict]:
+    """Rows of :func:`sga_core.results.results_table` made into the paper's table: the
+    Original and Retained rows, then the runs of ``group`` (default: the newest paper-table
+    group) in the paper's order, each named as the paper names it. Empty when no such runs
+    are evaluated."""
+    group = group or latest_group(rows)
+    if group is None:
+        return []
+    runs = sorted((r for r in rows if r.get("sweep") == group), key=_order)
+    if not runs:
+        return []
+    labels = [c.label for c in paper_columns(kind)]
+    out = []
+    for r in [r for r in rows if r["run"] in ("Original", "Retained")] + runs:
+        name = r["run"] if r["run"] in ("Original", "Retained") else paper_label(
+            r["method"], _method_args(Path(root), r["run_id"]))
+        out.append({"run": name, "run_id": r["run_id"], "method": r["method"],
+                    **{c: r.get(c) for c in labels},
+                    **{f"{c} (why)": r[f"{c} (why)"] for c in labels if f"{c} (why)" in r}})
+    return out
+
+
+def format_table(rows: list[dict], kind: str = "qa") -> str:
+    """The table as Markdown (the bench prints it)."""
+    labels = [c.label for c in paper_columns(kind)]
+    lines = ["| run | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    for r in rows:
+        cells = ["—" if r.get(c) is None else f"{r[c]:.4g}" for c in labels]
+        lines.append(f"| {r['run']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""The paper's Table 1 (issue 14): which runs bench/paper_table.py plans, how their rows are
+named and ordered, and the Results page showing the table once such runs are evaluated."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from sga_core.paper_table import PAPER_R, paper_label, paper_table, top_values
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("paper_table_bench",
+                                                  ROOT / "bench" / "paper_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_plan_is_every_method_once_then_sga_at_the_papers_r():
+    from sga_core.methods import method_names
+
+    plan = bench().method_plan("all", list(PAPER_R))
+    names = [m for m, _ in plan]
+    others = set(method_names(unlearning_only=True)) - {"sga"}
+    # gd and graddiff are one method under two names: it runs once
+    assert len({"gd", "graddiff"} & set(names)) == 1
+    assert set(names) - {"sga"} == others - {"graddiff"}
+    assert names[:3] == ["ga", "kl", "gd"]  # the paper's order
+    assert names.index("task-vector") < names.index("whp")  # WHP reuses its reinforced model
+    assert [a["r"] for m, a in plan if m == "sga"] == [0.4, 0.2, -0.4, -0.8, -2, -4, -8]
+    assert all(a == {} for m, a in plan if m != "sga")  # every method at its defaults
+    assert bench().method_plan("flat,sga", [-0.8]) == [("flat", {}),
+                                                       ("sga", {"r": -0.8, "k": 4})]
+    assert bench().method_plan("flat", [-0.8]) == [("flat", {})]
+    with pytest.raises(SystemExit, match="unknown"):
+        bench().method_plan("flat,nonsense", [])
+
+
+def test_paper_labels():
+    assert paper_label("flat", {"divergence": "pearson"}) == "FLAT (Pearson)"
+    assert paper_label("sga", {"r": -0.8, "k": 4}) == "SGA (r = -0.8)"
+    assert paper_label("idk", {}) == "PO"
+    assert paper_label("whp", {"alpha": 1.0}) == "WHP"
+    assert paper_label("task-vector", {"alpha": 2.0}) == "Task Vector (alpha = 2)"
+    assert paper_label("new-method", {}) == "new-method"
+
+
+def row(run, run_id, method, r=None, sweep=None, fq=None, f_rl=None):
+    return {"run": run, "run_id": run_id, "method": method, "r": r, "sweep": sweep,
+            "FQ": fq, "MU": 0.4, "forget ROUGE-L": f_rl, "retain ROUGE-L": 0.9}
+
+
+def write_args(root: Path, run_id: str, args: dict) -> None:
+    import yaml
+
+    (root / run_id).mkdir(parents=True)
+    (root / run_id / "config.yaml").write_text(yaml.safe_dump({"method_args": args}))
+
+
+def test_table_rows_order_and_names(tmp_path):
+    g1, g2 = "paper-table-20261101-000000", "paper-table-20261102-000000"
+    rows = [row("Original", "demo-original", "-", fq=0.001),
+            row("Retained", "demo-retain-ref", "-", fq=1.0),
+            row("sga r=0.4", "s04", "sga", 0.4, g2, 0.1, 0.5),
+            row("sga r=-8", "s8", "sga", -8.0, g2, 0.2, 0.3),
+            row("flat", "fl", "flat", None, g2, 0.05, 0.2),
+            row("kl", "kl", "kl", None, g2, 0.3, 0.6),
+            row("ga", "ga", "ga", None, g2, None, 0.7),
+            row("ga", "ga-old", "ga", None, g1, 0.9, 0.1),  # an older group
+            row("npo", "mine", "npo", None, None, 0.5, 0.1)]  # not a paper-table run
+    for run_id, args in (("s04", {"r": 0.4}), ("s8", {"r": -8.0}),
+                         ("fl", {"divergence": "pearson"}), ("kl", {}), ("ga", {})):
+        write_args(tmp_path, run_id, args)
+    table = paper_table(rows, tmp_path)
+    assert [r["run"] for r in table] == ["Original", "Retained", "GA", "KL", "FLAT (Pearson)",
+                                         "SGA (r = 0.4)", "SGA (r = -8)"]
+    assert table[4]["forget ROUGE-L"] == 0.2
+    assert [r["run"] for r in paper_table(rows, tmp_path, group=g1)] == [
+        "Original", "Retained", "GA"]
+    # the top 2 of each column among the unlearning runs, by its direction
+    top = top_values(table)
+    assert top["FQ"] == [0.3, 0.2]  # higher is better; the Retained row's 1.0 does not count
+    assert top["forget ROUGE-L"] == [0.2, 0.3]  # lower is better
+    assert paper_table([r for r in rows if r["sweep"] is None], tmp_path) == []
+
+
+# ------------------------------------------------------------------------ Results page -----
+
+def fake_evaluated_run(cfg, root, metrics: dict) -> Path:
+    """A run folder marked completed with an evaluation summary (the page reads only
+    these files; the bench's smoke run proves real ones)."""
+    from sga_core.fileio import atomic_write_json
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.status import write_run
+
+    run_dir = create_run(cfg, root)
+    write_run(run_dir, "completed", ended_at="2026-11-23T00:00:00Z", exit_code=0)
+    atomic_write_json(run_dir / "eval" / "summary.json", {"metrics": {
+        k: {"value": v, "reason": None if v is not None else "not computed"}
+        for k, v in metrics.items()}})
+    return run_dir
+
+
+@pytest.mark.slow
+def test_results_page_shows_the_paper_table(ui_env, tiny_model_dir):
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project
+    from sga_core.projects.training import build_config
+    from tests.ui import open_page
+
+    project = create_demo_project()
+    project.save_normals(idk_normals(10, 4), "seed")
+    root = ui_env / "runs"
+    group = "paper-table-20261123-010203"
+
+    def cfg(method, run_id="", sweep=None, **args):
+        return build_config(project, method=method, method_args=args, training={},
+                            launch={}, model=str(tiny_model_dir), run_id=run_id, sweep=sweep,
+                            normals=str(project.normals_path), eval_cfg={"enabled": False})
+
+    def metrics(fq, f_rl):
+        return {"forget_quality": fq, "model_utility": 0.5, "forget_rouge": f_rl,
+                "retain_rouge": 0.8}
+
+    fake_evaluated_run(cfg("finetune", "demo-original", include_forget=True), root,
+                       metrics(0.002, 0.9))
+    fake_evaluated_run(cfg("finetune", "demo-retain-ref", include_forget=False), root,
+                       metrics(1.0, 0.4))
+    at = open_page("app_pages/results.py")
+    assert not at.exception and not [s for s in at.subheader
+                                      if s.value == "The paper's Table 1"]
+    fake_evaluated_run(cfg("flat", sweep=group), root, metrics(0.05, 0.3))
+    fake_evaluated_run(cfg("sga", sweep=group, r=-0.8, k=4), root, metrics(0.27, None))
+    fake_evaluated_run(cfg("ga", sweep=group), root, metrics(0.01, 0.5))
+    at = open_page("app_pages/results.py")
+    assert not at.exception, at.exception
+    assert [s for s in at.subheader if s.value == "The paper's Table 1"]
+    paper = at.dataframe[1].value
+    assert list(paper["run"]) == ["Original", "Retained", "GA", "FLAT (Pearson)",
+                                  "SGA (r = -0.8)"]
+    assert list(paper.columns) == ["run", "FQ", "MU", "forget ROUGE-L", "retain ROUGE-L"]
+    assert paper.loc[paper["run"] == "FLAT (Pearson)", "FQ"].item() == 0.05
