@@ -17,9 +17,7 @@ from sga_core.comparison import run_fields
 from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics.catalog import (
     HIGHER,
-    KINDS,
     LOWER,
-    PROTOCOL_NAMES,
     ZERO,
     spec_of,
     table_columns,
@@ -86,7 +84,10 @@ def display_names(runs: list[dict], project=None) -> dict[str, str]:
     settings = {r["run_id"]: run_settings(r["path"]) if r.get("path") else {} for r in runs
                 if labels[r["run_id"]] not in REFERENCE_ROWS}
     methods = {r["run_id"]: r.get("method") for r in runs}
+    # a run of a seed group already says its seed (run_label)
+    seeded = {r["run_id"] for r in runs if r.get("group") and r.get("seed") is not None}
     for run_id, keys in differing_settings(settings, methods).items():
+        keys = [k for k in keys if not (k == "seed" and run_id in seeded)]
         if keys:
             labels[run_id] += " · " + " · ".join(show_setting(k, settings[run_id][k])
                                                  for k in keys)
@@ -120,8 +121,9 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
                "protocol": protocol, "settings": run_settings(r["path"])}
         # the columns of the protocol this run was evaluated under, then its extra lm-eval
         # tasks (lm_<task>: one column each)
-        extra = [n for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
-        for col in table_columns(kind, [protocol]) + [_Column(n) for n in extra]:
+        extra = [_Column(n) for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
+        row["lm_columns"] = [c.label for c in extra]
+        for col in table_columns(kind, [protocol]) + extra:
             value, reason = metric_value(summ, col.name)
             row[col.label] = value
             if value is None and reason:
@@ -146,13 +148,9 @@ LM_PREFIX = "lm_"
 
 def extra_columns(rows: list[dict]) -> list[str]:
     """The labels of the extra lm-eval task columns some row has, in first-seen order."""
-    base = {c.label for k in KINDS for c in table_columns(k, PROTOCOL_NAMES)}
-    fixed = {"run", "run_id", "method", "r", "K", "sweep", "state", "protocol", "settings",
-             "collapsed"}
     out: list[str] = []
     for r in rows:
-        out += [k for k in r if k not in base | fixed and not k.endswith("(why)")
-                and k not in out]
+        out += [k for k in r.get("lm_columns") or () if k not in out]
     return out
 
 

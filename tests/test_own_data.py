@@ -231,12 +231,13 @@ def test_labels_and_groups_follow_the_settings_that_differ(tmp_path):
                      "d": "sga r=-0.8 · 100 steps · lr 1e-05 · seed 1",
                      "e": "sga r=-0.8 · 100 steps · lr 1e-05 · seed 0",
                      "f": "sga r=0.4 · 100 steps · lr 2e-05 · seed 0"}
-    # a group per setting of everything but r with two r values; named by what sets the
-    # groups apart (steps); d (seed 1) and f (lr 2e-05) have no partner at another r
+    # a group per setting of everything but r (and the seed: seeds are a configuration's
+    # replicates) with two r values; named by what sets the groups apart (steps); d (seed 1)
+    # joins e at r=-0.8, f (lr 2e-05) has no partner at another r
     groups = r_groups(rows)
     assert sorted(groups) == ["all sga runs · 100 steps", "all sga runs · 20 steps"]
     s = sweep_series(rows, "all sga runs · 100 steps")
-    assert s["r"] == [-0.8, 0.0] and s["n"] == [1, 1] and s["FQ"] == [0.9, 0.1]
+    assert s["r"] == [-0.8, 0.0] and s["n"] == [2, 1] and s["FQ"] == [0.9, 0.1]
     from sga_core.runs.folder import list_runs
 
     same = [r for r in list_runs(runs) if r["run_id"] in ("a", "b")]

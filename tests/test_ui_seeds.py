@@ -166,6 +166,7 @@ def test_runs_page_plots_evaluation_during_training(ui_env):
     write_run(run_dir, "completed", best_step=2, best_metric="forget_quality", best_value=0.4,
               best_model="best_model")
     at = open_page("app_pages/runs.py")
+    at.radio(key="runs.filter").set_value("all projects").run()  # not the demo's data
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     steps = next(c for c in charts if "evaluation during training" in json.dumps(
         c.get("layout", {})))
