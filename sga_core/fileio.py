@@ -164,3 +164,23 @@ def dir_lock(directory: str | os.PathLike) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """Build a folder beside ``target`` (``.<name>.tmp``, created empty) and put it in
+    ``target``'s place only when the block ends without an error; otherwise the half-built
+    folder is removed and ``target`` is left as it was."""
+    import shutil
+
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -415,7 +415,7 @@ def test_flat_and_sga_from_the_train_page_to_results_and_tokens(ui_env, tiny_mod
     import time
 
     from sga_core.runs.folder import list_runs
-    from tests.ui import open_page
+    from tests.ui import open_page, results_frame
 
     at = open_page("app_pages/train.py")
     at.radio(key="train.model_mode").set_value("other model").run()
@@ -435,8 +435,9 @@ def test_flat_and_sga_from_the_train_page_to_results_and_tokens(ui_env, tiny_mod
     assert sorted(r["method"] for r in runs) == ["flat", "sga"]
     assert all(r["state"] == "completed" and r["eval_state"] == "completed" for r in runs), runs
     at = open_page("app_pages/results.py")
-    assert sorted(at.dataframe[0].value["method"]) == ["flat", "sga"]
+    assert sorted(results_frame(at)["method"]) == ["flat", "sga"]
     at = open_page("app_pages/tokens.py")
-    assert sorted(at.multiselect(key="tokens.runs").options) == sorted(r["run_id"]
-                                                                        for r in runs)
+    # the runs are offered under their readable names (method, then r)
+    assert sorted(o.split()[0] for o in at.multiselect(key="tokens.runs").options) == \
+        ["flat", "sga"]
     assert at.get("plotly_chart")  # the heatmap of both runs' answer-token probabilities

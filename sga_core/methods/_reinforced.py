@@ -19,6 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sga_core.fileio import atomic_dir
 from sga_core.methods.base import (
     Method,
     MethodData,
@@ -88,17 +89,13 @@ def find_same(trainer) -> Path | None:
 def link_tree(src: Path, dst: Path) -> None:
     """Hard-link (else copy) the files of ``src`` into a new folder ``dst``: the run keeps
     its reinforced model even if the run it came from is deleted, without a second copy."""
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for f in sorted(Path(src).iterdir()):
-        if f.is_file():
-            try:
-                os.link(f, tmp / f.name)
-            except OSError:
-                shutil.copy2(f, tmp / f.name)
-    shutil.rmtree(dst, ignore_errors=True)
-    os.replace(tmp, dst)
+    with atomic_dir(dst) as tmp:
+        for f in sorted(Path(src).iterdir()):
+            if f.is_file():
+                try:
+                    os.link(f, tmp / f.name)
+                except OSError:
+                    shutil.copy2(f, tmp / f.name)
 
 
 class ReinforcedMethod(Method):

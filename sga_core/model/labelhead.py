@@ -50,6 +50,12 @@ def unwrap(model):
     return model
 
 
+def has_head(model) -> bool:
+    """Whether the model has a plain output head (a two-model wrapper such as WHP's
+    combines whole logits and has none)."""
+    return callable(getattr(unwrap(model), "get_output_embeddings", None))
+
+
 def output_head(model):
     head = unwrap(model).get_output_embeddings()
     if head is None:
@@ -176,6 +182,14 @@ def forward_labels(model, batch: dict, stash: bool | None = None) -> LabelOutput
     if stash is None:
         stash = can_stash(model)
     labels = batch["labels"]
+    if not has_head(model):  # full logits, then the label positions (no head to hook)
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                       use_cache=False).logits
+        pos, targets, rows = label_selection(labels)
+        return LabelOutput(targets=targets.to(logits.device), rows=rows.to(logits.device),
+                           shape=tuple(labels[:, 1:].shape),
+                           mask=(labels[:, 1:] != IGNORE).to(logits.device),
+                           logits=logits[pos.to(logits.device)])
     with at_labels(model, labels, stash) as box:
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                        use_cache=False).logits

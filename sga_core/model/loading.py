@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from sga_core.fileio import file_lock
+from sga_core.fileio import atomic_dir, file_lock
 from sga_core.model.wrapper import is_wrapper
 
 EMBEDDED_PREFIX = "embedded:"
@@ -173,14 +173,7 @@ def merge_adapter(folder: str | os.PathLike, out_dir: str | os.PathLike,
     """Write the base model + LoRA adapter of ``folder`` as one full model folder
     ``out_dir`` (a LoRA run's ``training.save_merged``)."""
     out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with atomic_dir(out_dir) as tmp:
         load_model(str(folder), dtype=dtype).save_pretrained(tmp, safe_serialization=True)
         load_tokenizer(str(folder)).save_pretrained(tmp)
-        shutil.rmtree(out_dir, ignore_errors=True)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir

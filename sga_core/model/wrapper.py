@@ -32,6 +32,8 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
+from sga_core.fileio import atomic_dir
+
 WRAPPER_FILE = "wrapper.json"
 KINDS = ("whp",)
 COMBINES = ("logits", "probs")
@@ -90,23 +92,14 @@ def read_spec(folder) -> dict:
 def save_wrapper(target, spec: dict, tokenizer, base_dir) -> Path:
     """Write a wrapper model folder at ``target`` (atomically: built beside it, then
     renamed): ``wrapper.json``, the tokenizer, and the base model's config files."""
-    target = Path(target)
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_dir(target) as tmp:
         tokenizer.save_pretrained(tmp)
         for name in ("config.json", "generation_config.json"):
             src = Path(base_dir) / name
             if src.exists():
                 shutil.copyfile(src, tmp / name)
         (tmp / WRAPPER_FILE).write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    return Path(target)
 
 
 def combine(base_logits, reinforced_logits, alpha: float, mode: str = "logits"):
