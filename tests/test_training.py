@@ -22,13 +22,14 @@ from types import SimpleNamespace
 import pytest
 
 import sga_core
-from sga_core.config import TrainConfig, load_config
+from sga_core.config import TrainConfig, dump_config, load_config
 from sga_core.fileio import now_iso
 from sga_core.model.losses import sga_coefficients
 from sga_core.runs import folder as runs
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
 from sga_core.runs.command import command_text
+from sga_core.runs.procs import pid_alive
 
 pytestmark = pytest.mark.slow
 
@@ -351,6 +352,35 @@ def test_sigterm_to_trainer_cancels(tiny_model_dir, demo_dir, normals_file, runs
     os.kill(pid, signal.SIGTERM)
     _assert_cancelled(run_dir, proc)
     assert not (run_dir / runs.CANCEL_FILE).exists()
+
+
+def test_sigterm_to_a_foreground_cli_run_cancels_its_trainer(tiny_model_dir, demo_dir,
+                                                             normals_file, runs_dir):
+    """`kill` of a foreground `python -m sga_core train` (not of its trainer) cancels the
+    run like Ctrl-C: the trainer stops at a step boundary, saves, and nothing keeps
+    running without its caller."""
+    cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, max_steps=2000,
+                   probe_every=0, save_model=True)
+    preset = runs_dir.parent / "long.yaml"
+    preset.write_text(dump_config(cfg))
+    cli = subprocess.Popen([sys.executable, "-m", "sga_core", "train", "--preset", str(preset),
+                            "--runs-dir", str(runs_dir), "--run-id", "fg", "--no-eval"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    run_dir = runs_dir / "fg"
+    try:
+        wait_for(lambda: (run_dir / "metrics.jsonl").exists() and
+                 len(runs.metrics(run_dir)) >= 1, what="the first step", proc=cli)
+        trainer = run_status.read_run(run_dir)["pid"]
+        cli.send_signal(signal.SIGTERM)
+        assert cli.wait(timeout=120) in (0, 1)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    status = run_status.effective_run(run_dir)
+    assert status["state"] == "cancelled", status
+    assert 1 <= status["step"] < 2000
+    assert (run_dir / "model" / "config.json").exists()
+    wait_for(lambda: not pid_alive(trainer), what="the trainer to be gone")
 
 
 # -------------------------------------------------------------------- 4. divergence --------

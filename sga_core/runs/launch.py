@@ -8,9 +8,11 @@ its trainer is stopped with it, and the run is failed only once nothing of it st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -69,9 +71,29 @@ def finish(run_dir: str | os.PathLike, returncode: int) -> dict:
               f"{tail(run_dir / 'train.log', 15)}")
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While open, SIGTERM to this process (a foreground ``train`` / ``prepare`` stopped by
+    ``kill``, a job scheduler or a closed terminal's shell) acts as Ctrl-C: the run is
+    cancelled cleanly instead of leaving its trainer running without its caller."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
                    evaluate: bool | None = None) -> dict:
-    """Start a run and wait for it, echoing progress lines; Ctrl-C cancels it cleanly.
+    """Start a run and wait for it, echoing progress lines; Ctrl-C (or SIGTERM to this
+    process) cancels it cleanly.
 
     A run that completes is then evaluated (``python -m sga_core eval RUN_DIR``, output in
     eval.log) when ``evaluate`` is True, or when it is None and the config's
@@ -80,9 +102,10 @@ def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
     proc = start(run_dir)
     seen = 0
     try:
-        while not reap(run_dir, proc):
-            time.sleep(poll_s)
-            seen = _echo_new_lines(run_dir / "train.log", seen, echo)
+        with sigterm_as_interrupt():
+            while not reap(run_dir, proc):
+                time.sleep(poll_s)
+                seen = _echo_new_lines(run_dir / "train.log", seen, echo)
     except KeyboardInterrupt:
         echo("cancelling (waiting for the current step to end)...")
         request_cancel(run_dir)
