@@ -92,8 +92,9 @@ def live_view():
         st.progress(ev["fraction"], text=plain(
             f"{ev['text']} · elapsed {wb.fmt_seconds(ev['elapsed_s'])}{eta(ev)}" +
             ("" if ev["whole"] or ev["eta_s"] is None else " (this stage)")))
-    elif ev["state"] == "failed" and ev["error"]:
-        st.error(plain(f"evaluation failed: {ev['error']}"))
+    elif ev["state"] in ("failed", "cancelled") and ev["error"]:
+        (st.error if ev["state"] == "failed" else st.warning)(
+            plain(f"evaluation {ev['state']}: {ev['error']}"))
     nll = p["status"]
     if nll.get("nll_before"):
         after = nll.get("nll_after") or {}

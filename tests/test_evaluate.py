@@ -471,3 +471,27 @@ def test_prepare_evaluates_both_models(tmp_path, tiny_model_dir, qa_data):
     assert retained["metrics"]["model_utility"]["value"] is not None
     assert not (tmp_path / "runs" / "tiny-retain-ref" / "eval" / REFERENCE_CACHE_FILE).exists()
     assert json.dumps(original)  # strict JSON
+
+
+def test_an_evaluation_stopped_on_request_is_cancelled_not_failed(trained_run, tmp_path):
+    """A cancel during an evaluation (the in-process one raises EvalStopped from its
+    progress callback on a CANCEL file or SIGTERM) is recorded as cancelled, with why."""
+    import shutil
+
+    from sga_core.evaluation.common import EvalCancelled
+    from sga_core.evaluation.run import evaluate_run
+    from sga_core.runs.status import read_eval
+    from sga_core.train.inprocess import EvalStopped
+
+    assert issubclass(EvalStopped, EvalCancelled)
+    run_dir = tmp_path / "copy"
+    shutil.copytree(trained_run, run_dir)
+    shutil.rmtree(run_dir / "eval")
+
+    def stop(stage, done, total):
+        raise EvalStopped("cancelled by request")
+
+    with pytest.raises(EvalStopped):
+        evaluate_run(run_dir, stop)
+    st = read_eval(run_dir)
+    assert st["state"] == "cancelled" and "cancelled by request" in st["error"], st

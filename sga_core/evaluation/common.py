@@ -24,6 +24,11 @@ class EvalError(ValueError):
     """An evaluation that cannot start (no model, no data); the message says what is missing."""
 
 
+class EvalCancelled(Exception):
+    """An evaluation stopped on request (a CANCEL file, SIGTERM): recorded as cancelled,
+    not failed."""
+
+
 def report(progress: Progress, stage: str, done: int, total: int) -> None:
     if progress is not None:
         progress(stage, done, total)

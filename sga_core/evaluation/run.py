@@ -28,6 +28,7 @@ from sga_core.evaluation.common import (
     SUMMARY_FILE,
     SUMMARY_VERSION,
     TOKENS_FILE,
+    EvalCancelled,
     EvalError,
     Progress,
     finite,
@@ -416,7 +417,8 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
     except BaseException as exc:
         if own:
             msg = str(exc) if isinstance(exc, Exception) else type(exc).__name__
-            write_eval(run_dir, "failed", ended_at=now_iso(),
+            stopped = isinstance(exc, (EvalCancelled, KeyboardInterrupt))
+            write_eval(run_dir, "cancelled" if stopped else "failed", ended_at=now_iso(),
                        error=f"{type(exc).__name__}: {msg}", stage=None)
         raise
     if own:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 
+from sga_core.evaluation.common import EvalCancelled
 from sga_core.runs.folder import CANCEL_FILE
 
 
-class EvalStopped(Exception):
+class EvalStopped(EvalCancelled):
     """A cancel request during the in-process evaluation."""
 
 
