@@ -1,0 +1,56 @@
+"""``python -m sga_core <command>``: everything the browser does, from the shell (SPEC 8).
+
+One module per group of commands (:mod:`~sga_core.cli.data`, :mod:`~sga_core.cli.training`,
+:mod:`~sga_core.cli.evaluation`, :mod:`~sga_core.cli.runs`), each adding its parsers; the
+flags they share live in :mod:`~sga_core.cli.flags`."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+from sga_core.cli import data, evaluation, runs, training
+from sga_core.cli.flags import _flag, chosen_method
+from sga_core.cli.training import build_train_config
+from sga_core.params import ConfigError, field_specs
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command-line parser; ``argv`` decides which method's settings ``train`` offers."""
+    p = argparse.ArgumentParser(prog="python -m sga_core", allow_abbrev=False,
+                                description="SGA Workbench: LLM unlearning with smoothed "
+                                            "gradient ascent.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser = functools.partial(sub.add_parser, allow_abbrev=False)  # no --r for --retain
+
+    for group in (data, training, evaluation, runs):
+        group.add_parsers(sub, argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sga_core.data import DataError
+    from sga_core.model.loading import ModelError
+
+    parser = build_parser(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        hint = ""
+        if args.command == "train":
+            from sga_core.methods import REGISTRY
+
+            method = chosen_method(argv)
+            if method in REGISTRY:
+                flags = [_flag(s["name"]) for s in field_specs(REGISTRY[method].Config)]
+                hint = (f" (method {method!r} takes: {', '.join(flags) or 'no settings'}; "
+                        f"`train --method {method} --help` lists them)")
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    try:
+        return args.func(args)
+    except (ConfigError, DataError, ModelError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
+        return 2
+
+
+__all__ = ["build_parser", "build_train_config", "main"]

@@ -1,0 +1,239 @@
+"""``demo-data``, ``normals``, ``import`` and ``project``: the data a researcher brings (the
+Data and Normal answers pages)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sga_core.assets import DEMO_DIR
+from sga_core.cli.flags import (
+    add_map_flag,
+    field_map,
+    parse_sets,
+)
+from sga_core.params import ConfigError
+
+
+def cmd_demo_data(args) -> int:
+    """Copy the shipped demo corpus (assets/demo/) into OUT_DIR."""
+    import shutil
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for src in sorted(DEMO_DIR.iterdir()):
+        if src.suffix in (".jsonl", ".md"):
+            shutil.copyfile(src, out / src.name)
+            print(f"{src.stem}: {out / src.name}")
+    return 0
+
+
+def cmd_normals(args) -> int:
+    import time
+
+    from sga_core.data import load_dataset
+    from sga_core.normals import generate_normals
+
+    fmap = field_map(args)
+    forget = load_dataset(args.forget, kind=args.task, field_map=fmap)
+    options: dict = {"seed": args.seed}
+    if args.backend == "retrieval":
+        if not args.retain:
+            raise ConfigError("--backend retrieval needs --retain (the retain set to search)")
+        options.update(retain_rows=load_dataset(args.retain, kind=forget.kind,
+                                                field_map=fmap).rows,
+                       embedding_model=args.embedding_model, threshold=args.threshold)
+    elif args.backend in ("openai", "local"):
+        options.update(model=args.model, template=args.template)
+        if args.backend == "openai":
+            # the key only ever comes from the environment (OPENAI_API_KEY), never a flag
+            options.update(base_url=args.base_url, max_concurrency=args.max_concurrency,
+                           timeout=args.timeout)
+        else:
+            options.update(max_new_tokens=args.max_new_tokens)
+    state: dict = {"last": 0.0, "shown": None}
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if (done, total) != state["shown"] and (done >= total or now - state["last"] >= 2.0):
+            state.update(last=now, shown=(done, total))
+            print(f"progress: {done}/{total}", file=sys.stderr, flush=True)
+
+    options["progress"] = progress
+    result = generate_normals(args.backend, forget, forget.kind, args.k, **options)
+    result.table.save(args.out)
+    print(f"wrote {len(result.table)} normal answers ({args.k - 1} per forget row) "
+          f"to {args.out}")
+    for line in result.summary_lines():
+        print(line)
+    for p in result.table.problems(len(forget)):
+        print(f"warning: {p}", file=sys.stderr)
+    return 1 if result.errors else 0
+
+
+def cmd_import(args) -> int:
+    """A ready project from a benchmark (TOFU, MUSE-News) or your own book (copyright)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sga_core.projects.benchmarks import import_benchmark, import_copyright
+
+    if args.benchmark == "copyright":
+        if not args.book or not args.retain_text or not args.name:
+            raise ConfigError("import copyright needs --book BOOK.txt, --retain RETAIN.txt and "
+                              "--name NAME (your own text files: nothing copyrighted ships)")
+        project = import_copyright(args.name, args.book, args.retain_text, model=args.model,
+                                   segment_tokens=args.segment_tokens,
+                                   prompt_tokens=args.prompt_tokens, root=args.workspace,
+                                   overwrite=args.overwrite)
+    else:
+        project = import_benchmark(args.benchmark, args.name, variant=args.split,
+                                   folder=args.from_folder, online=args.online,
+                                   root=args.workspace, overwrite=args.overwrite)
+    meta = project.meta
+    print(f"project {project.name}: {project.path}")
+    print(f"  forget rows: {meta.get('n_forget')} ({meta.get('forget_source')}), retain rows: "
+          f"{meta.get('n_retain')} ({meta.get('retain_source')})")
+    sets = project.eval_sets()
+    print(f"  evaluation sets: {', '.join(sets) or 'none'}; protocol: {meta.get('protocol')}")
+    set_flags = " ".join(f"--set {n}={p}" for n, p in sets.items())
+    print("next: python -m sga_core prepare --forget "
+          f"{project.forget_path} --retain {project.retain_path} --task {project.kind} "
+          f"--name {project.name} --eval-protocol {meta.get('protocol')} {set_flags}".rstrip())
+    return 0
+
+
+def cmd_project(args) -> int:
+    """What the Data page does, from the shell: create a project (with a field mapping),
+    add evaluation sets, show a project's sets and their roles."""
+    from sga_core import projects
+
+    if args.action == "list":
+        for name in projects.list_projects(args.workspace):
+            print(name)
+        return 0
+    if not args.name:
+        raise ConfigError(f"project {args.action}: give a project NAME")
+    fmap = field_map(args) or {}
+    sets = parse_sets(args.set)
+    if args.action == "create":
+        if not args.forget:
+            raise ConfigError("project create needs --forget")
+        maps = {"forget": fmap, "retain": fmap, **dict.fromkeys(sets, fmap)}
+        project = projects.create_project(args.name, args.forget, args.retain, kind=args.kind,
+                                          k=args.k, root=args.workspace,
+                                          overwrite=args.replace, eval_sets=sets,
+                                          field_maps=maps)
+    else:
+        project = projects.load_project(args.name, args.workspace)
+        if args.action == "add-set":
+            if not sets:
+                raise ConfigError("project add-set needs --set NAME=PATH")
+            for name, path in sets.items():
+                project.add_eval_set(name, path, field_map=fmap, replace=args.replace)
+    meta = project.meta
+    print(f"project {project.name} ({project.kind}): {meta.get('n_forget')} forget rows, "
+          f"{meta.get('n_retain')} retain rows, folder {project.path}")
+    for role, mapping in project.field_maps.items():
+        if mapping:
+            print(f"  {role} fields mapped: " + ", ".join(f"{a} -> {b}" for a, b in
+                                                          mapping.items()))
+    for info in project.eval_set_info():
+        print(f"  set {info['name']}: {info['rows']} rows, {info['what']}")
+    if not project.eval_sets() and project.kind == "qa":
+        print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
+              "answers): project add-set NAME --set my_set=FILE")
+    return 0
+
+
+def add_parsers(sub, argv: list[str] | None = None) -> None:
+    """Add this module's commands to the subparsers ``sub``."""
+    s = sub.add_parser("demo-data", help="write the demo corpus")
+    s.add_argument("out_dir")
+    s.set_defaults(func=cmd_demo_data)
+
+    s = sub.add_parser("normals", help="generate normal answers",
+                       description="Generate K-1 normal answers per forget row. The openai "
+                                   "backend reads its API key from the environment variable "
+                                   "OPENAI_API_KEY only.")
+    s.add_argument("--backend", choices=["retrieval", "openai", "local", "idk"], default="idk",
+                   help="retrieval: answers of similar retain rows; openai: an "
+                        "OpenAI-compatible chat API; local: a local instruct model; idk: "
+                        "'I don't know' templates (default: idk)")
+    s.add_argument("--forget", required=True)
+    s.add_argument("--retain", help="retain set to search (retrieval)")
+    s.add_argument("--task", choices=["auto", "qa", "text"], default="auto")
+    s.add_argument("--k", type=int, default=4, help="K (K-1 normal answers per row)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", required=True, help="output JSONL")
+    s.add_argument("--embedding-model", help="retrieval: sentence-transformers model folder "
+                                             "or cached name (default: the embedded "
+                                             "all-MiniLM-L6-v2)")
+    s.add_argument("--threshold", type=float, default=0.5,
+                   help="retrieval: a neighbour's cosine similarity must be above this "
+                        "(default: 0.5)")
+    s.add_argument("--model", help="openai: model name (default gpt-4o-mini); local: model "
+                                   "spec (default embedded:smollm2)")
+    s.add_argument("--base-url", help="openai: base URL of an OpenAI-compatible server")
+    s.add_argument("--template", help="openai/local: prompt template name in assets/prompts "
+                                      "or a YAML path (default: by data kind)")
+    s.add_argument("--max-concurrency", type=int, default=4,
+                   help="openai: parallel requests (default: 4)")
+    s.add_argument("--timeout", type=float, default=60.0,
+                   help="openai: seconds per request (default: 60)")
+    s.add_argument("--max-new-tokens", type=int, default=64,
+                   help="local: tokens generated per answer (default: 64)")
+    add_map_flag(s)
+    s.set_defaults(func=cmd_normals)
+
+    s = sub.add_parser(
+        "import", help="a ready project from a benchmark (TOFU, MUSE-News) or your book",
+        description="Write a project (forget and retain data, evaluation sets, the "
+                    "benchmark's evaluation protocol) from TOFU or MUSE-News through Hugging "
+                    "Face datasets (--online: the hub; default: the local HF cache only; "
+                    "--from-folder: files you downloaded), or the copyright task from your "
+                    "own text files (copyright --book --retain).")
+    s.add_argument("benchmark", choices=["tofu", "muse-news", "copyright"])
+    s.add_argument("--name", help="project name (default: tofu-<split> / muse-news)")
+    s.add_argument("--split", choices=["forget01", "forget05", "forget10"],
+                   help="TOFU's forget split (default forget10; the matching retain split)")
+    s.add_argument("--from-folder", help="a folder with the benchmark's files "
+                                         "(<config>.json or <config>/<split>.jsonl ...)")
+    s.add_argument("--online", action="store_true",
+                   help="allow downloading from the Hugging Face hub")
+    s.add_argument("--book", help="copyright: the book as a UTF-8 text file")
+    s.add_argument("--retain", dest="retain_text", help="copyright: a retain corpus as a "
+                                                         "UTF-8 text file")
+    s.add_argument("--model", default="embedded:smollm2",
+                   help="copyright: whose tokenizer counts the segments' tokens")
+    s.add_argument("--segment-tokens", type=int, default=512,
+                   help="copyright: tokens per segment at most (default 512)")
+    s.add_argument("--prompt-tokens", type=int, default=200,
+                   help="copyright: tokens of each segment's prompt (default 200, FLAT's)")
+    s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
+                                       "./workspace)")
+    s.add_argument("--overwrite", action="store_true", help="replace a project of that name")
+    s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("project", help="create a project, add evaluation sets (the Data page)",
+                       description="Projects live in $SGA_WORKSPACE (default ./workspace), as "
+                                   "the browser's do. `create NAME --forget F --retain R "
+                                   "--map prompt=question --map response=answer` imports files "
+                                   "with other field names (the mapping is kept with the "
+                                   "project); `add-set NAME --set my_authors=FILE` adds an "
+                                   "evaluation set (a QA set with perturbed answers is a Model "
+                                   "Utility component); `show NAME` lists the sets and roles.")
+    s.add_argument("action", choices=["create", "add-set", "show", "list"])
+    s.add_argument("name", nargs="?")
+    s.add_argument("--forget")
+    s.add_argument("--retain")
+    s.add_argument("--kind", choices=["auto", "qa", "text"], default="auto")
+    s.add_argument("--k", type=int, default=4, help="K (default 4)")
+    s.add_argument("--set", action="append", metavar="NAME=PATH",
+                   help="an evaluation set, repeatable")
+    s.add_argument("--replace", action="store_true",
+                   help="replace a project (create) or a set (add-set) of the same name")
+    s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
+                                       "./workspace)")
+    add_map_flag(s)
+    s.set_defaults(func=cmd_project)

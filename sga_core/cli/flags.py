@@ -1,0 +1,138 @@
+"""Command-line flags shared by the commands: typed-config flags (one per ``param()``
+field), the method chosen on the command line, field maps, evaluation sets and protocol
+flags, progress lines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sga_core.params import ConfigError, field_specs
+
+PROTOCOL_CHOICES = ["demo", "tofu", "muse", "copyright"]  # sga_core.evaluation.protocols
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = "") -> None:
+    """One flag per field of dataclass ``cls``, its help and default from the field's
+    metadata; unset flags stay None. A field whose flag another option already uses gets
+    ``--<clash_prefix>-<name>`` instead (a method's ``max_length`` next to the training one);
+    without a ``clash_prefix`` that is a programming error."""
+    taken = parser._option_string_actions if hasattr(parser, "_option_string_actions") else {}
+    for spec in field_specs(cls):
+        name = spec["name"]
+        if spec["kind"] == "dict":
+            continue  # mappings have flags of their own (--map, --eval-set)
+        flag = _flag(name)
+        if flag in taken:
+            if not clash_prefix:
+                raise ValueError(f"{cls.__name__}.{name}: flag {flag} is already taken")
+            flag = _flag(f"{clash_prefix}_{name}")
+        help_text = f"{spec.get('help') or ''} (default: {spec['default']!r})"
+        kwargs = {"dest": f"{dest_prefix}{name}", "default": None, "help": help_text}
+        if spec["kind"] == "bool":
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+        else:
+            if spec.get("choices"):
+                kwargs["choices"] = list(spec["choices"])
+            parser.add_argument(flag, metavar=name.upper(), **kwargs)
+
+
+def chosen_method(argv: list[str] | None) -> str:
+    """The method a ``train`` command line is about: ``--method``, else its ``--preset``'s,
+    else sga. Only that method's settings become flags, each with its own default."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    value = {}
+    for i, arg in enumerate(argv):
+        for key in ("--method", "--preset"):
+            if arg == key and i + 1 < len(argv):
+                value[key] = argv[i + 1]
+            elif arg.startswith(key + "="):
+                value[key] = arg.split("=", 1)[1]
+    if "--method" in value:
+        return value["--method"]
+    if "--preset" in value:
+        from sga_core.presets import load_preset
+
+        try:
+            return load_preset(value["--preset"], keep_run_fields=True).get("method", "sga")
+        except ConfigError:
+            pass  # reported when the preset is read for real
+    return "sga"
+
+
+def add_map_flag(parser) -> None:
+    parser.add_argument("--map", action="append", dest="field_map",
+                        metavar="FILE_FIELD=FIELD",
+                        help="read a data file's field under the workbench's name, e.g. "
+                             "--map prompt=question --map response=answer (repeatable; "
+                             "applies to every data file the command reads)")
+
+
+def field_map(args) -> dict[str, str] | None:
+    """The ``--map`` flags as a mapping (None when none were given)."""
+    from sga_core.data.mapping import parse_map
+
+    return parse_map(getattr(args, "field_map", None)) or None
+
+
+def collect(args: argparse.Namespace, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in vars(args).items()
+            if k.startswith(prefix) and v is not None}
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def parse_sets(items: list[str] | None) -> dict[str, str]:
+    """``--set name=path`` flags -> {name: path}."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"--set {item!r}: expected NAME=PATH")
+        out[name.strip()] = path.strip()
+    return out
+
+
+def protocol_overrides(args) -> dict:
+    """``eval``'s protocol flags (only those given)."""
+    ov = {"protocol": args.protocol, "prompt_format": args.prompt_format,
+          "lm_eval_tasks": args.lm_eval_task, "lm_eval_limit": args.lm_eval_limit,
+          "lm_eval_include": args.lm_eval_include, "retrained_auc": args.retrained_auc}
+    return {k: v for k, v in ov.items() if v is not None}
+
+
+def apply_eval_flags(base: dict, args) -> None:
+    """``train``'s --eval/--no-eval, --eval-reference and --eval-set into ``base['eval']``."""
+    ev = base.setdefault("eval", {})
+    if getattr(args, "eval_enabled", None) is not None:
+        ev["enabled"] = args.eval_enabled
+    if getattr(args, "eval_reference", None):
+        ev["reference"] = args.eval_reference
+    if getattr(args, "eval_protocol", None):
+        ev["protocol"] = args.eval_protocol
+    sets = parse_sets(getattr(args, "eval_set", None))
+    if sets:
+        ev["sets"] = {**(ev.get("sets") or {}), **sets}
+    if not ev:
+        base.pop("eval")
+
+
+def _eval_progress():
+    """A progress printer for evaluations: '[HH:MM:SS] eval: stage done/total' lines (the
+    format run_foreground echoes), at most one per stage every 2 seconds."""
+    import time
+
+    state = {"stage": None, "t": 0.0}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if stage != state["stage"] or done >= total or now - state["t"] >= 2.0:
+            state.update(stage=stage, t=now)
+            print(f"[{time.strftime('%H:%M:%S')}] eval: {stage} {done}/{total}", flush=True)
+
+    return progress

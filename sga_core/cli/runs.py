@@ -1,0 +1,52 @@
+"""``runs list|show|cancel``."""
+
+from __future__ import annotations
+
+import json
+
+from sga_core.params import ConfigError
+
+
+def cmd_runs(args) -> int:
+    from sga_core.runs import folder, queue
+    from sga_core.runs import status as run_status
+
+    root = folder.runs_root(args.runs_dir)
+    if args.action == "list":
+        rows = folder.list_runs(root)
+        if not rows:
+            print(f"no runs in {root}")
+        for r in rows:
+            prog = f"{r['step']}/{r['total_steps']}" if r.get("total_steps") else ""
+            print(f"{r['run_id']:48s} {r['state']:10s} {r['method'] or '':9s} "
+                  f"r={r['r'] if r['r'] is not None else '-':<6} {prog}")
+        return 0
+    if not args.run_id:
+        raise ConfigError(f"runs {args.action}: give a RUN_ID")
+    run_dir = folder.run_path(args.run_id, root)  # never a path outside the runs folder
+    if not (run_dir / "config.yaml").exists():
+        raise ConfigError(f"no run {args.run_id!r} in {root}")
+    if args.action == "show":
+        print(json.dumps(run_status.effective_run(run_dir), indent=2))
+        m = folder.metrics(run_dir)
+        if m:
+            print("last metrics:", json.dumps(m[-1]))
+        return 0
+    if args.action == "cancel":
+        st = queue.cancel(run_dir)
+        print(f"cancel requested for {args.run_id}: {st.get('state')} (a running run stops at "
+              "its next step)")
+        return 0
+    raise ConfigError(f"unknown action {args.action}")
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def add_parsers(sub, argv: list[str] | None = None) -> None:
+    """Add this module's commands to the subparsers ``sub``."""
+    s = sub.add_parser("runs", help="list, show or cancel runs")
+    s.add_argument("action", choices=["list", "show", "cancel"])
+    s.add_argument("run_id", nargs="?")
+    s.add_argument("--runs-dir")
+    s.set_defaults(func=cmd_runs)
