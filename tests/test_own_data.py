@@ -379,3 +379,12 @@ def test_own_data_end_to_end_gives_mu_in_every_row(tmp_path, tiny_model_dir):
     kept = [r for r in rows[2:] if not r["collapsed"]]
     for col, value in best_values(rows).items():  # every best value is a kept run's
         assert any(r[col] == value for r in kept), (col, value)
+    # MU's components carry the names of the sets it was taken over (the retain set and the
+    # researcher's own utility set), not TOFU's real_authors / world_facts
+    parts = [k for k in rows[0] if k.startswith("MU: ")]
+    assert parts == [f"MU: {s} {m}" for s in ("retain", "my_authors")
+                     for m in ("prob", "ROUGE-L", "TR")], parts
+    from sga_core.results import summary_of
+
+    own = summary_of(runs / "mine-original")["metrics"]["my_authors_probability"]["value"]
+    assert rows[0]["MU: my_authors prob"] == pytest.approx(own)

@@ -26,7 +26,8 @@ def mu_explained(rows: list[dict]) -> None:
     if not parts or not have:
         return
     with st.expander("Model Utility, component by component"):
-        st.caption("MU is the harmonic mean of these 9 numbers, so the lowest one (bold) "
+        st.caption("MU is the harmonic mean of these numbers (3 per set: the retain set and "
+                   "each utility set), so the lowest one (bold) "
                    "pulls it down most: when MU falls, look for the component that fell.")
         df = pd.DataFrame([{"run": r["run"], "MU": r.get("MU"),
                             **{k[4:]: r.get(k) for k in parts},

@@ -23,7 +23,7 @@ from sga_core.evaluation.compute import (
 )
 from sga_core.evaluation.inputs import answer_token_hits, generate_answers, score_qa_candidates
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
-from sga_core.metrics import utility_parts
+from sga_core.metrics import tofu, utility_parts
 from sga_core.metrics.catalog import QA, UTILITY_SET, expand, sample_keys, spec_of
 from sga_core.metrics.context import (
     CANDIDATE_NLLS,
@@ -147,7 +147,8 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     summary["forget_truth_ratios"] = finite([float(t) if t is not None else None
                                              for t in results["forget_truth_ratio"].per_sample])
     # MU's 9 components by name, and the lowest (sga_core.metrics.utility_parts)
-    summary["model_utility_components"] = finite(utility_parts.breakdown(results))
+    mu_sets = tofu.mu_sets({n: d.rows for n, d in data.items()})
+    summary["model_utility_components"] = finite(utility_parts.breakdown(results, mu_sets))
     return summary, per_sample
 
 

@@ -213,7 +213,7 @@ def _model_utility(x: MetricInputs) -> MetricResult:
     perturbed answers, whatever its name); with none, TOFU's real_authors and world_facts,
     whose absence the reason then names."""
     extra = tofu.utility_sets({n: d.rows for n, d in x.sets.items()})
-    sets = ("retain", *extra) if extra else tofu.MODEL_UTILITY_SETS
+    sets = tofu.mu_sets({n: d.rows for n, d in x.sets.items()})
     res = tofu.model_utility(x.results, sets=sets)
     if res.value is not None:
         return res

@@ -217,6 +217,13 @@ def utility_sets(sets: Mapping[str, Sequence[Mapping]]) -> list[str]:
             and is_utility_set(rows)]
 
 
+def mu_sets(sets: Mapping[str, Sequence[Mapping]]) -> tuple[str, ...]:
+    """The sets Model Utility is taken over: the retain set and every utility set among the
+    extra QA sets (name -> rows), or TOFU's real_authors and world_facts when there is none."""
+    extra = utility_sets(sets)
+    return ("retain", *extra) if extra else MODEL_UTILITY_SETS
+
+
 def model_utility(values: Mapping[str, float | MetricResult | None],
                   name: str = "model_utility",
                   sets: Sequence[str] = MODEL_UTILITY_SETS) -> MetricResult:

@@ -20,13 +20,19 @@ def component_label(key: str) -> str:
 
 
 def components(summary: Mapping | None) -> dict[str, float | None]:
-    """The 9 components of a summary's Model Utility, by key (``MODEL_UTILITY_KEYS`` order):
-    each from its own metric in the summary, else from MU's kept per-sample list; {} when
-    the summary has no Model Utility."""
+    """The components of a summary's Model Utility, by key (``<set>_<metric>``, in MU's
+    order): as the evaluation recorded them (``model_utility_components``: the retain set and
+    the project's own utility sets, whatever their names), else, for summaries written before
+    that, TOFU's 9 (``MODEL_UTILITY_KEYS``) each from its own metric or MU's per-sample list;
+    {} when the summary has no Model Utility."""
     metrics = (summary or {}).get("metrics") or {}
     mu = metrics.get("model_utility")
     if not mu:
         return {}
+    recorded = ((summary or {}).get("model_utility_components") or {}).get("components")
+    if isinstance(recorded, Mapping) and recorded:
+        return {k: float(v) if isinstance(v, (int, float)) else None
+                for k, v in recorded.items()}
     per = mu.get("per_sample") or []
     out = {}
     for i, key in enumerate(MODEL_UTILITY_KEYS):
@@ -43,11 +49,12 @@ def lowest(parts: Mapping[str, float | None]) -> str | None:
     return min(known, key=known.get) if known else None
 
 
-def breakdown(values: Mapping) -> dict:
-    """``{"components": {key: value}, "lowest": key}`` from metric results or values by key
-    (what the evaluation writes beside MU in summary.json)."""
+def breakdown(values: Mapping, sets=MODEL_UTILITY_SETS) -> dict:
+    """``{"components": {key: value}, "lowest": key}`` over MU's ``sets``
+    (:func:`~sga_core.metrics.tofu.mu_sets`) from metric results or values by key (what the
+    evaluation writes beside MU in summary.json)."""
     from .result import scalar_of
 
-    parts = {f"{s}_{m}": scalar_of(values.get(f"{s}_{m}")) for s in MODEL_UTILITY_SETS
+    parts = {f"{s}_{m}": scalar_of(values.get(f"{s}_{m}")) for s in sets
              for m in MODEL_UTILITY_METRICS}
     return {"components": parts, "lowest": lowest(parts)}
