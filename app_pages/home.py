@@ -15,6 +15,8 @@ st.write(
 project = current_project()
 root = wb.runs_root()
 runs = wb.list_runs(root)
+mine = wb.runs_of(project, root) if project else runs  # the project's (same forget rows)
+n_runs = sum(r["method"] not in ("finetune", None) for r in mine)
 
 st.subheader("Steps")
 table = wb.normals_problems(project)[1] if project else ["no project"]
@@ -28,8 +30,8 @@ steps = [
     ("app_pages/train.py", "3. Prepare models", "original and retain reference ready" if ready
      else "fine-tune the model to unlearn (Train page)"),
     ("app_pages/rstar.py", "4. Choose r", "estimate r* from the gradients (optional)"),
-    ("app_pages/train.py", "5. Train", f"{sum(r['method'] not in ('finetune', None) for r in runs)}"
-     " unlearning runs so far"),
+    ("app_pages/train.py", "5. Train", f"{n_runs} unlearning run{'' if n_runs == 1 else 's'}"
+     " of this project so far" if project else "launch unlearning runs"),
     ("app_pages/runs.py", "6. Watch", "live progress, losses and token probabilities"),
     ("app_pages/results.py", "7. Compare", "the paper's Table 1, metrics versus r, the French "
      "token"),
@@ -48,6 +50,8 @@ st.info(wb.describe_coefficients(r, int(k)))
 active = [r for r in runs if r["state"] in ("queued", "running")]
 if active:
     st.subheader("Active jobs")
+    owners = wb.run_projects(active)
     for r in active:
         st.write(f"{state_badge(r['state'])} **{plain(r['run_id'])}** "
-                 f"{r['step'] or 0}/{r['total_steps'] or '?'}")
+                 f"{r['step'] or 0}/{r['total_steps'] or '?'} · project "
+                 f"{plain(owners.get(r['run_id'], '-'))}")
