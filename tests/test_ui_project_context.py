@@ -49,6 +49,19 @@ def test_the_choice_survives_every_page_switch(two_projects):
         assert names_the_project(at, "tofu"), page
 
 
+def test_a_link_to_a_missing_project_says_so(two_projects):
+    """A link (or bookmark) naming a project that is not here opens another one and says so,
+    instead of switching silently."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["project"] = "nonexistent"
+    at.run()
+    assert at.session_state["project"] == "demo"
+    warned = " ".join(shown(w.value) for w in at.sidebar.warning)
+    assert "no project named nonexistent" in warned and "showing demo" in warned, warned
+    at.switch_page("app_pages/train.py").run()  # said once, not on every page
+    assert not at.sidebar.warning
+
+
 def test_a_link_with_the_project_opens_it(two_projects):
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["project"] = "tofu"

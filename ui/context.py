@@ -29,13 +29,17 @@ def sidebar_picker() -> str | None:
     wanted = st.session_state.pop(NEXT, None)
     if wanted not in names:
         wanted = st.session_state.get(KEY)
+    asked = None
     if wanted not in names:
-        wanted = st.query_params.get("project")
+        wanted = asked = st.query_params.get("project")
     if wanted not in names:
         wanted = names[0] if names else None
     st.session_state[KEY] = wanted
     if not names:
         return None
+    if asked and asked != wanted:  # a link or a bookmark naming a project that is not here
+        st.sidebar.warning(f"There is no project named {plain(asked)} (from the link); "
+                           f"showing {plain(wanted)} instead.")
     st.session_state[WIDGET] = wanted
     st.sidebar.selectbox("Project", names, key=WIDGET, on_change=_picked,
                          help="Every page works on this project; the URL keeps it "
