@@ -131,7 +131,8 @@ def fq_resolution_text(res: dict | None) -> str:
         return "no Forget Quality value"
     ps = sorted({p for _, p in res["steps"]}, reverse=True)
     near = res["neighbours"]
-    shown = ", ".join(f"{p:.3g}" for p in ps[:12]) + (" ..." if len(ps) > 12 else "")
+    digits = next((d for d in range(3, 10) if len({f"{p:.{d}g}" for p in ps}) == len(ps)), 10)
+    shown = ", ".join(f"{p:.{digits}g}" for p in ps[:12]) + (" ..." if len(ps) > 12 else "")
     text = (f"FQ is a KS-test p-value over {res['n']} forget rows (reference: {res['m']}), so "
             f"it can only take {len(ps)} values: {shown}.")
     if res["statistic"] is not None:

@@ -70,6 +70,11 @@ def test_fq_resolution_lists_the_steps(evaluated):
     text = fq_resolution_text(res)
     assert "over 10 forget rows" in text and "0.0524" in text and "D = " in text
     assert fq_resolution({"metrics": {"forget_quality": {"value": None}}}) is None
+    # values that agree to 3 digits are shown with enough digits to tell them apart (a trial
+    # read "1, 1, 0.931, ...")
+    close = {**res, "steps": [(0.0, 1.0), (0.1, 0.99999), (0.2, 0.931)], "statistic": None}
+    shown = fq_resolution_text(close).split("values: ")[1]
+    assert shown.startswith("1, 0.99999, 0.931"), shown
 
 
 def test_paired_difference_of_a_run_with_itself_is_zero(evaluated):
