@@ -283,8 +283,10 @@ def test_reference_is_computed_once_then_reused(trained_run, ref_run, count_load
 def test_forget_quality_reasons_and_same_model(tmp_path, tiny_model_dir, qa_data):
     data = (str(qa_data["forget"]), str(qa_data["retain"]))
     none = evaluate_model(str(tiny_model_dir), tmp_path / "a", *data, settings=FAST)
-    assert none["metrics"]["forget_quality"]["reason"] == \
-        "no retain reference configured (eval.reference)"
+    from sga_core.evaluation.reference import NO_REFERENCE
+
+    assert none["metrics"]["forget_quality"]["reason"] == NO_REFERENCE
+    assert "prepare the project's models" in NO_REFERENCE
     # no real-world sets: Model Utility names what is missing
     mu = none["metrics"]["model_utility"]
     assert mu["value"] is None and "real_authors_probability" in mu["reason"]

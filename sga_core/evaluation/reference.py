@@ -32,6 +32,11 @@ from sga_core.evaluation.common import (
 from sga_core.fileio import atomic_write_json, now_iso, read_json
 from sga_core.metrics.catalog import MIN_K
 
+#: why Forget Quality (and PrivLeak) are missing when no retain reference is set
+NO_REFERENCE = ("no retain reference (the model trained on the retain rows only): prepare "
+                "the project's models (Train page, Prepare models; or python -m sga_core "
+                "prepare), or set eval.reference")
+
 
 @dataclass
 class Reference:
@@ -199,7 +204,7 @@ def reference_value(ref: Reference | None, kind: str, key: str,
                             "path": ref.given if ref else None,
                             "model": ref.model if ref else None}
     if ref is None:
-        info["reason"] = "no retain reference configured (eval.reference)"
+        info["reason"] = NO_REFERENCE
         return info
     if ref.problem:
         info["reason"] = ref.problem

@@ -28,6 +28,7 @@ import time
 
 from sga_core.config import STEP_METRICS
 from sga_core.evaluation.common import retain_subset
+from sga_core.evaluation.reference import NO_REFERENCE
 from sga_core.fileio import append_jsonl
 from sga_core.metrics.catalog import HIGHER, LOWER, QA, metrics_for, spec_of
 from sga_core.metrics.context import MetricInputs, SetData
@@ -44,7 +45,7 @@ def reference_truth_ratios(cfg, forget_rows: list[dict]) -> tuple[list | None, s
 
     ref = resolve_reference(cfg.eval.reference)
     if ref is None:
-        return None, "no retain reference configured (eval.reference)"
+        return None, NO_REFERENCE
     if ref.problem:
         return None, ref.problem
     key = forget_rows_key(forget_rows, cfg.training.max_length, cfg.training.system_prompt)
