@@ -50,11 +50,13 @@ def test_good_upload_creates_project(ui_env, demo_dir):
     assert any("Project: mine" in h.value for h in at.subheader)
 
 
-def wait_job(at: AppTest, timeout: float = 60) -> AppTest:
+def wait_job(at: AppTest, timeout: float = 60, until=None) -> AppTest:
+    """Rerun the page until the job says it saved (or ``until(at)`` holds), or an error."""
+    done = until or (lambda a: any("saved to the table" in m.value for m in a.success))
     deadline = time.time() + timeout
     while time.time() < deadline:
         at.run()
-        if any("saved to the table" in m.value for m in at.success) or at.error:
+        if done(at) or at.error:
             return at
         time.sleep(0.5)
     raise AssertionError("generation did not finish")
@@ -87,7 +89,8 @@ def test_generate_idk_saves_review_and_restore(ui_env):
     before = {i: table.texts_for(i) for i in range(10)}
     assert at.button(key="normals.regen").label == "Regenerate this row (idk)"
     at.button(key="normals.regen").click().run()
-    at = wait_job(at)
+    # the whole table's "saved" message may still show: wait for the row's own
+    at = wait_job(at, until=lambda a: any("(idk, row 1)" in shown(m.value) for m in a.success))
     assert any("(idk, row 1)" in shown(m.value) for m in at.success)
     # a reload (new session) keeps the backend of the last generation
     assert open_page("app_pages/normals.py").selectbox(key="normals.backend").value == "idk"

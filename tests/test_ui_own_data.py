@@ -198,6 +198,37 @@ def test_field_mapping_at_import_is_offered_applied_and_remembered(ui_env):
                for c in at.caption)
 
 
+def test_optional_fields_under_other_names_are_offered_too(ui_env):
+    """A retain file that has question / answer but its perturbed answers under another name
+    (perturbed_response) gets the mapping step for them (a trial could not map them, while
+    the page told it to); fields already under the workbench's names are preselected."""
+    import json
+
+    retain = ui_env / "retain.jsonl"
+    retain.write_text("".join(json.dumps({
+        "question": f"What is fact {i}?", "answer": f"Fact {i}.",
+        "paraphrased_answer": f"It is fact {i}.",
+        "perturbed_response": [f"Fact {i + 1}.", f"Fact {i + 2}."]}) + "\n" for i in range(6)))
+    files = tofu_files(ui_env / "files")
+    at = open_page("app_pages/data.py")
+    at.text_input(key="data.name").set_value("tofu").run()
+    ups = at.get("file_uploader")
+    ups[0].set_value(("forget01.json", files["forget"].read_bytes(), "application/json"))
+    ups[1].set_value(("retain.jsonl", retain.read_bytes(), "application/json"))
+    at.run()
+    assert any("retain.jsonl has fields that look like optional" in shown(i.value)
+               for i in at.info), [i.value for i in at.info]
+    assert at.selectbox(key="data.map.retain.perturbed_answer").value == "perturbed_response"
+    assert at.selectbox(key="data.map.retain.question").value == "question"
+    assert at.selectbox(key="data.map.retain.paraphrased_answer").value == \
+        "paraphrased_answer"
+    at.button(key="data.create").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    p = load_project("tofu", ui_env / "workspace")
+    assert p.retain()[0]["perturbed_answer"] == ["Fact 1.", "Fact 2."]
+    assert p.field_maps["retain"] == {"perturbed_response": "perturbed_answer"}
+
+
 def test_an_unmapped_file_is_refused_naming_its_own_fields(ui_env):
     files = tofu_files(ui_env / "files")
     at = open_page("app_pages/data.py")

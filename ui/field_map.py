@@ -38,12 +38,17 @@ def mapping_for(role: str, upload, kind: str = "auto",
     if upload is None:
         return {}
     report = _report(upload, kind)
-    if report is None or not report.missing:
+    if report is None or not (report.missing or report.suggested):
         return {}
-    st.warning(plain(f"{report.file} has no {' / '.join(report.missing)} field "
-                     f"({report.target.upper()} rows need it). Its fields: "
-                     f"{', '.join(report.fields[:30])}. Choose which of them the workbench "
-                     "should read as each field:"))
+    if report.missing:
+        st.warning(plain(f"{report.file} has no {' / '.join(report.missing)} field "
+                         f"({report.target.upper()} rows need it). Its fields: "
+                         f"{', '.join(report.fields[:30])}. Choose which of them the "
+                         "workbench should read as each field:"))
+    else:  # only optional fields under other names
+        st.info(plain(f"{report.file} has fields that look like optional workbench fields "
+                      f"({', '.join(f'{s} → {t}' for s, t in report.suggested.items())}). "
+                      "Check the mapping below (choose (none) to leave a field out):"))
     remembered = {s: t for s, t in (remembered or {}).items() if s in report.fields}
     defaults = {t: s for s, t in {**report.suggested, **remembered}.items()}
     targets = wb.TARGETS[report.target]
@@ -51,7 +56,8 @@ def mapping_for(role: str, upload, kind: str = "auto",
     chosen: dict[str, str] = {}  # workbench field -> file field
     for col, target in zip(cols, targets):
         with col:
-            source = kept(st.selectbox, f"data.map.{role}.{target}", defaults.get(target, NONE),
+            same = target if target in report.fields else NONE  # already under its name
+            source = kept(st.selectbox, f"data.map.{role}.{target}", defaults.get(target, same),
                           label=f"{target} ←", options=[NONE, *report.fields],
                           help=f"the field of {report.file} that holds the {target}")
         if source != NONE:
@@ -60,7 +66,7 @@ def mapping_for(role: str, upload, kind: str = "auto",
     if twice:
         st.error(plain(f"{', '.join(twice)}: each field of the file can be read as one "
                        "workbench field only"))
-    mapping = {s: t for t, s in chosen.items()}
+    mapping = {s: t for t, s in chosen.items() if s != t}  # a field under its own name: as is
     if mapping:
         st.caption(plain("mapping: " + ", ".join(f"{s} → {t}" for s, t in mapping.items()) +
                          " (kept with the project; on the command line: " +

@@ -184,8 +184,10 @@ def inspect_fields(path, kind: str = "auto", mapping: Mapping[str, str] | None =
         qa_ok = not missing_required(mapped + list(suggest_map(unmapped, "qa").values()), "qa")
         want = "text" if text_ok and not qa_ok else "qa"
     missing = missing_required(mapped, want)
+    # suggestions for missing required fields, and for optional ones under another name
+    # (perturbed_response -> perturbed_answer) even when nothing required is missing
     return FieldReport(raw.file, len(raw.records), fields, want if not missing else None,
-                       missing, suggest_map(unmapped, want) if missing else {}, want)
+                       missing, suggest_map(unmapped, want), want)
 
 __all__ = ["REQUIRED", "SYNONYMS", "TARGETS", "FieldReport", "apply_map", "check_map",
            "file_fields", "inspect_fields", "missing_required", "parse_map", "suggest_map",
