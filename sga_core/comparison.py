@@ -213,7 +213,12 @@ def suggestion_text(s: dict | None) -> str:
     if not s:
         return "No evaluated runs with this metric yet."
     fmt = fmt_interval(s["best"])
-    head = f"Best {s['metric']} at r = {s['r']:g}: {fmt} (n = {s['best'].n})."
+    tied = [o["r"] for o in s["others"] if o["interval"].mean == s["best"].mean]
+    if tied:  # equal means: no r is better, whatever the order they were read in
+        rs = ", ".join(f"{r:g}" for r in sorted([s["r"], *tied]))
+        head = f"No best r by {s['metric']}: r = {rs} are tied at {fmt} (n = {s['best'].n})."
+    else:
+        head = f"Best {s['metric']} at r = {s['r']:g}: {fmt} (n = {s['best'].n})."
     if s["n_min"] < 2:
         return (head + " Some r values have a single run, so nothing says whether the "
                 "differences are more than seed noise: repeat the sweep over seeds "

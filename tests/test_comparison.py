@@ -223,3 +223,11 @@ def test_cli_queue_hands_the_group_to_the_runner(tmp_path, demo_dir, monkeypatch
     assert {(r["state"], r["mode"]) for r in listed} == {("queued", "queue")}
     assert len(listed) == 2 and started and "queued: the background runner" in \
         capsys.readouterr().out
+
+
+def test_equal_means_are_a_tie_not_a_best_r():
+    """A trial read "Best FQ at r = -0.8" where both runs had FQ 0.02597."""
+    rows = [row("t0", -0.8, 0, None, 0.02597, sweep="tie"),
+            row("t1", 0.0, 0, None, 0.02597, sweep="tie")]
+    text = comparison.suggestion_text(results.suggest_r(rows, "tie", "FQ"))
+    assert text.startswith("No best r by FQ: r = -0.8, 0 are tied at 0.026"), text
