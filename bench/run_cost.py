@@ -49,8 +49,9 @@ def parse_args(argv=None):
 def run_once(code: Path, model: str, runs: Path, variant: str, tag: str) -> dict:
     preset = runs / f"preset-{tag}.yaml"
     text = "eval:\n  max_new_tokens: 8\n"
-    if variant == "separate" and "in_process" in (code / "sga_core" / "config.py").read_text():
-        text += "  in_process: false\n"  # older code has only the separate evaluation
+    knows = "in_process: bool" in (code / "sga_core" / "config.py").read_text()
+    if variant == "separate" and knows:  # older code has only the separate evaluation
+        text += "  in_process: false\n"
     preset.write_text(text)
     argv = [sys.executable, "-m", "sga_core", "train", "--model", model, "--method", "ga",
             "--forget", str(DEMO / "forget.jsonl"), "--retain", str(DEMO / "retain.jsonl"),
