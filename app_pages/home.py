@@ -15,7 +15,7 @@ st.write(
 project = current_project()
 root = wb.runs_root()
 runs = wb.list_runs(root)
-mine = wb.runs_of(project, root) if project else runs  # the project's (same forget rows)
+mine = wb.runs_of(project, root)  # the project's (same forget rows), else every run
 n_runs = sum(r["method"] not in ("finetune", None) for r in mine)
 
 st.subheader("Steps")

@@ -19,7 +19,7 @@ project = require_project()
 root = wb.runs_root()
 kind = project.kind
 rows = wb.results_table(project, root, kind)
-specs = wb.table_columns(kind, {r.get("protocol") or "demo" for r in rows})
+specs = wb.row_columns(rows, kind)
 columns = [c.label for c in specs] + wb.extra_columns(rows)
 all_runs = wb.project_runs(project, root)
 

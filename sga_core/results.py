@@ -161,8 +161,7 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     runs = [r for r in rows if r["run"] not in REFERENCE_ROWS and r.get("collapsed") is not True]
     pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
     best = {}
-    protocols = {r.get("protocol") or "demo" for r in rows}
-    for col in table_columns(kind, protocols):
+    for col in row_columns(rows, kind):
         vals = [r[col.label] for r in runs if r.get(col.label) is not None]
         if vals:
             best[col.label] = pick[col.direction](vals)
@@ -180,12 +179,10 @@ def r_group_members(rows: list[dict]) -> dict[str, list[dict]]:
 
     def add(name: str, members: list[dict]) -> None:
         parts: dict[str, list[dict]] = {}
-        for r in members:  # seeds are replicates of one configuration, not a setting
-            parts.setdefault(_signature({k: v for k, v in (r.get("settings") or {}).items()
-                                         if k != "seed"}), []).append(r)
+        for r in members:
+            parts.setdefault(_signature(_configuration(r)), []).append(r)
         parts = {k: v for k, v in parts.items() if len({r["r"] for r in v}) >= 2}
-        differ = differing_settings({k: {n: x for n, x in (v[0].get("settings") or {}).items()
-                                         if n != "seed"} for k, v in parts.items()})
+        differ = differing_settings({k: _configuration(v[0]) for k, v in parts.items()})
         for key, part in parts.items():
             words = [show_setting(k, part[0]["settings"][k]) for k in differ.get(key, [])]
             out[" · ".join([name, *words]) if len(parts) > 1 else name] = part
@@ -195,6 +192,18 @@ def r_group_members(rows: list[dict]) -> dict[str, list[dict]]:
     for method in sorted({r["method"] for r in runs}):
         add(f"all {method} runs", [r for r in runs if r["method"] == method])
     return out
+
+
+def _configuration(row: dict) -> dict:
+    """A row's settings but its seed: seeds are replicates of one configuration, not a
+    setting that sets runs apart."""
+    return {k: v for k, v in (row.get("settings") or {}).items() if k != "seed"}
+
+
+def row_columns(rows: list[dict], kind: str = "qa") -> list:
+    """The metric columns of these Results rows: those of every protocol they were
+    evaluated under (a row without one counts as the demo's)."""
+    return table_columns(kind, {r.get("protocol") or "demo" for r in rows})
 
 
 def r_groups(rows: list[dict]) -> list[str]:
@@ -207,8 +216,7 @@ def r_groups(rows: list[dict]) -> list[str]:
 def r_bands(rows: list[dict], sweep: str, kind: str = "qa") -> dict:
     """:func:`sga_core.comparison.r_bands` of one :func:`r_groups` entry: each metric's mean
     and 95% interval over seeds per r, with every seed's point."""
-    protocols = {r.get("protocol") or "demo" for r in rows}
-    labels = [c.label for c in table_columns(kind, protocols)]
+    labels = [c.label for c in row_columns(rows, kind)]
     return comparison.r_bands(r_group_members(rows).get(sweep, []), kind, labels)
 
 
@@ -220,8 +228,7 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
     """Metric-versus-r points of one :func:`r_groups` entry, sorted by r; runs at the same r
     (same settings: a re-run) are averaged, ``n`` counts them."""
-    protocols = {r.get("protocol") or "demo" for r in rows}
-    labels = [c.label for c in table_columns(kind, protocols)] + extra_columns(rows)
+    labels = [c.label for c in row_columns(rows, kind)] + extra_columns(rows)
     by_r: dict[float, list[dict]] = {}
     for p in r_group_members(rows).get(sweep, []):
         by_r.setdefault(p["r"], []).append(p)
@@ -436,6 +443,6 @@ def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[
 
 __all__ = ["COLLAPSE_RULES", "best_values", "collapse_rule", "config_diff", "differing_settings",
            "display_names", "extra_columns", "follow_token", "mark_collapse", "per_sample",
-           "project_runs", "r_bands", "r_group_members", "r_groups", "results_table", "run_label",
-           "run_settings", "runs_root", "show_setting", "suggest_r", "summary_of", "sweep_series",
-           "table_columns", "token_table"]
+           "project_runs", "r_bands", "r_group_members", "r_groups", "results_table",
+           "row_columns", "run_label", "run_settings", "runs_root", "show_setting", "suggest_r",
+           "summary_of", "sweep_series", "table_columns", "token_table"]

@@ -67,8 +67,7 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
                               "when every setting but r (and the seed) matches (a group's "
                               "name says what sets it apart)")
     bands = wb.r_bands(rows, sweep, kind)
-    columns = [c.label for c in wb.table_columns(kind, {r.get("protocol") or "demo"
-                                                         for r in rows})]
+    columns = [c.label for c in wb.row_columns(rows, kind)]
     fig = go.Figure()
     for i, col in enumerate(columns):
         ivs = bands[col]

@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 
 from sga_core.config import TrainConfig
-from sga_core.fileio import append_jsonl, now_iso
+from sga_core.fileio import append_jsonl, atomic_dir, now_iso
 from sga_core.methods import MethodData, StopTraining, Unit, get_method
 from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder
@@ -358,29 +358,25 @@ class Trainer:
         return out
 
     def save_model(self, name: str = "model") -> None:
-        """Save the model being trained (and the tokenizer) into ``RUN_DIR/<name>``."""
-        import shutil
-
+        """Save the model being trained (and the tokenizer) into ``RUN_DIR/<name>``, built
+        beside it and swapped in (:func:`~sga_core.fileio.atomic_dir`)."""
         acc = self.acc
         acc.wait_for_everyone()
         state_dict = acc.get_state_dict(self.model)
         lora = bool(self.cfg.training.lora_rank)
         if acc.is_main_process:
             target = self.run_dir / name
-            tmp = self.run_dir / f".{name}.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            if lora:  # the adapter, naming its base model (sga_core.model.lora)
-                from sga_core.model.loading import resolve_model_path
-                from sga_core.model.lora import save_adapter
+            with atomic_dir(target) as tmp:
+                if lora:  # the adapter, naming its base model (sga_core.model.lora)
+                    from sga_core.model.loading import resolve_model_path
+                    from sga_core.model.lora import save_adapter
 
-                save_adapter(self.model, tmp, self.cfg.model, resolve_model_path(self.cfg.model),
-                             state_dict=state_dict)
-            else:
-                acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
-                                                              safe_serialization=True)
-            self.tok.save_pretrained(tmp)
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(tmp, target)
+                    save_adapter(self.model, tmp, self.cfg.model,
+                                 resolve_model_path(self.cfg.model), state_dict=state_dict)
+                else:
+                    acc.unwrap_model(self.model).save_pretrained(tmp, state_dict=state_dict,
+                                                                  safe_serialization=True)
+                self.tok.save_pretrained(tmp)
             if lora and self.cfg.training.save_merged:
                 from sga_core.model.loading import merge_adapter
                 from sga_core.model.lora import MERGED_DIR
