@@ -37,6 +37,25 @@ def group_key(row: dict) -> str:
     return row.get("group") or row["run_id"]
 
 
+def row_columns(rows: list[dict], kind: str = "qa") -> list:
+    """The metric columns of these Results rows: those of every protocol they were
+    evaluated under (a row without one counts as the demo's)."""
+    return table_columns(kind, {r.get("protocol") or "demo" for r in rows})
+
+
+def extra_columns(rows: list[dict]) -> list[str]:
+    """The labels of the extra lm-eval task columns some row has, in first-seen order."""
+    out: list[str] = []
+    for r in rows:
+        out += [k for k in r.get("lm_columns") or () if k not in out]
+    return out
+
+
+def column_labels(rows: list[dict], kind: str = "qa") -> list[str]:
+    """Every value column of these rows: :func:`row_columns`, then :func:`extra_columns`."""
+    return [c.label for c in row_columns(rows, kind)] + extra_columns(rows)
+
+
 def _per_seed(members: list[dict]) -> list[dict]:
     """One run per seed (the newest where a seed appears twice), in seed order."""
     by_seed: dict = {}
@@ -57,8 +76,10 @@ def _label(first: dict) -> str:
 def groups(rows: list[dict], kind: str = "qa") -> list[dict]:
     """One dict per configuration, in the order of ``rows`` (Results order): ``label``
     (unique), ``group``, ``method``, ``r``, ``K``, ``sweep``, ``n``, ``seeds``, ``runs``
-    (its member rows, one per seed), and per column label an :class:`Interval` over seeds."""
-    cols = [c.label for c in table_columns(kind)]
+    (its member rows, one per seed), and per column label (:func:`column_labels`: every
+    protocol's columns the rows were evaluated under, lm-eval tasks too) an
+    :class:`Interval` over seeds."""
+    cols = column_labels(rows, kind)
     order: list[str] = []
     members: dict[str, list[dict]] = {}
     for row in rows:
@@ -107,7 +128,7 @@ def fmt_interval(iv: Interval, digits: int = 3) -> str | None:
 def group_display(rows: list[dict], kind: str = "qa") -> list[dict]:
     """The pooled Results table: one row per configuration, each metric as text
     (:func:`fmt_interval`), n and the seeds."""
-    cols = [c.label for c in table_columns(kind)]
+    cols = column_labels(rows, kind)
     out = []
     for g in groups(rows, kind):
         row = {"configuration": g["label"], "method": g["method"], "r": g["r"], "K": g["K"],
@@ -120,7 +141,7 @@ def group_display(rows: list[dict], kind: str = "qa") -> list[dict]:
 def export_rows(rows: list[dict], kind: str = "qa") -> list[dict]:
     """The CSV/JSON download: one row per seed (``level: seed``, the run's values) and one
     per configuration (``level: group``: per metric its mean, sd, interval bounds and n)."""
-    cols = [c.label for c in table_columns(kind)]
+    cols = column_labels(rows, kind)
     out = [{"level": "seed", "configuration": None, **r} for r in rows]
     for g in groups(rows, kind):
         for m in g["runs"]:
@@ -154,7 +175,7 @@ def r_bands(members: list[dict], kind: str = "qa", labels: list[str] | None = No
     for drawing the seeds themselves."""
     by_r = _by_r(members)
     out: dict = {"r": list(by_r), "points": {}}
-    for c in labels or [c.label for c in table_columns(kind)]:
+    for c in labels or column_labels(members, kind):
         out[c] = [t_interval([m.get(c) for m in runs]) for runs in by_r.values()]
         out["points"][c] = [(r, m.get(c), m.get("seed")) for r, runs in by_r.items()
                             for m in runs if m.get(c) is not None]

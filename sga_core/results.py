@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from sga_core import comparison
-from sga_core.comparison import run_fields
+from sga_core.comparison import column_labels, extra_columns, row_columns, run_fields
 from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics.catalog import (
     HIGHER,
@@ -146,14 +146,6 @@ class _Column:
 LM_PREFIX = "lm_"
 
 
-def extra_columns(rows: list[dict]) -> list[str]:
-    """The labels of the extra lm-eval task columns some row has, in first-seen order."""
-    out: list[str] = []
-    for r in rows:
-        out += [k for k in r.get("lm_columns") or () if k not in out]
-    return out
-
-
 def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     """The best value of each column (by label) among the unlearning runs that did not
     collapse (Original, Retained and runs :func:`mark_collapse` flagged excluded), following
@@ -200,12 +192,6 @@ def _configuration(row: dict) -> dict:
     return {k: v for k, v in (row.get("settings") or {}).items() if k != "seed"}
 
 
-def row_columns(rows: list[dict], kind: str = "qa") -> list:
-    """The metric columns of these Results rows: those of every protocol they were
-    evaluated under (a row without one counts as the demo's)."""
-    return table_columns(kind, {r.get("protocol") or "demo" for r in rows})
-
-
 def r_groups(rows: list[dict]) -> list[str]:
     """The names of :func:`r_group_members`: each sweep, then every unlearning method with
     runs at two or more r values (runs launched one by one, not as a sweep), each split
@@ -216,7 +202,7 @@ def r_groups(rows: list[dict]) -> list[str]:
 def r_bands(rows: list[dict], sweep: str, kind: str = "qa") -> dict:
     """:func:`sga_core.comparison.r_bands` of one :func:`r_groups` entry: each metric's mean
     and 95% interval over seeds per r, with every seed's point."""
-    labels = [c.label for c in row_columns(rows, kind)]
+    labels = column_labels(rows, kind)
     return comparison.r_bands(r_group_members(rows).get(sweep, []), kind, labels)
 
 
@@ -228,7 +214,7 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
     """Metric-versus-r points of one :func:`r_groups` entry, sorted by r; runs at the same r
     (same settings: a re-run) are averaged, ``n`` counts them."""
-    labels = [c.label for c in row_columns(rows, kind)] + extra_columns(rows)
+    labels = column_labels(rows, kind)
     by_r: dict[float, list[dict]] = {}
     for p in r_group_members(rows).get(sweep, []):
         by_r.setdefault(p["r"], []).append(p)

@@ -231,3 +231,20 @@ def test_equal_means_are_a_tie_not_a_best_r():
             row("t1", 0.0, 0, None, 0.02597, sweep="tie")]
     text = comparison.suggestion_text(results.suggest_r(rows, "tie", "FQ"))
     assert text.startswith("No best r by FQ: r = -0.8, 0 are tied at 0.026"), text
+
+
+def test_pooled_table_and_export_keep_the_rows_protocol_and_lm_eval_columns():
+    """Rows evaluated under the copyright protocol (BLEU, FQ gap, ...) and with an extra
+    lm-eval task keep those columns in the pooled table and the export; the demo protocol's
+    text columns alone would drop them."""
+    def text_row(run_id, seed, bleu, mmlu):
+        return {**row(run_id, -0.8, seed, "g-copy", None), "protocol": "copyright",
+                "BLEU": bleu, "mmlu": mmlu, "lm_columns": ["mmlu"]}
+
+    rows = [text_row("t0", 0, 10.0, 0.30), text_row("t1", 1, 14.0, 0.34)]
+    shown = comparison.group_display(rows, "text")[0]
+    assert shown["BLEU"].startswith("12 [") and shown["mmlu"].startswith("0.32 [")
+    group = next(o for o in comparison.export_rows(rows, "text") if o["level"] == "group")
+    assert group["BLEU"] == pytest.approx(12.0) and group["BLEU n"] == 2
+    assert group["mmlu sd"] == pytest.approx(math.sqrt(0.0008))
+    assert "FQ gap" in group and "VerbMem" not in group
