@@ -67,8 +67,9 @@ runs_table()
 
 ids = [r["run_id"] for r in runs]
 states = {r["run_id"]: r["state"] for r in runs}
-default = st.session_state.get("runs.selected") or next(
-    (r["run_id"] for r in runs if r["state"] == "running"), None)  # else the running one
+default = st.session_state.get("runs.selected") or next(  # else the running one, else
+    (r["run_id"] for r in runs if r["state"] == "running"), None) or next(  # the newest
+    (r["run_id"] for r in runs if r["state"] != "queued"), None)  # that ran (not a queued one)
 if st.session_state.pop("runs.want", None) in ids:  # a run this page just queued
     st.session_state["runs.select"] = default
 selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,

@@ -469,3 +469,15 @@ def test_metric_summary_is_written_for_fake_runs(ui_env, mine):
 
     rows = results_table(project, ui_env / "runs")
     assert [r["FQ"] for r in rows] == [0.5]
+
+
+def test_run_picker_opens_on_a_run_that_ran_not_on_a_queued_one(ui_env, mine):
+    """Nothing to see in a queued run: with nothing running, the picker starts on the newest
+    run that ran, even when queued runs are newer."""
+    project, _ = mine
+    fake_run(ui_env / "runs", project, "sga-done")
+    fake_run(ui_env / "runs", project, "sga-waiting", state="queued")
+    at = on_page("app_pages/runs.py", "mine")
+    assert not at.exception
+    assert at.selectbox(key="runs.select").options[0].startswith("sga-waiting")
+    assert at.selectbox(key="runs.select").value == "sga-done"
