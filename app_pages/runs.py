@@ -146,8 +146,12 @@ done = st.session_state.pop("runs.done", None)
 if done:
     st.success(plain(done))
 c1, c2, c3 = st.columns(3)
-if c1.button("Cancel", key="runs.cancel", disabled=sel["state"] not in ("queued", "running")):
-    st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
+if c1.button("Cancel", key="runs.cancel", disabled=not sel_active,
+             help="stops the run, or its evaluation (the trained model stays)"):
+    if sel["state"] in ("queued", "running"):
+        st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
+    else:
+        st.toast(f"evaluation: {wb.cancel_eval(run_dir).get('state')} (stopping)")
 if c2.button("Re-run with the same config", key="runs.rerun"):
     try:
         new = wb.rerun(run_dir, root)

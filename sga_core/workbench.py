@@ -86,14 +86,23 @@ from sga_core.results import (
 from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_text, run_intervals
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tail
-from sga_core.runs.queue import cancel, delete, ensure_runner, request_eval, rerun, submit
+from sga_core.runs.queue import (
+    cancel,
+    cancel_eval,
+    delete,
+    ensure_runner,
+    request_eval,
+    rerun,
+    submit,
+)
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
-    "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "clean_workspace",
+    "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "cancel_eval",
+    "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
     "create_demo_project", "create_project", "curve_names", "default_eval", "delete",
     "describe_coefficients", "device_note", "display_names", "dump_config", "dumps_jsonl",

@@ -497,3 +497,52 @@ def test_an_evaluation_stopped_on_request_is_cancelled_not_failed(trained_run, t
         evaluate_run(run_dir, stop)
     st = read_eval(run_dir)
     assert st["state"] == "cancelled" and "cancelled by request" in st["error"], st
+
+
+ENDLESS_EVAL = """
+import sys, time
+import sga_core.evaluation.run as run
+
+def endless(*args, progress=None, **kwargs):  # an evaluation that never ends by itself
+    while True:
+        progress("scoring answers", 0, 10)
+        time.sleep(0.05)
+
+run.evaluate_model = endless
+from sga_core.cli import main
+sys.exit(main(["eval", sys.argv[1]]))
+"""
+
+
+def test_an_evaluation_can_be_cancelled_queued_or_running(tmp_path, tiny_model_dir, qa_data):
+    """A trial could not stop an evaluation (it held the queue's only slot). cancel_eval
+    drops one asked for and not started, and stops a running ``eval`` process, which records
+    itself cancelled (not failed); the runner's bookkeeping keeps that."""
+    import subprocess
+    import sys
+
+    from sga_core.runs import launch, queue
+    from sga_core.runs.folder import EVAL_REQUEST, create_run
+    from sga_core.runs.status import read_eval, write_run
+
+    run = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="ev"), tmp_path / "runs")
+    shutil.copytree(tiny_model_dir, run / "model")
+    write_run(run, "completed")
+    (run / EVAL_REQUEST).write_text("{}")  # asked for, no runner has started it yet
+    st = queue.cancel_eval(run)
+    assert st["state"] == "cancelled" and not (run / EVAL_REQUEST).exists()
+
+    proc = subprocess.Popen([sys.executable, "-c", ENDLESS_EVAL, str(run)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert queue.wait_until(lambda: read_eval(run).get("stage") == "scoring answers",
+                                timeout=120), read_eval(run)
+        assert read_eval(run)["state"] == "running"
+        queue.cancel_eval(run)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "evaluation cancelled" in err
+    st = launch.finish_eval(run, proc.returncode)  # what the runner does when it ends
+    assert st["state"] == "cancelled" and read_eval(run)["state"] == "cancelled"
+    assert queue.cancel_eval(run)["state"] == "cancelled"  # nothing left to stop

@@ -481,3 +481,27 @@ def test_run_picker_opens_on_a_run_that_ran_not_on_a_queued_one(ui_env, mine):
     assert not at.exception
     assert at.selectbox(key="runs.select").options[0].startswith("sga-waiting")
     assert at.selectbox(key="runs.select").value == "sga-done"
+
+
+def test_cancel_on_the_runs_page_stops_an_evaluation(ui_env, mine):
+    """Cancel is offered while a completed run is being evaluated, and stops the evaluating
+    process (here a stand-in process; test_evaluate checks a real ``eval`` records itself
+    cancelled)."""
+    import subprocess
+
+    from sga_core.runs.status import write_eval
+
+    project, _ = mine
+    run = fake_run(ui_env / "runs", project, "sga-evaluating")
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        write_eval(run, "running", pid=proc.pid, stage="generating answers", done=1,
+                   total=20)
+        at = on_page("app_pages/runs.py", "mine")
+        at.selectbox(key="runs.select").set_value("sga-evaluating").run()
+        assert not at.button(key="runs.cancel").disabled
+        at.button(key="runs.cancel").click().run()
+        assert not at.exception
+        assert proc.wait(timeout=60) == -15  # SIGTERM
+    finally:
+        proc.kill()

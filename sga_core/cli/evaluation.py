@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from sga_core.cli.flags import (
@@ -45,7 +46,15 @@ def cmd_eval(args) -> int:
                      "max_new_tokens": args.max_new_tokens,
                      "max_retain_rows": args.max_retain_rows, "batch_size": args.batch_size,
                      "device": args.device, **protocol_overrides(args)}
-        summary = evaluate_run(target, _eval_progress(), overrides=overrides, out_dir=args.out)
+        from sga_core.runs.launch import sigterm_as_interrupt
+
+        try:  # SIGTERM (Cancel on the Runs page, a scheduler) records it as cancelled
+            with sigterm_as_interrupt():
+                summary = evaluate_run(target, _eval_progress(), overrides=overrides,
+                                       out_dir=args.out)
+        except KeyboardInterrupt:
+            print("evaluation cancelled", file=sys.stderr)
+            return 130
         out = Path(args.out) if args.out else target / "eval"
     else:
         if not args.forget or not args.out:

@@ -169,7 +169,7 @@ def finish_eval(run_dir: str | os.PathLike, returncode: int) -> dict:
     """Record the end of an evaluation process; one that died without saying so is failed."""
     run_dir = Path(run_dir)
     st = run_status.read_eval(run_dir)
-    if returncode != 0 and st.get("state") != "failed":
+    if returncode != 0 and st.get("state") not in ("failed", "cancelled"):
         return run_status.write_eval(
             run_dir, "failed", ended_at=now_iso(),
             error=f"the evaluation exited with code {returncode}; log tail:\n"
@@ -196,8 +196,9 @@ def run_eval_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 
         echo("stopping the evaluation...")
         kill_group(proc.pid, signal.SIGTERM)
         proc.wait()
-        run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
-                              error="evaluation interrupted")
+        if run_status.read_eval(run_dir).get("state") == "running":  # it could not say so
+            run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
+                                  error="evaluation interrupted")
     _echo_new_lines(log, seen, echo)
     st = finish_eval(run_dir, proc.returncode)
     echo(f"evaluation {st.get('state')}" + (f": {st['error']}" if st.get("error") else ""))

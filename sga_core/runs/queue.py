@@ -24,7 +24,7 @@ from sga_core.runs.folder import (
     request_cancel,
     runs_root,
 )
-from sga_core.runs.procs import spawn
+from sga_core.runs.procs import pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
 
 RUNNER_LOCK = ".runner.lock"
@@ -90,6 +90,30 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     return run_status.effective_run(run_dir)
 
 
+def cancel_eval(run_dir: str | os.PathLike) -> dict:
+    """Stop a run's evaluation (the run and its model stay as they are). One asked for and
+    not started yet is dropped; a running one is sent SIGTERM: the ``eval`` process, or the
+    training process evaluating in-process, stops at its next progress tick and records the
+    evaluation as cancelled. Returns the evaluation's status."""
+    import signal
+
+    run_dir = Path(run_dir)
+    ev = run_status.effective_eval(run_dir)
+    if ev.get("state") != "running":
+        if (run_dir / EVAL_REQUEST).exists():
+            (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
+            return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
+                                         error="cancelled before it started", stage=None)
+        return ev
+    pid = ev.get("pid")
+    if pid and pid_alive(pid):
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return run_status.effective_eval(run_dir)
+
+
 def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
     """Queue a new run with the same config as ``run_dir`` (data from its snapshot)."""
     from sga_core.config import load_config
@@ -146,6 +170,6 @@ def eval_requested(run_dir: str | os.PathLike) -> bool:
     return (Path(run_dir) / EVAL_REQUEST).exists()
 
 
-__all__ = ["CANCEL_FILE", "cancel", "delete", "ensure_runner", "eval_requested",
+__all__ = ["CANCEL_FILE", "cancel", "cancel_eval", "delete", "ensure_runner", "eval_requested",
            "queued_runs", "request_eval", "rerun", "runner_alive", "runner_info", "submit",
            "wait_until"]
