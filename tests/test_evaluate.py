@@ -529,8 +529,10 @@ def test_an_evaluation_can_be_cancelled_queued_or_running(tmp_path, tiny_model_d
     shutil.copytree(tiny_model_dir, run / "model")
     write_run(run, "completed")
     (run / EVAL_REQUEST).write_text("{}")  # asked for, no runner has started it yet
-    st = queue.cancel_eval(run)
-    assert st["state"] == "cancelled" and not (run / EVAL_REQUEST).exists()
+    from sga_core.cli import main
+
+    assert main(["runs", "cancel", "ev", "--runs-dir", str(tmp_path / "runs")]) == 0
+    assert read_eval(run)["state"] == "cancelled" and not (run / EVAL_REQUEST).exists()
 
     proc = subprocess.Popen([sys.executable, "-c", ENDLESS_EVAL, str(run)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

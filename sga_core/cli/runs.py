@@ -33,6 +33,13 @@ def cmd_runs(args) -> int:
             print("last metrics:", json.dumps(m[-1]))
         return 0
     if args.action == "cancel":
+        ev = run_status.effective_eval(run_dir)
+        if run_status.effective_run(run_dir).get("state") == "completed" and (
+                ev.get("state") == "running" or queue.eval_requested(run_dir)):
+            st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
+            print(f"evaluation of {args.run_id}: {st.get('state')} (a running evaluation "
+                  "stops at its next batch; the trained model stays)")
+            return 0
         st = queue.cancel(run_dir)
         print(f"cancel requested for {args.run_id}: {st.get('state')} (a running run stops at "
               "its next step)")
