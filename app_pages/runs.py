@@ -37,6 +37,11 @@ def eta(p: dict) -> str:
     return f" · ETA {wb.fmt_seconds(p['eta_s'])}" if p.get("eta_s") is not None else ""
 
 
+def cell(v) -> str:
+    """A setting as table text; blank where it does not apply (a prepare run has no r)."""
+    return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+
 active = any(r["state"] in ("queued", "running") or evaluating(r) for r in runs)
 owners = wb.run_projects(runs)
 
@@ -52,7 +57,8 @@ def runs_table():
         table.append({"run": r["run_id"], "state": state_text(r["state"]) +
                       (" · evaluating" if evaluating(r) else ""),
                       "project": owners.get(r["run_id"], "-"),
-                      "method": r["method"], "r": r["r"], "K": r["k"], "sweep": r["sweep"],
+                      "method": r["method"], "r": cell(r["r"]), "K": cell(r["k"]),
+                      "sweep": cell(r["sweep"]),
                       "started": (r.get("started_at") or "").replace("T", " ")[:19],
                       "duration": wb.fmt_seconds(p["elapsed_s"]),
                       "progress": ev["text"] + eta(ev) if evaluating(r) else p["text"]})

@@ -505,3 +505,14 @@ def test_cancel_on_the_runs_page_stops_an_evaluation(ui_env, mine):
         assert proc.wait(timeout=60) == -15  # SIGTERM
     finally:
         proc.kill()
+
+
+def test_runs_table_leaves_settings_that_do_not_apply_blank(ui_env, mine):
+    """A prepare run has no r, K or sweep: blank cells, not 'None'."""
+    project, _ = mine
+    fake_run(ui_env / "runs", project, "mine-original", method="finetune")
+    fake_run(ui_env / "runs", project, "sga-run", r=-0.8)
+    at = on_page("app_pages/runs.py", "mine")
+    table = at.dataframe[0].value.set_index("run")
+    assert list(table.loc["mine-original", ["r", "K", "sweep"]]) == ["", "", ""]
+    assert list(table.loc["sga-run", ["r", "K"]]) == ["-0.8", "4"]
