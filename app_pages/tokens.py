@@ -33,7 +33,8 @@ def row_label(i: int) -> str:
     return f"{i}: {q[:90]}{' ★' if i in starred else ''}"
 
 
-row = st.selectbox("forget row (★: a French-style fact, the paper's Figure 3 example)",
+row = st.selectbox("forget row" + (" (★: a French-style fact, the paper's Figure 3 example)"
+                                   if starred else ""),
                    list(range(len(forget))), format_func=row_label, key="tokens.row",
                    index=starred[0] if starred else 0)
 names = wb.display_names(runs, project)

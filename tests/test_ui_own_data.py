@@ -516,3 +516,25 @@ def test_runs_table_leaves_settings_that_do_not_apply_blank(ui_env, mine):
     table = at.dataframe[0].value.set_index("run")
     assert list(table.loc["mine-original", ["r", "K", "sweep"]]) == ["", "", ""]
     assert list(table.loc["sga-run", ["r", "K"]]) == ["-0.8", "4"]
+
+
+def test_token_page_speaks_of_french_rows_only_where_there_are_some(ui_env):
+    """The row picker's '★: a French-style fact' caption belongs to projects with such rows;
+    a project without them gets a plain label."""
+    from sga_core.fileio import atomic_write_jsonl as write_jsonl
+    from sga_core.projects import create_project
+
+    path = ui_env / "plain.jsonl"
+    path.write_text("".join(json.dumps({"question": f"q{i}?", "answer": f"a{i}."}) + "\n"
+                            for i in range(5)))
+    plain = create_project("plain", path, root=ui_env / "workspace")
+    create_demo_project(root=ui_env / "workspace")
+    run = fake_run(ui_env / "runs", plain, "plain-run", method="finetune")
+    write_jsonl(run / "eval" / "tokens.jsonl",
+                [{"set": "forget", "index": 0, "tokens": ["a", "0", "."],
+                  "token_ids": [1, 2, 3], "probs": [0.5, 0.4, 0.9],
+                  "top": [[["a", 0.5]], [["0", 0.4]], [[".", 0.9]]]}])
+    at = on_page("app_pages/tokens.py", "plain")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="tokens.row").label == "forget row"
+    assert "★" not in "".join(at.selectbox(key="tokens.row").options)
