@@ -384,12 +384,28 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _data_facts(run_dir: Path) -> dict:
+    """What a run's data snapshot was made from (data/manifest.json): per file its source,
+    row count and content hash. config.yaml names the snapshot (``data/normals.jsonl`` in
+    every run), so two runs with different normal answers would look the same without it."""
+    out = {}
+    for name, entry in (read_json(Path(run_dir) / "data" / "manifest.json", default={})
+                        or {}).items():
+        if isinstance(entry, dict):
+            out[f"data.{name} source"] = entry.get("source")
+            out[f"data.{name} rows"] = entry.get("rows")
+            out[f"data.{name} content"] = (entry.get("rows_hash") or "")[:12] or None
+    return out
+
+
 def config_diff(run_a: Path, run_b: Path) -> list[dict]:
-    """The settings that differ between two runs (flattened keys)."""
+    """The settings that differ between two runs (flattened keys), the data they were
+    trained on included (:func:`_data_facts`)."""
     import yaml
 
     a = _flatten(yaml.safe_load((Path(run_a) / "config.yaml").read_text()) or {})
     b = _flatten(yaml.safe_load((Path(run_b) / "config.yaml").read_text()) or {})
+    a, b = {**a, **_data_facts(run_a)}, {**b, **_data_facts(run_b)}
     skip = {"run_id"}
     return [{"setting": k, Path(run_a).name: a.get(k), Path(run_b).name: b.get(k)}
             for k in sorted(set(a) | set(b)) if k not in skip and a.get(k) != b.get(k)]

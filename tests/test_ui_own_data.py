@@ -538,3 +538,21 @@ def test_token_page_speaks_of_french_rows_only_where_there_are_some(ui_env):
     assert not at.exception, at.exception
     assert at.selectbox(key="tokens.row").label == "forget row"
     assert "★" not in "".join(at.selectbox(key="tokens.row").options)
+
+
+def test_config_diff_names_different_normal_answers(ui_env, mine):
+    """Both runs' config.yaml name their snapshot data/normals.jsonl; the diff still shows
+    that their normal answers differ (from the snapshot's manifest), and nothing for
+    identical data."""
+    from sga_core import results
+    from sga_core.normals.idk import idk_normals
+
+    project, _ = mine
+    a = fake_run(ui_env / "runs", project, "sga-a")
+    same = fake_run(ui_env / "runs", project, "sga-same")
+    idk_normals(len(project.forget()), 4, seed=1).save(project.path / "idk.jsonl")
+    b = fake_run(ui_env / "runs", project, "sga-b")
+    diff = {d["setting"]: d for d in results.config_diff(a, b)}
+    assert "data.normals content" in diff and "data.forget content" not in diff
+    assert not any(k.startswith("data.") for k in
+                   (d["setting"] for d in results.config_diff(a, same)))
