@@ -109,8 +109,10 @@ edited = st.data_editor(
     width="stretch",
     column_config={"text": st.column_config.TextColumn("normal answer", width="large"),
                    "source": st.column_config.TextColumn(disabled=True),
-                   "score": st.column_config.NumberColumn("similarity", disabled=True,
-                                                          format="%.3f")})
+                   "score": st.column_config.NumberColumn(
+                       "similarity", disabled=True, format="%.3f",
+                       help="cosine to the forget row (retrieval); none for other sources "
+                            "and for the 'I don't know' fill-in below the threshold")})
 texts = ["" if pd.isna(t) else str(t) for t in edited["text"].tolist()]
 if texts != [a.text for a in current]:
     wb.save_normals_row(project, row, texts, current)
