@@ -77,10 +77,12 @@ def main(argv=None) -> int:
           "forget ROUGE | retain ROUGE | best")
     keys = ("forget_quality", "forget_probability", "forget_truth_ratio", "retain_probability",
             "retain_truth_ratio", "forget_rouge", "retain_rouge")
+    # each record's "best" says best so far when it was written: the run's best is the last
+    best = max((r["step"] for r in last_recs if r.get("best")), default=None)
     for r in last_recs:
         print(f"{r['step']:4d} | {r['eval_s']:6.2f} | " + " | ".join(
             "-" if r.get(k) is None else f"{r[k]:.4g}" for k in keys)
-            + (" | *" if r.get("best") else " |"))
+            + (" | *" if r["step"] == best else " |"))
     why = {k: v for k, v in (last_recs[-1].get("reasons") or {}).items() if v} \
         if last_recs else {}
     if why:
