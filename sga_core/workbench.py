@@ -42,6 +42,7 @@ from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
 from sga_core.paper_table import paper_columns, paper_groups, paper_table, top_values
 from sga_core.params import ConfigError, field_specs, from_dict
+from sga_core.prepare import PREPARE_DEFAULTS
 from sga_core.presets import load_preset, validate_preset
 from sga_core.projects import (
     Project,
@@ -100,6 +101,7 @@ from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
+    "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "cancel_eval",
     "clean_workspace",

@@ -13,6 +13,7 @@ import unicodedata
 
 import pytest
 
+from sga_core.config import load_config
 from sga_core.projects import create_demo_project, load_project
 from tests.own_data import MAP, fake_run, metrics, own_project, tofu_files, write_summary
 from tests.ui import open_page, results_cells, shown
@@ -94,12 +95,18 @@ def test_prepare_confirms_what_it_queued(ui_env, mine, tiny_model_dir):
 
     at = on_page("app_pages/train.py", "mine")
     at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    at.number_input(key="train.prep.max_steps").set_value(3).run()  # the page's settings
+    at.number_input(key="train.prep.lr").set_value(5e-5).run()
     at.button(key="train.prepare").click().run()
     try:
         assert not at.exception, at.exception
         assert not at.error, [e.value for e in at.error]
         done = [s.value for s in at.success if "Prepare queued" in s.value]
         assert done and "mine-retain-ref" in done[0] and "mine-original" in done[0]
+        for run_id in ("mine-original", "mine-retain-ref"):  # both with the same settings
+            cfg = load_config(ui_env / "runs" / run_id / "config.yaml")
+            assert cfg.training.max_steps == 3 and cfg.training.lr == pytest.approx(5e-5)
+            assert cfg.training.batch_size == 8  # the default, untouched
         assert at.radio(key="train.model_mode").value == "prepared original"
         assert not [b for b in at.button if b.key == "train.prepare"]  # no second click
     finally:

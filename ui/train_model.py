@@ -52,10 +52,11 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
             "base model on forget + retain (the model to unlearn) and on retain only (the "
             "reference for Forget Quality); both run as queued jobs on the Runs page.")
     project_note(project, "prepares")
+    training = _prepare_settings()
     if st.button("Prepare models", key="train.prepare"):
         try:
             dirs = wb.submit_prepare(project, model=model if mode == OTHER else
-                                     "embedded:smollm2", root=root)
+                                     "embedded:smollm2", root=root, training=training)
         except (wb.ConfigError, ValueError) as exc:
             show_error(exc, "cannot prepare")
             return
@@ -64,3 +65,27 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
         forms.remember("train.model_choice", ORIGINAL)
         st.session_state[QUEUED] = [d.name for d in dirs]
         st.rerun()  # offer the original being prepared at once, with the confirmation
+
+
+def _prepare_settings() -> dict:
+    """The fine-tuning settings of both prepare runs (defaults: ``PREPARE_DEFAULTS``, what
+    ``python -m sga_core prepare`` uses), kept per project like every field."""
+    d = wb.PREPARE_DEFAULTS
+    with st.expander("prepare settings (both models)"):
+        c = st.columns(4)
+        out = {
+            "lr": forms.kept(c[0].number_input, "train.prep.lr", float(d["lr"]),
+                             label="learning rate", min_value=1e-8, max_value=1.0,
+                             format="%.1e", step=1e-5),
+            "epochs": forms.kept(c[1].number_input, "train.prep.epochs", float(d["epochs"]),
+                                 label="epochs", min_value=0.1, max_value=1000.0, step=1.0),
+            "batch_size": forms.kept(c[2].number_input, "train.prep.batch_size",
+                                     int(d["batch_size"]), label="batch size", min_value=1,
+                                     max_value=1024),
+            "max_steps": forms.kept(c[3].number_input, "train.prep.max_steps", 0,
+                                    label="max steps", min_value=0, max_value=10**7,
+                                    help="0: the epochs decide"),
+        }
+        st.caption("The original and the retain reference are fine-tuned with the same "
+                   "settings, so Forget Quality compares like with like.")
+    return out
