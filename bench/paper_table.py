@@ -102,6 +102,27 @@ def normals_for(project) -> tuple[str, str]:
     return str(path), "generated 'I don't know' answers (the project's table is incomplete)"
 
 
+def finished_runs(root: Path, group: str) -> dict[str, dict]:
+    """The runs of ``group`` that completed and were evaluated, by their table label: what
+    ``--resume`` keeps (the newest where a label appears twice)."""
+    from sga_core.config import load_config
+    from sga_core.paper_table import paper_label
+    from sga_core.runs.folder import list_runs
+    from sga_core.runs.status import read_run
+
+    out: dict[str, dict] = {}
+    for r in reversed(list_runs(root)):  # oldest first: the newest wins
+        if r.get("sweep") != group or r["state"] != "completed" or \
+                r.get("eval_state") != "completed":
+            continue
+        label = paper_label(r["method"], load_config(Path(r["path"]) / "config.yaml").method_args)
+        st = read_run(Path(r["path"]))
+        out[label] = {"run": label, "run_id": r["run_id"], "state": "completed",
+                      "eval_state": "completed", "train_s": st.get("elapsed_s"),
+                      "wall_s": None, "error": None}
+    return out
+
+
 def main(argv=None) -> int:
     from sga_core.paper_table import PAPER_R
 
@@ -119,6 +140,10 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-steps", type=int, default=0, help="override the preset (0 = keep)")
     p.add_argument("--out", help="also write the table and timings as JSON here")
+    p.add_argument("--resume", metavar="GROUP",
+                   help="continue an interrupted table: runs of GROUP (paper-table-<time>) "
+                        "that completed and were evaluated are kept, the rest are run into "
+                        "the same group (with everything done, it only prints the table)")
     args = p.parse_args(argv)
     r_values = [float(v) for v in args.r.split(",") if v.strip()]
     plan = method_plan(args.methods, r_values)
@@ -156,9 +181,11 @@ def run(args, plan, tmp: Path) -> int:
     if args.max_steps:
         training["max_steps"] = args.max_steps
     normals, about = normals_for(project)
-    group = f"{GROUP_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
+    group = args.resume or f"{GROUP_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
+    done_runs = finished_runs(root, group) if args.resume else {}
     print(f"{len(plan)} runs as group {group} from {original}; normals: {about}; training: "
-          f"{json.dumps(training)}", flush=True)
+          f"{json.dumps(training)}" + (f"; {len(done_runs)} done before" if args.resume
+                                       else ""), flush=True)
     timings = []
     for method, margs in plan:
         data = {"task": project.kind, "forget": str(project.forget_path), "normals": normals}
@@ -169,6 +196,12 @@ def run(args, plan, tmp: Path) -> int:
             "training": training, "sweep": group,
             "eval": {**default_eval(project, root), **eval_extra},
             "notes": "bench/paper_table.py"})
+        label = paper_label(method, cfg.method_args)
+        if label in done_runs:  # --resume: done and evaluated in this group
+            rec = {**done_runs[label], "reused": True}
+            timings.append(rec)
+            print(json.dumps(rec), flush=True)
+            continue
         run_dir = create_run(cfg, root)
         t0 = time.time()
         st = run_foreground(run_dir, echo=lambda m: None, evaluate=True)

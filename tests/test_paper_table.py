@@ -147,3 +147,28 @@ def test_results_page_shows_the_paper_table(ui_env, tiny_model_dir):
                                   "SGA (r = -0.8)"]
     assert list(paper.columns) == ["run", "FQ", "MU", "forget ROUGE-L", "retain ROUGE-L"]
     assert paper.loc[paper["run"] == "FLAT (Pearson)", "FQ"].item() == 0.05
+
+
+def test_resume_keeps_the_groups_finished_runs_by_label(ui_env):
+    """--resume GROUP keeps the runs of that group that completed and were evaluated (by the
+    row label their config gives), and nothing that failed, is unevaluated or in another
+    group."""
+    from sga_core.projects import create_demo_project
+    from sga_core.runs.status import write_eval
+    from tests.own_data import fake_run
+
+    project = create_demo_project(root=ui_env / "workspace")
+    runs = ui_env / "runs"
+    g = "paper-table-20261123-000000"
+    for run_id, method, r, state, ev, sweep in [
+            ("a", "sga", -0.8, "completed", "completed", g),
+            ("b", "ga", None, "completed", "completed", g),
+            ("c", "sga", 0.4, "failed", None, g),
+            ("d", "sga", -2.0, "completed", None, g),
+            ("e", "sga", -4.0, "completed", "completed", "other")]:
+        run = fake_run(runs, project, run_id, method=method, r=r, state=state, sweep=sweep)
+        if ev:
+            write_eval(run, ev)
+    done = bench().finished_runs(runs, g)
+    assert set(done) == {"SGA (r = -0.8)", paper_label("ga", {})}
+    assert done["SGA (r = -0.8)"]["run_id"] == "a" and done[paper_label("ga", {})]["run_id"] == "b"
