@@ -383,6 +383,36 @@ def test_sigterm_to_a_foreground_cli_run_cancels_its_trainer(tiny_model_dir, dem
     wait_for(lambda: not pid_alive(trainer), what="the trainer to be gone")
 
 
+def test_sigkill_of_a_foreground_cli_run_cancels_its_trainer(tiny_model_dir, demo_dir,
+                                                             normals_file, runs_dir):
+    """SIGKILL gives a foreground `train` no chance to cancel its run: the trainer (its own
+    session, so the kill does not reach it) notices its caller is gone at the next step,
+    stops as cancelled, saves, and says why. Before, it trained on alone to the end."""
+    cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, max_steps=2000,
+                   probe_every=0, save_model=True)
+    preset = runs_dir.parent / "long.yaml"
+    preset.write_text(dump_config(cfg))
+    cli = subprocess.Popen([sys.executable, "-m", "sga_core", "train", "--preset", str(preset),
+                            "--runs-dir", str(runs_dir), "--run-id", "fg-kill", "--no-eval"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    run_dir = runs_dir / "fg-kill"
+    try:
+        wait_for(lambda: (run_dir / "metrics.jsonl").exists() and
+                 len(runs.metrics(run_dir)) >= 1, what="the first step", proc=cli)
+        trainer = run_status.read_run(run_dir)["pid"]
+        cli.kill()
+        cli.wait(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    wait_for(lambda: run_status.read_run(run_dir).get("state") == "cancelled",
+             what="the trainer to cancel its run")
+    status = run_status.read_run(run_dir)
+    assert "foreground caller" in status["error"] and 1 <= status["step"] < 2000
+    wait_for(lambda: not pid_alive(trainer), what="the trainer to be gone")
+    assert (run_dir / "model" / "config.json").exists()
+
+
 # -------------------------------------------------------------------- 4. divergence --------
 
 def test_diverged_on_nonfinite_weights_keeps_finite_model(tiny_model_dir, demo_dir, runs_dir):

@@ -19,20 +19,24 @@ from pathlib import Path
 from sga_core.config import load_config
 from sga_core.fileio import now_iso
 from sga_core.runs import status as run_status
-from sga_core.runs.command import start_argv
+from sga_core.runs.command import CALLER_ENV, start_argv
 from sga_core.runs.folder import CANCEL_FILE, request_cancel, tail
 from sga_core.runs.procs import kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
 
 
-def start(run_dir: str | os.PathLike) -> subprocess.Popen:
+def start(run_dir: str | os.PathLike, foreground: bool = False) -> subprocess.Popen:
     """Start training for a prepared run folder; returns the launcher's Popen (not waited
     for): ``accelerate launch``, or for one process the trainer itself
     (:func:`~sga_core.runs.command.start_argv`). Training runs at the niceness of the caller
-    (the runner is already niced)."""
+    (the runner is already niced). ``foreground``: the run belongs to this process, and its
+    trainer stops (cancelled) once this process is gone, even killed with SIGKILL; a queued
+    run outlives its runner."""
     run_dir = Path(run_dir).resolve()
     cfg = load_config(run_dir / "config.yaml")
     argv, env = start_argv(cfg, str(run_dir / "config.yaml"))
+    if foreground:
+        env = {**env, CALLER_ENV: str(os.getpid())}
     proc = spawn(argv, run_dir / "train.log", env=env, nice=0)
     run_status.write_run(run_dir, "running", launcher_pid=proc.pid, pid=None,
                          started_at=now_iso(), host=os.uname().nodename)
@@ -99,7 +103,7 @@ def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
     eval.log) when ``evaluate`` is True, or when it is None and the config's
     ``eval.enabled`` is true. Returns :func:`sga_core.runs.status.run_view`."""
     run_dir = Path(run_dir)
-    proc = start(run_dir)
+    proc = start(run_dir, foreground=True)
     seen = 0
     try:
         with sigterm_as_interrupt():

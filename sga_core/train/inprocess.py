@@ -49,7 +49,8 @@ def evaluate_in_process(trainer) -> bool:
     last = {"t": 0.0}
 
     def progress(stage: str, done: int, total: int) -> None:
-        if trainer._sigterm or (trainer.run_dir / CANCEL_FILE).exists():
+        if trainer._sigterm or (trainer.run_dir / CANCEL_FILE).exists() or \
+                trainer.caller_gone():
             raise EvalStopped("cancelled by request")
         now = time.monotonic()
         if now - last["t"] >= 5.0 or done >= total:

@@ -23,7 +23,9 @@ from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import status as run_status
+from sga_core.runs.command import CALLER_ENV
 from sga_core.runs.folder import CANCEL_FILE
+from sga_core.runs.procs import pid_alive
 from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
 
@@ -92,6 +94,7 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self._sigterm = False
+        self._caller: int | None = None
 
     # -- helpers --------------------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -144,6 +147,9 @@ class Trainer:
         # the accelerate launcher: training stops if it dies (started directly, the trainer
         # is its own launcher: runs.command.start_argv)
         self._ppid = None if os.environ.get("SGA_TRAIN_DIRECT") else os.getppid()
+        # a foreground caller (runs.launch.start(foreground=True)): its end cancels the run
+        caller = os.environ.get(CALLER_ENV, "")
+        self._caller = int(caller) if caller.isdigit() else None
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
@@ -222,10 +228,16 @@ class Trainer:
             out[name] = tot[0].item() / max(tot[1].item(), 1)
         return out
 
+    def caller_gone(self) -> bool:
+        """Whether the foreground process that started this run has exited (SIGKILL gives
+        it no chance to cancel the run itself)."""
+        return self._caller is not None and not pid_alive(self._caller)
+
     def should_cancel(self) -> bool:
         import torch
 
-        flag = float(self._sigterm or (self.run_dir / CANCEL_FILE).exists())
+        flag = float(self._sigterm or (self.run_dir / CANCEL_FILE).exists()
+                     or self.caller_gone())
         flag_t = self.acc.reduce(torch.tensor([flag], device=self.acc.device), "sum")
         return bool(flag_t.item() > 0)
 
@@ -408,7 +420,9 @@ class Trainer:
                     if step >= self.total_steps:
                         break
                     if self.should_cancel():
-                        raise StopTraining("cancelled", "cancelled by request")
+                        raise StopTraining("cancelled", (
+                            f"its foreground caller (pid {self._caller}) exited"
+                            if self.caller_gone() else "cancelled by request"))
                     if self._ppid is not None and os.getppid() != self._ppid:
                         # the launcher is gone (killed): stop at once, and let the process
                         # that launched it record the end (never "failed" while training)
