@@ -354,28 +354,38 @@ def test_sigterm_to_trainer_cancels(tiny_model_dir, demo_dir, normals_file, runs
     assert not (run_dir / runs.CANCEL_FILE).exists()
 
 
+def _foreground_cli_killed(tmp_models, sig: int, run_id: str) -> tuple[Path, int, int]:
+    """A long foreground `python -m sga_core train` sent ``sig`` after its first step:
+    (run folder, trainer pid, the CLI's exit code)."""
+    tiny_model_dir, demo_dir, normals_file, runs_dir = tmp_models
+    cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, max_steps=2000,
+                   probe_every=0, save_model=True)
+    preset = runs_dir.parent / f"{run_id}.yaml"
+    preset.write_text(dump_config(cfg))
+    cli = subprocess.Popen([sys.executable, "-m", "sga_core", "train", "--preset", str(preset),
+                            "--runs-dir", str(runs_dir), "--run-id", run_id, "--no-eval"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    run_dir = runs_dir / run_id
+    try:
+        wait_for(lambda: (run_dir / "metrics.jsonl").exists() and
+                 len(runs.metrics(run_dir)) >= 1, what="the first step", proc=cli)
+        trainer = run_status.read_run(run_dir)["pid"]
+        cli.send_signal(sig)
+        code = cli.wait(timeout=120)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    return run_dir, trainer, code
+
+
 def test_sigterm_to_a_foreground_cli_run_cancels_its_trainer(tiny_model_dir, demo_dir,
                                                              normals_file, runs_dir):
     """`kill` of a foreground `python -m sga_core train` (not of its trainer) cancels the
     run like Ctrl-C: the trainer stops at a step boundary, saves, and nothing keeps
     running without its caller."""
-    cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, max_steps=2000,
-                   probe_every=0, save_model=True)
-    preset = runs_dir.parent / "long.yaml"
-    preset.write_text(dump_config(cfg))
-    cli = subprocess.Popen([sys.executable, "-m", "sga_core", "train", "--preset", str(preset),
-                            "--runs-dir", str(runs_dir), "--run-id", "fg", "--no-eval"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    run_dir = runs_dir / "fg"
-    try:
-        wait_for(lambda: (run_dir / "metrics.jsonl").exists() and
-                 len(runs.metrics(run_dir)) >= 1, what="the first step", proc=cli)
-        trainer = run_status.read_run(run_dir)["pid"]
-        cli.send_signal(signal.SIGTERM)
-        assert cli.wait(timeout=120) in (0, 1)
-    finally:
-        if cli.poll() is None:
-            cli.kill()
+    run_dir, trainer, code = _foreground_cli_killed(
+        (tiny_model_dir, demo_dir, normals_file, runs_dir), signal.SIGTERM, "fg")
+    assert code in (0, 1)
     status = run_status.effective_run(run_dir)
     assert status["state"] == "cancelled", status
     assert 1 <= status["step"] < 2000
@@ -388,23 +398,8 @@ def test_sigkill_of_a_foreground_cli_run_cancels_its_trainer(tiny_model_dir, dem
     """SIGKILL gives a foreground `train` no chance to cancel its run: the trainer (its own
     session, so the kill does not reach it) notices its caller is gone at the next step,
     stops as cancelled, saves, and says why. Before, it trained on alone to the end."""
-    cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, max_steps=2000,
-                   probe_every=0, save_model=True)
-    preset = runs_dir.parent / "long.yaml"
-    preset.write_text(dump_config(cfg))
-    cli = subprocess.Popen([sys.executable, "-m", "sga_core", "train", "--preset", str(preset),
-                            "--runs-dir", str(runs_dir), "--run-id", "fg-kill", "--no-eval"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    run_dir = runs_dir / "fg-kill"
-    try:
-        wait_for(lambda: (run_dir / "metrics.jsonl").exists() and
-                 len(runs.metrics(run_dir)) >= 1, what="the first step", proc=cli)
-        trainer = run_status.read_run(run_dir)["pid"]
-        cli.kill()
-        cli.wait(timeout=60)
-    finally:
-        if cli.poll() is None:
-            cli.kill()
+    run_dir, trainer, _ = _foreground_cli_killed(
+        (tiny_model_dir, demo_dir, normals_file, runs_dir), signal.SIGKILL, "fg-kill")
     wait_for(lambda: run_status.read_run(run_dir).get("state") == "cancelled",
              what="the trainer to cancel its run")
     status = run_status.read_run(run_dir)
