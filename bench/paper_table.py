@@ -119,8 +119,28 @@ def finished_runs(root: Path, group: str) -> dict[str, dict]:
         st = read_run(Path(r["path"]))
         out[label] = {"run": label, "run_id": r["run_id"], "state": "completed",
                       "eval_state": "completed", "train_s": st.get("elapsed_s"),
-                      "wall_s": None, "error": None}
+                      "wall_s": None, "error": None, "path": r["path"]}
     return out
+
+
+def settings_differ(run_dir: Path, cfg) -> list[str]:
+    """What a kept run was trained with differently from the run ``cfg`` would make: the
+    model, the method's settings, the training settings, or the rows of its data (compared
+    by content with the snapshot's manifest). Empty: the run stands for ``cfg``."""
+    from sga_core.config import load_config
+    from sga_core.params import to_dict
+    from sga_core.runs.folder import data_hashes, manifest
+
+    old = load_config(run_dir / "config.yaml")
+    differ = [name for name, a, b in (
+        ("model", old.model, cfg.model),
+        ("method settings", to_dict(old.method_args) if not isinstance(old.method_args, dict)
+         else old.method_args, cfg.method_args),
+        ("training settings", to_dict(old.training), to_dict(cfg.training))) if a != b]
+    snap, mine = manifest(run_dir), data_hashes(cfg)
+    differ += [f"{part} data" for part in ("forget", "retain", "normals")
+               if (snap.get(part) or {}).get("rows_hash") != mine.get(part)]
+    return differ
 
 
 def main(argv=None) -> int:
@@ -159,7 +179,7 @@ def run(args, plan, tmp: Path) -> int:
     from sga_core.projects import create_demo_project, list_projects, load_project
     from sga_core.projects.training import default_eval, prepared_model
     from sga_core.results import results_table
-    from sga_core.runs.folder import create_run, runs_root
+    from sga_core.runs.folder import create_run, list_runs, runs_root
     from sga_core.runs.launch import run_foreground
 
     t_all = time.time()
@@ -183,6 +203,9 @@ def run(args, plan, tmp: Path) -> int:
     normals, about = normals_for(project)
     group = args.resume or f"{GROUP_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
     done_runs = finished_runs(root, group) if args.resume else {}
+    if args.resume and not any(r.get("sweep") == group for r in list_runs(root)):
+        raise SystemExit(f"--resume {group}: no run of that group in {root} (the group is "
+                         "the paper-table-<time> name the first run printed)")
     print(f"{len(plan)} runs as group {group} from {original}; normals: {about}; training: "
           f"{json.dumps(training)}" + (f"; {len(done_runs)} done before" if args.resume
                                        else ""), flush=True)
@@ -198,13 +221,18 @@ def run(args, plan, tmp: Path) -> int:
             "notes": "bench/paper_table.py"})
         label = paper_label(method, cfg.method_args)
         if label in done_runs:  # --resume: done and evaluated in this group
-            rec = {**done_runs[label], "reused": True}
-            timings.append(rec)
-            print(json.dumps(rec), flush=True)
-            continue
+            kept = done_runs[label]
+            differ = settings_differ(Path(kept["path"]), cfg)
+            if not differ:
+                rec = {k: v for k, v in kept.items() if k != "path"} | {"reused": True}
+                timings.append(rec)
+                print(json.dumps(rec), flush=True)
+                continue
+            print(f"{label}: {kept['run_id']} was trained with other {', '.join(differ)}; "
+                  "running it again", flush=True)
         run_dir = create_run(cfg, root)
         t0 = time.time()
-        st = run_foreground(run_dir, echo=lambda m: None, evaluate=True)
+        st = run_foreground(run_dir, echo=lambda m: None)  # evaluated per its config, once
         rec = {"run": paper_label(method, cfg.method_args), "run_id": run_dir.name,
                "state": st.get("state"), "eval_state": st.get("eval_state"),
                "train_s": st.get("elapsed_s"), "wall_s": round(time.time() - t0, 1),

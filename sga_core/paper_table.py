@@ -107,6 +107,17 @@ def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = No
     if not runs:
         return []
     labels = [c.label for c in paper_columns(kind)]
+    # one row per label: a re-run (bench/paper_table.py --resume) replaces an earlier run of
+    # the same method and settings; an evaluated run beats one that is not
+    named = [(paper_label(r["method"], _method_args(Path(root), r["run_id"])), r) for r in runs]
+    keep: dict[str, dict] = {}
+    for name, r in named:
+        rank = (any(r.get(c) is not None for c in labels), r.get("created_at") or "")
+        old = keep.get(name)
+        if old is None or rank >= (any(old.get(c) is not None for c in labels),
+                                   old.get("created_at") or ""):
+            keep[name] = r
+    runs = [r for name, r in named if keep[name] is r]
     out = []
     for r in [r for r in rows if r["run"] in ("Original", "Retained")] + runs:
         name = r["run"] if r["run"] in ("Original", "Retained") else paper_label(

@@ -172,3 +172,45 @@ def test_resume_keeps_the_groups_finished_runs_by_label(ui_env):
     done = bench().finished_runs(runs, g)
     assert set(done) == {"SGA (r = -0.8)", paper_label("ga", {})}
     assert done["SGA (r = -0.8)"]["run_id"] == "a" and done[paper_label("ga", {})]["run_id"] == "b"
+
+
+def test_resume_runs_again_what_was_trained_with_other_settings_or_data(ui_env):
+    """A kept run stands for a planned one only with the same model, method and training
+    settings and the same rows of data; anything else is named and run again."""
+    from sga_core.config import load_config
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project
+    from tests.own_data import fake_run
+
+    project = create_demo_project(root=ui_env / "workspace")
+    run = fake_run(ui_env / "runs", project, "a", r=-0.8)
+    same = load_config(run / "config.yaml")  # its own config: nothing differs
+    assert bench().settings_differ(run, same) == []
+    other = load_config(run / "config.yaml")
+    other.training.lr *= 10
+    other_normals = ui_env / "other_normals.jsonl"
+    idk_normals(len(project.forget()), 4, seed=7).save(other_normals)
+    other.data.normals = str(other_normals)
+    assert bench().settings_differ(run, other) == ["training settings", "normals data"]
+
+
+def test_a_re_run_replaces_its_earlier_row(ui_env):
+    """One row per method and settings: the newest evaluated run of a label; a run that is
+    not evaluated does not push out one that is."""
+    from sga_core.projects import create_demo_project
+    from tests.own_data import fake_run
+
+    project = create_demo_project(root=ui_env / "workspace")
+    g = "paper-table-20261123-000000"
+    for run_id in ("old", "unevaluated", "newest"):
+        fake_run(ui_env / "runs", project, run_id, method="ga", sweep=g)
+
+    def row(run_id, fq, created):
+        return {"run": run_id, "run_id": run_id, "method": "ga", "r": None, "sweep": g,
+                "FQ": fq, "created_at": created}
+
+    rows = [row("old", 0.1, "2026-11-23T08:00:00Z"),
+            row("unevaluated", None, "2026-11-23T09:00:00Z")]
+    assert [r["run_id"] for r in paper_table(rows, ui_env / "runs", group=g)] == ["old"]
+    rows.append(row("newest", 0.3, "2026-11-23T10:00:00Z"))
+    assert [r["run_id"] for r in paper_table(rows, ui_env / "runs", group=g)] == ["newest"]

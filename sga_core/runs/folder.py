@@ -55,11 +55,35 @@ def make_run_id(cfg: TrainConfig, root: Path) -> str:
     return run_id
 
 
+def _data_rows(cfg, name: str, src: Path) -> list[dict]:
+    """The validated rows of one of a config's data files, as the snapshot stores them."""
+    from sga_core.data import NormalTable, load_dataset
+
+    if name == "normals":
+        return NormalTable.load(src).to_rows()
+    return load_dataset(src, kind=cfg.data.task, field_map=dict(cfg.data.field_map or {})
+                        or None).rows
+
+
+def data_hashes(cfg) -> dict[str, str]:
+    """Per data file of ``cfg`` (forget, retain, normals), the rows hash its run folder's
+    manifest would record: compare with :func:`manifest` to tell whether a run was trained
+    on the same rows."""
+    from sga_core.data import rows_hash
+
+    out = {}
+    for name in ("forget", "retain", "normals"):
+        src = cfg.resolve(getattr(cfg.data, name))
+        if src is not None:
+            out[name] = rows_hash(_data_rows(cfg, name, src))
+    return out
+
+
 def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
     """Copy the data files into ``run_dir/data`` so the folder is self-contained and can be
     moved to a cluster; the config then points at the copies (relative paths). Returns the
     manifest: per file, its source, row count and rows hash."""
-    from sga_core.data import NormalTable, load_dataset, rows_hash, write_dataset
+    from sga_core.data import rows_hash, write_dataset
 
     data_dir = Path(run_dir) / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -73,10 +97,7 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
             raise ConfigError(f"data.{name}: file {src} does not exist")
         # a bad file is reported (file, row, field) before any run folder exists (SPEC 3)
         mapped = bool(field_map) and name != "normals"
-        if name == "normals":
-            rows = NormalTable.load(src).to_rows()
-        else:
-            rows = load_dataset(src, kind=cfg.data.task, field_map=field_map or None).rows
+        rows = _data_rows(cfg, name, src)
         dst = data_dir / (f"{name}.jsonl" if mapped else f"{name}{src.suffix}")
         if mapped:  # the snapshot holds the rows under the workbench's field names
             write_dataset(dst, rows)
