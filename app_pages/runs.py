@@ -157,7 +157,10 @@ if c1.button("Cancel", key="runs.cancel", disabled=not sel_active,
     if sel["state"] in ("queued", "running"):
         st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
     else:
-        st.toast(f"evaluation: {wb.cancel_eval(run_dir).get('state')} (stopping)")
+        try:
+            st.toast(f"evaluation: {wb.cancel_eval(run_dir).get('state')} (stopping)")
+        except RuntimeError as exc:  # it runs on another machine
+            show_error(exc)
 if c2.button("Re-run with the same config", key="runs.rerun"):
     try:
         new = wb.rerun(run_dir, root)

@@ -522,12 +522,10 @@ def test_an_evaluation_can_be_cancelled_queued_or_running(tmp_path, tiny_model_d
     import sys
 
     from sga_core.runs import launch, queue
-    from sga_core.runs.folder import EVAL_REQUEST, create_run
-    from sga_core.runs.status import read_eval, write_run
+    from sga_core.runs.folder import EVAL_REQUEST
+    from sga_core.runs.status import read_eval
 
-    run = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="ev"), tmp_path / "runs")
-    shutil.copytree(tiny_model_dir, run / "model")
-    write_run(run, "completed")
+    run = _evaluable_run(tmp_path, tiny_model_dir, qa_data, "ev")
     (run / EVAL_REQUEST).write_text("{}")  # asked for, no runner has started it yet
     from sga_core.cli import main
 
@@ -548,3 +546,70 @@ def test_an_evaluation_can_be_cancelled_queued_or_running(tmp_path, tiny_model_d
     st = launch.finish_eval(run, proc.returncode)  # what the runner does when it ends
     assert st["state"] == "cancelled" and read_eval(run)["state"] == "cancelled"
     assert queue.cancel_eval(run)["state"] == "cancelled"  # nothing left to stop
+
+
+def _evaluable_run(tmp_path, tiny_model_dir, qa_data, run_id):
+    from sga_core.runs.folder import create_run
+    from sga_core.runs.status import write_run
+
+    run = create_run(qa_cfg(tiny_model_dir, qa_data, run_id=run_id), tmp_path / "runs")
+    shutil.copytree(tiny_model_dir, run / "model")
+    write_run(run, "completed")
+    return run
+
+
+def test_an_evaluation_cancelled_while_it_starts_is_cancelled_not_failed(
+        tmp_path, tiny_model_dir, qa_data):
+    """Cancel right after the runner started the evaluation: the SIGTERM may land before
+    the process can handle it; the runner's record still says cancelled."""
+    from sga_core.runs import launch, queue
+    from sga_core.runs.status import read_eval
+
+    run = _evaluable_run(tmp_path, tiny_model_dir, qa_data, "early")
+    proc = launch.start_eval(run)
+    try:
+        queue.cancel_eval(run)
+        code = proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    assert code != 0
+    st = launch.finish_eval(run, code)
+    assert st["state"] == "cancelled" and read_eval(run)["state"] == "cancelled", st
+
+
+def test_cancelling_a_re_evaluation_keeps_the_earlier_result(tmp_path, tiny_model_dir,
+                                                             qa_data):
+    """A re-evaluation asked for and not started is dropped; the run's earlier evaluation
+    (its summary) stays completed, not 'cancelled'."""
+    from sga_core.runs import queue
+    from sga_core.runs.folder import EVAL_REQUEST
+    from sga_core.runs.status import read_eval, write_eval
+
+    run = _evaluable_run(tmp_path, tiny_model_dir, qa_data, "again")
+    write_eval(run, "completed")
+    (run / EVAL_REQUEST).write_text("{}")
+    assert queue.cancel_eval(run)["state"] == "completed"
+    assert read_eval(run)["state"] == "completed" and not (run / EVAL_REQUEST).exists()
+
+
+def test_an_evaluation_stops_when_its_foreground_caller_is_gone(tmp_path, tiny_model_dir,
+                                                                qa_data):
+    """An `eval` started for a foreground caller (CALLER_ENV) that no longer exists stops
+    at its next progress tick, recorded as cancelled with why."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from sga_core.runs.procs import CALLER_ENV
+    from sga_core.runs.status import read_eval
+
+    run = _evaluable_run(tmp_path, tiny_model_dir, qa_data, "orphan")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    env = {**os.environ, CALLER_ENV: f"{socket.gethostname()}:{gone.pid}"}
+    proc = subprocess.run([sys.executable, "-c", ENDLESS_EVAL, str(run)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 130 and "foreground caller" in proc.stderr, proc.stderr[-2000:]
+    st = read_eval(run)
+    assert st["state"] == "cancelled" and "foreground caller" in st["error"]

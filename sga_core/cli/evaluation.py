@@ -17,6 +17,36 @@ from sga_core.params import ConfigError
 
 
 def cmd_eval(args) -> int:
+    """Evaluate a run folder or a model. SIGTERM (Cancel on the Runs page, a scheduler) or
+    the end of a foreground caller (``runs.procs.CALLER_ENV``) stops it as cancelled."""
+    from sga_core.evaluation.common import EvalCancelled
+    from sga_core.runs.launch import sigterm_as_interrupt
+
+    try:
+        with sigterm_as_interrupt():
+            return _evaluate(args)
+    except (KeyboardInterrupt, EvalCancelled) as exc:
+        print(f"evaluation cancelled{f': {exc}' if str(exc) else ''}", file=sys.stderr)
+        return 130
+
+
+def _progress():
+    """:func:`_eval_progress`, which also stops the evaluation once its foreground caller
+    is gone (killed outright: it could not stop it itself)."""
+    from sga_core.evaluation.common import EvalCancelled
+    from sga_core.runs.procs import caller_gone, foreground_caller
+
+    show, caller = _eval_progress(), foreground_caller()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if caller_gone(caller):
+            raise EvalCancelled(f"its foreground caller (pid {caller}) exited")
+        show(stage, done, total)
+
+    return progress
+
+
+def _evaluate(args) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -46,15 +76,7 @@ def cmd_eval(args) -> int:
                      "max_new_tokens": args.max_new_tokens,
                      "max_retain_rows": args.max_retain_rows, "batch_size": args.batch_size,
                      "device": args.device, **protocol_overrides(args)}
-        from sga_core.runs.launch import sigterm_as_interrupt
-
-        try:  # SIGTERM (Cancel on the Runs page, a scheduler) records it as cancelled
-            with sigterm_as_interrupt():
-                summary = evaluate_run(target, _eval_progress(), overrides=overrides,
-                                       out_dir=args.out)
-        except KeyboardInterrupt:
-            print("evaluation cancelled", file=sys.stderr)
-            return 130
+        summary = evaluate_run(target, _progress(), overrides=overrides, out_dir=args.out)
         out = Path(args.out) if args.out else target / "eval"
     else:
         if not args.forget or not args.out:
@@ -78,7 +100,7 @@ def cmd_eval(args) -> int:
             sets = {n: load_dataset(p, field_map=fmap).rows for n, p in sets.items()}
         summary = evaluate_model(args.target, args.out, forget, retain, sets,
                                  args.reference, task=args.task, settings=settings,
-                                 progress=_eval_progress())
+                                 progress=_progress())
         out = Path(args.out)
     print(format_summary(summary))
     print(f"wrote {out / 'summary.json'} and {out / 'per_sample.jsonl'}")

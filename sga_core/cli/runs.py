@@ -36,7 +36,10 @@ def cmd_runs(args) -> int:
         ev = run_status.effective_eval(run_dir)
         if run_status.effective_run(run_dir).get("state") == "completed" and (
                 ev.get("state") == "running" or queue.eval_requested(run_dir)):
-            st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
+            try:
+                st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
+            except RuntimeError as exc:  # it runs on another machine
+                raise ConfigError(str(exc)) from None
             print(f"evaluation of {args.run_id}: {st.get('state')} (a running evaluation "
                   "stops at its next batch; the trained model stays)")
             return 0

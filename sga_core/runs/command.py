@@ -40,9 +40,6 @@ def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
 
 
 DIRECT_ENV = "SGA_TRAIN_DIRECT"
-# set by a foreground caller (``train`` / ``prepare`` in a terminal) to its pid: the trainer
-# stops, cancelled, if that process is gone (killed with SIGKILL, which it cannot catch)
-CALLER_ENV = "SGA_FOREGROUND_CALLER"
 
 
 def start_argv(cfg: TrainConfig, config_path: str) -> tuple[list[str], dict]:

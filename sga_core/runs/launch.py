@@ -19,9 +19,9 @@ from pathlib import Path
 from sga_core.config import load_config
 from sga_core.fileio import now_iso
 from sga_core.runs import status as run_status
-from sga_core.runs.command import CALLER_ENV, start_argv
+from sga_core.runs.command import start_argv
 from sga_core.runs.folder import CANCEL_FILE, request_cancel, tail
-from sga_core.runs.procs import kill_group, pid_alive, spawn
+from sga_core.runs.procs import caller_env, kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
 
 
@@ -36,7 +36,7 @@ def start(run_dir: str | os.PathLike, foreground: bool = False) -> subprocess.Po
     cfg = load_config(run_dir / "config.yaml")
     argv, env = start_argv(cfg, str(run_dir / "config.yaml"))
     if foreground:
-        env = {**env, CALLER_ENV: str(os.getpid())}
+        env = {**env, **caller_env()}
     proc = spawn(argv, run_dir / "train.log", env=env, nice=0)
     run_status.write_run(run_dir, "running", launcher_pid=proc.pid, pid=None,
                          started_at=now_iso(), host=os.uname().nodename)
@@ -158,22 +158,30 @@ def should_evaluate(run_dir: str | os.PathLike) -> bool:
         return False
 
 
-def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None
-               ) -> subprocess.Popen:
+def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
+               foreground: bool = False) -> subprocess.Popen:
     """Start ``python -m sga_core eval RUN_DIR`` (output appended to eval.log, own session);
-    eval/status.json says running at once. Returns the Popen (not waited for)."""
+    eval/status.json says running at once. Returns the Popen (not waited for).
+    ``foreground``: it stops (cancelled) once this process is gone, as :func:`start`."""
     run_dir = Path(run_dir).resolve()
-    proc = spawn(eval_argv(run_dir, sets), run_dir / "eval.log", nice=0)
+    proc = spawn(eval_argv(run_dir, sets), run_dir / "eval.log", nice=0,
+                 env=caller_env() if foreground else None)
     run_status.write_eval(run_dir, "running", pid=proc.pid, error=None, stage="starting",
-                          started_at=now_iso(), ended_at=None)
+                          started_at=now_iso(), ended_at=None, host=os.uname().nodename,
+                          cancel_requested_at=None)
     return proc
 
 
 def finish_eval(run_dir: str | os.PathLike, returncode: int) -> dict:
-    """Record the end of an evaluation process; one that died without saying so is failed."""
+    """Record the end of an evaluation process; one that died without saying so is failed,
+    or cancelled when a cancel was asked for (it may die of the SIGTERM before it can say
+    so). A completed evaluation stays completed (its summary is written)."""
     run_dir = Path(run_dir)
     st = run_status.read_eval(run_dir)
-    if returncode != 0 and st.get("state") not in ("failed", "cancelled"):
+    if returncode != 0 and st.get("state") == "running" and st.get("cancel_requested_at"):
+        return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
+                                     error="cancelled by request", stage=None)
+    if returncode != 0 and st.get("state") not in ("failed", "cancelled", "completed"):
         return run_status.write_eval(
             run_dir, "failed", ended_at=now_iso(),
             error=f"the evaluation exited with code {returncode}; log tail:\n"
@@ -191,11 +199,12 @@ def run_eval_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 
     echo(f"evaluating {run_dir.name} (log: {run_dir / 'eval.log'})")
     log = run_dir / "eval.log"
     seen = log.stat().st_size if log.exists() else 0
-    proc = start_eval(run_dir)
+    proc = start_eval(run_dir, foreground=True)
     try:
-        while proc.poll() is None:
-            time.sleep(poll_s)
-            seen = _echo_new_lines(log, seen, echo)
+        with sigterm_as_interrupt():  # SIGTERM to this process stops the evaluation too
+            while proc.poll() is None:
+                time.sleep(poll_s)
+                seen = _echo_new_lines(log, seen, echo)
     except KeyboardInterrupt:
         echo("stopping the evaluation...")
         kill_group(proc.pid, signal.SIGTERM)

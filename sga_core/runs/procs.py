@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,29 @@ def spawn(argv: list[str], log: str | os.PathLike, *, env: dict | None = None,
         return subprocess.Popen(full, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=child_env(env),
                                 start_new_session=True)
+
+
+# set by a foreground caller (``train`` / ``prepare`` / ``eval`` in a terminal) to
+# ``host:pid``: the trainer or evaluation it started stops, cancelled, once that process is
+# gone (killed with SIGKILL, which it cannot catch); the child is in its own session
+CALLER_ENV = "SGA_FOREGROUND_CALLER"
+
+
+def caller_env() -> dict[str, str]:
+    """The environment that ties a child process to this one, its foreground caller."""
+    return {CALLER_ENV: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def foreground_caller() -> int | None:
+    """The pid of the foreground process that started this one (:func:`caller_env`), when
+    it runs on this host; None otherwise (a queued run, command.sh, another machine)."""
+    host, _, pid = os.environ.get(CALLER_ENV, "").rpartition(":")
+    return int(pid) if pid.isdigit() and host == socket.gethostname() else None
+
+
+def caller_gone(caller: int | None) -> bool:
+    """Whether the foreground caller ``caller`` (:func:`foreground_caller`) has exited."""
+    return caller is not None and not pid_alive(caller)
 
 
 def pid_alive(pid: int | None) -> bool:

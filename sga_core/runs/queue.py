@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import socket
 import time
 from pathlib import Path
 
@@ -99,12 +100,17 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
 
     run_dir = Path(run_dir)
     ev = run_status.effective_eval(run_dir)
+    requested = (run_dir / EVAL_REQUEST).exists()
+    (run_dir / EVAL_REQUEST).unlink(missing_ok=True)  # no evaluation starts after this one
     if ev.get("state") != "running":
-        if (run_dir / EVAL_REQUEST).exists():
-            (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
+        if requested and not ev.get("state"):  # never evaluated: say it was cancelled
             return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
                                          error="cancelled before it started", stage=None)
-        return ev
+        return ev  # an earlier evaluation's record (and its summary) stays as it was
+    if ev.get("host", socket.gethostname()) != socket.gethostname():
+        raise RuntimeError(f"the evaluation of {run_dir.name} runs on {ev['host']}: stop it "
+                           "there (its process cannot be signalled from this machine)")
+    run_status.write_eval(run_dir, cancel_requested_at=now_iso())
     pid = ev.get("pid")
     if pid and pid_alive(pid):
         try:

@@ -23,9 +23,8 @@ from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import status as run_status
-from sga_core.runs.command import CALLER_ENV
 from sga_core.runs.folder import CANCEL_FILE
-from sga_core.runs.procs import pid_alive
+from sga_core.runs.procs import caller_gone, foreground_caller
 from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
 
@@ -148,8 +147,7 @@ class Trainer:
         # is its own launcher: runs.command.start_argv)
         self._ppid = None if os.environ.get("SGA_TRAIN_DIRECT") else os.getppid()
         # a foreground caller (runs.launch.start(foreground=True)): its end cancels the run
-        caller = os.environ.get(CALLER_ENV, "")
-        self._caller = int(caller) if caller.isdigit() else None
+        self._caller = foreground_caller()
         self.tok = load_tokenizer(cfg.model)
         self.enc = Encoder(self.tok, max_length=t.max_length, system_prompt=t.system_prompt)
         self.data = data = load_method_data(cfg)
@@ -231,7 +229,7 @@ class Trainer:
     def caller_gone(self) -> bool:
         """Whether the foreground process that started this run has exited (SIGKILL gives
         it no chance to cancel the run itself)."""
-        return self._caller is not None and not pid_alive(self._caller)
+        return caller_gone(self._caller)
 
     def should_cancel(self) -> bool:
         import torch
