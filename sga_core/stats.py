@@ -205,10 +205,32 @@ def t_interval(values, level: float = LEVEL) -> Interval:
     return Interval(n, m, sd, m - half, m + half, level)
 
 
+def _no_spread(values: Sequence[float]) -> bool:
+    """Whether two or more values are all the same (up to rounding)."""
+    return len(values) >= 2 and max(values) - min(values) <= 1e-12 * max(
+        1.0, max(abs(v) for v in values))
+
+
+def _exact_or_unsure(n: int, d: float, p: float, level: float, method: str) -> Interval:
+    """A difference ``d`` seen without any spread (every seed agrees exactly, as Forget
+    Quality's KS steps often do). A t interval would be zero wide and call any such
+    difference certain; an exact test on the same data (``p``: the chance of so clean a
+    result if the configurations were alike) decides instead: below ``1 - level`` the
+    difference stands ([d, d]), otherwise the interval runs from 0 to ``d`` (cannot tell)."""
+    if d != 0 and p <= 1 - level:
+        return Interval(n, d, 0.0, d, d, level, method)
+    return Interval(n, d, 0.0, min(0.0, d), max(0.0, d), level, method)
+
+
 def paired_t_interval(a, b, level: float = LEVEL) -> Interval:
-    """The mean of ``a[i] - b[i]`` over pairs where both are numbers, with its t interval."""
+    """The mean of ``a[i] - b[i]`` over pairs where both are numbers, with its t interval.
+    When every pair differs by exactly the same amount, the sign test decides (all n
+    differences of one sign: p = 2 * 0.5^n, so it takes 6 seeds at the 95% level)."""
     diffs = [x - y for x, y in zip(a, b) if clean([x]) and clean([y])]
     res = t_interval(diffs, level)
+    if _no_spread(diffs):
+        return _exact_or_unsure(res.n, res.mean, min(1.0, 2 * 0.5 ** res.n), level,
+                                "paired, no spread: sign test")
     return Interval(res.n, res.mean, res.sd, res.lo, res.hi, level, "paired t")
 
 
@@ -223,8 +245,10 @@ def welch_interval(a, b, level: float = LEVEL) -> Interval:
         return Interval(min(len(xa), len(xb)), d, level=level, method="welch")
     va, vb = sample_sd(xa) ** 2 / len(xa), sample_sd(xb) ** 2 / len(xb)
     se = math.sqrt(va + vb)
-    if se == 0:
-        return Interval(min(len(xa), len(xb)), d, 0.0, d, d, level, "welch")
+    if _no_spread(xa) and _no_spread(xb):  # each constant: an exact permutation test
+        p = min(1.0, 2 / math.comb(len(xa) + len(xb), len(xa)))
+        return _exact_or_unsure(min(len(xa), len(xb)), d, p, level,
+                                "welch, no spread: permutation test")
     df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1))
     half = t_quantile(0.5 + level / 2.0, df) * se
     return Interval(min(len(xa), len(xb)), d, se, d - half, d + half, level, "welch")

@@ -98,14 +98,33 @@ def test_pairing_removes_the_shared_variation():
     """Two configurations whose seed-to-seed variation is shared (the same data order per
     seed): the paired interval of the difference is far narrower than Welch's."""
     base = {0: 0.2, 1: 0.6, 2: 0.35, 3: 0.8}
-    other = {s: v + 0.05 for s, v in base.items()}
+    noise = {0: 0.001, 1: -0.002, 2: 0.0015, 3: -0.001}  # a little of their own
+    other = {s: v + 0.05 + noise[s] for s, v in base.items()}
     paired = stats.compare_by_seed(other, base)
-    assert paired.method == "paired t" and paired.mean == pytest.approx(0.05)
+    assert paired.method == "paired t" and paired.mean == pytest.approx(0.04988, abs=1e-5)
     assert paired.excludes(0.0)
     unpaired = stats.welch_interval(list(other.values()), list(base.values()))
     assert not unpaired.excludes(0.0)
     # disjoint seeds fall back to Welch
     assert stats.compare_by_seed({9: 1.0, 8: 2.0}, base).method == "welch"
+
+
+def test_differences_without_spread_need_an_exact_test_not_a_zero_wide_interval():
+    """Forget Quality moves in KS steps, so two seeds can give exactly the same difference:
+    a t interval is then zero wide and would call it certain. The sign test decides for
+    paired seeds (all n of one sign: p = 2 * 0.5^n), a permutation test for two constant
+    groups (p = 2 / C(na + nb, na))."""
+    fq_r0, fq_r08 = [0.0524, 0.0524], [0.0123, 0.0123]  # the demo's neighbouring steps
+    iv = stats.paired_t_interval(fq_r08, fq_r0)
+    assert iv.mean == pytest.approx(-0.0401) and not iv.excludes(0.0)
+    assert (iv.lo, iv.hi) == (pytest.approx(-0.0401), 0.0) and "sign test" in iv.method
+    assert not stats.paired_t_interval([0.3] * 5, [0.1] * 5).excludes(0.0)  # p = 0.0625
+    six = stats.paired_t_interval([0.3] * 6, [0.1] * 6)  # p = 0.031
+    assert six.excludes(0.0) and (six.lo, six.hi) == (pytest.approx(0.2), pytest.approx(0.2))
+    assert not stats.welch_interval([0.3] * 3, [0.1] * 3).excludes(0.0)  # p = 2/20
+    assert stats.welch_interval([0.3] * 4, [0.1] * 4).excludes(0.0)  # p = 2/70
+    same = stats.paired_t_interval([0.2, 0.2, 0.2], [0.2, 0.2, 0.2])
+    assert same.mean == 0 and not same.excludes(0.0)
 
 
 def test_welch_matches_scipy():
