@@ -160,15 +160,38 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-steps", type=int, default=0, help="override the preset (0 = keep)")
     p.add_argument("--out", help="also write the table and timings as JSON here")
+    p.add_argument("--report", metavar="GROUP",
+                   help="only print the table of GROUP's runs evaluated so far (runs nothing)")
     p.add_argument("--resume", metavar="GROUP",
                    help="continue an interrupted table: runs of GROUP (paper-table-<time>) "
                         "that completed and were evaluated are kept, the rest are run into "
                         "the same group (with everything done, it only prints the table)")
     args = p.parse_args(argv)
+    if args.report:
+        return report(args.project, args.report)
     r_values = [float(v) for v in args.r.split(",") if v.strip()]
     plan = method_plan(args.methods, r_values)
     with tempfile.TemporaryDirectory(prefix="paper-table-") as tmp:
         return run(args, plan, Path(tmp))
+
+
+def report(name: str, group: str) -> int:
+    """Print the table of ``group``'s runs evaluated so far (the Original and Retained rows
+    included); its last line says how many of the plan's rows it has."""
+    from sga_core.paper_table import PAPER_R, format_table, paper_table
+    from sga_core.projects import load_project
+    from sga_core.results import results_table
+    from sga_core.runs.folder import runs_root
+
+    project, root = load_project(name), runs_root()
+    rows = paper_table(results_table(project, root, project.kind), root, project.kind, group)
+    if not rows:
+        raise SystemExit(f"--report {group}: no evaluated run of that group in {root}")
+    print("\n" + format_table(rows, project.kind) + "\n")
+    planned = len(method_plan("all", list(PAPER_R)))
+    runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
+    print(f"group={group} rows={len(runs)} of {planned} planned")
+    return 0
 
 
 def run(args, plan, tmp: Path) -> int:

@@ -214,3 +214,18 @@ def test_a_re_run_replaces_its_earlier_row(ui_env):
     assert [r["run_id"] for r in paper_table(rows, ui_env / "runs", group=g)] == ["old"]
     rows.append(row("newest", 0.3, "2026-11-23T10:00:00Z"))
     assert [r["run_id"] for r in paper_table(rows, ui_env / "runs", group=g)] == ["newest"]
+
+
+def test_report_prints_a_groups_table_or_names_the_missing_group(ui_env, capsys):
+    from sga_core.projects import create_demo_project
+    from tests.own_data import fake_run, write_summary
+
+    project = create_demo_project(root=ui_env / "workspace")
+    g = "paper-table-20261123-000000"
+    run = fake_run(ui_env / "runs", project, "ga-run", method="ga", sweep=g)
+    write_summary(run, {"FQ": 0.05, "MU": 0.41})
+    assert bench().report("demo", g) == 0
+    out = capsys.readouterr().out
+    assert "| GA | 0.05 | 0.41 |" in out and f"group={g} rows=1 of " in out
+    with pytest.raises(SystemExit, match="no evaluated run of that group"):
+        bench().report("demo", "paper-table-19990101-000000")
