@@ -87,14 +87,18 @@ if "normals" in cls.needs:
     if not problems:
         normals = str(project.normals_path)
         st.caption(f"Normal answers: {project.normals_path.name} (K={table.k}, complete)")
-    else:
-        st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:5]) +
-                         (" ..." if len(problems) > 5 else "") +
-                         ". Fix them on the Normal answers page, or train with generated "
-                         "\"I don't know\" answers."))
-        if kept(st.checkbox, "train.idk_fallback", False,
+    else:  # the demo ships without normals: its figures use "I don't know" answers
+        if kept(st.checkbox, "train.idk_fallback", project.is_demo,
                 label="use generated \"I don't know\" normal answers instead"):
             normals = wb.idk_fallback(project, method_args.get("k", 2))
+            st.caption("Training with generated \"I don't know\" normal answers (the "
+                       "project's own are not ready: " + plain("; ".join(problems[:2])) +
+                       "; the Normal answers page generates and edits them).")
+        else:
+            st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:5]) +
+                             (" ..." if len(problems) > 5 else "") +
+                             ". Fix them on the Normal answers page, or tick the box above "
+                             "to train with generated \"I don't know\" answers."))
 
 # ---------------------------------------------------------------- settings ------------------
 st.subheader("Training")

@@ -563,3 +563,16 @@ def test_config_diff_names_different_normal_answers(ui_env, mine):
     assert "data.normals content" in diff and "data.forget content" not in diff
     assert not any(k.startswith("data.") for k in
                    (d["setting"] for d in results.config_diff(a, same)))
+
+
+def test_the_demo_trains_with_idk_answers_as_shipped_an_own_project_is_asked(ui_env, mine):
+    """The demo ships without normal answers and its figures use 'I don't know' ones: the
+    box starts ticked there and no warning stands; an own project without normals starts
+    unticked, with the warning that says what to do."""
+    at = on_page("app_pages/train.py", "demo")
+    assert at.checkbox(key="train.idk_fallback").value is True
+    assert not [w for w in at.warning if "not ready" in w.value]
+    assert any("I don't know" in c.value for c in at.caption)
+    pick(at, "mine")
+    assert at.checkbox(key="train.idk_fallback").value is False
+    assert [w for w in at.warning if "not ready" in w.value]

@@ -10,4 +10,4 @@ from sga_core.methods.graddiff import GradDiff
 class GD(GradDiff):
     name = "gd"
     rank = 21
-    title = "GD (gradient difference: forget ascent + retain NLL)"
+    title = "GD (gradient difference: forget ascent + retain NLL; = GradDiff)"

@@ -16,7 +16,7 @@ class GradDiffConfig:
 class GradDiff(Method):
     name = "graddiff"
     rank = 20
-    title = "GradDiff (forget ascent + retain NLL)"
+    title = "GradDiff (forget ascent + retain NLL; the same method as GD)"
     Config = GradDiffConfig
     needs = frozenset({"retain"})
 
