@@ -72,7 +72,7 @@ def runs_table():
 runs_table()
 
 ids = [r["run_id"] for r in runs]
-states = {r["run_id"]: r["state"] for r in runs}
+states = {r["run_id"]: r["state"] + (" · evaluating" if evaluating(r) else "") for r in runs}
 default = st.session_state.get("runs.selected") or next(  # else the running one, else
     (r["run_id"] for r in runs if r["state"] == "running"), None) or next(  # the newest
     (r["run_id"] for r in runs if r["state"] != "queued"), None)  # that ran (not a queued one)

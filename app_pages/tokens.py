@@ -41,7 +41,9 @@ names = wb.display_names(runs, project)
 ids = [r["run_id"] for r in runs]
 default = [i for i in ids if i == original.name] + [i for i in ids if i != original.name][:3]
 chosen = st.multiselect("models (the Original first)", ids, default=default,
-                        key="tokens.runs", format_func=lambda i: names.get(i, i))
+                        key="tokens.runs", format_func=lambda i: names.get(i, i),
+                        help="starts with the Original and the three newest evaluated runs "
+                             "of this project; add or remove any")
 tables = {run_id: wb.token_table(root / run_id).get(row) for run_id in chosen}
 tables = {k: v for k, v in tables.items() if v}
 if not tables:

@@ -251,7 +251,8 @@ def suggestion_text(s: dict | None) -> str:
         parts.append("Not distinguishable from it at 95% (the interval of the difference "
                      "holds 0): r = " + ", ".join(f"{o['r']:g}" for o in unclear) + ".")
     if clear:
-        parts.append("Clearly different: " + ", ".join(
+        parts.append(f"Clearly different (that r's {s['metric']} minus the best's, with the "
+                     "95% interval of the difference): " + ", ".join(
             f"r = {o['r']:g} ({o['diff'].mean:+.3g} [{o['diff'].lo:+.3g}, "
             f"{o['diff'].hi:+.3g}], {o['diff'].method})" for o in clear) + ".")
     return " ".join(parts)

@@ -109,7 +109,8 @@ def test_suggestion_says_what_is_clear_and_what_is_noise():
     assert others[0.0]["diff"].mean == pytest.approx((-0.30 - 0.38 - 0.43) / 3)
     assert not others[0.4]["clear"]  # seed by seed: +0.02, +0.02, -0.08
     text = comparison.suggestion_text(s)
-    assert "Not distinguishable" in text and "Clearly different: r = 0" in text
+    assert "Not distinguishable" in text and "Clearly different (that r" in text
+    assert "): r = 0" in text
     one = results.suggest_r([r for r in ROWS if r["seed"] == 0], "sw", "FQ")
     assert "single run" in comparison.suggestion_text(one)
     assert results.suggest_r(ROWS, "sw", "nope") is None

@@ -377,6 +377,7 @@ def test_runs_page_shows_evaluation_progress_and_eta(ui_env, mine):
     evaluating_run(ui_env, project)
     at = on_page("app_pages/runs.py", "mine")
     at.selectbox(key="runs.select").set_value("sga-evaluating").run()
+    assert "sga-evaluating — completed · evaluating" in at.selectbox(key="runs.select").options
     table = at.dataframe[0].value
     progress = table.loc[table["run"] == "sga-evaluating", "progress"].iloc[0]
     assert progress.startswith("evaluating: generating answers 5/20 · ETA "), progress

@@ -88,6 +88,7 @@ def test_results_pool_seeds_draw_bars_and_say_how_sure(seeded):
     assert len(per_run) == 6 and "sga r=-0.8 seed 1" in set(per_run["run"])
     pooled = frame_with(at, "configuration")
     assert list(pooled["n"]) == [3, 3]
+    assert list(pooled["r"]) == ["-0.8", "0"] and set(pooled["K"]) == {"4"}  # text, no "None"
     row = pooled[pooled["configuration"] == "sga r=-0.8"].iloc[0]
     assert row["FQ"].startswith("0.52 [") and " sd 0.1" in row["FQ"]
     assert row["seeds"] == "0, 1, 2"
@@ -99,7 +100,8 @@ def test_results_pool_seeds_draw_bars_and_say_how_sure(seeded):
     assert any(t.get("name") == "FQ seeds" and len(t["x"]) == 6 for t in spec["data"])
     at.selectbox(key="results.metric").set_value("FQ").run()
     info = " ".join(shown(i.value) for i in at.info)
-    assert "Best FQ at r = -0.8" in info and "Clearly different: r = 0" in info
+    assert "Best FQ at r = -0.8" in info and "Clearly different (that r" in info
+    assert "): r = 0" in info
     # MU's components, the lowest marked
     parts = frame_with(at, "lowest")
     assert set(parts["lowest"]) == {"world_facts ROUGE-L"}

@@ -27,9 +27,9 @@ def pooled_table(rows: list[dict], kind: str) -> None:
     st.subheader("Per configuration, over seeds")
     st.caption(INTERVAL_NOTE)
     df = pd.DataFrame(wb.group_display(rows, kind))
-    df["K"] = df["K"].astype("Int64")
-    st.dataframe(df.style.format({"r": "{:g}"}, na_rep="—"), hide_index=True,
-                 width="stretch", key="results.pooled")
+    for col, fmt in (("r", "{:g}"), ("K", "{:.0f}")):  # text: "—" where it does not apply
+        df[col] = [("—" if v is None or pd.isna(v) else fmt.format(v)) for v in df[col]]
+    st.dataframe(df, hide_index=True, width="stretch", key="results.pooled")
 
 
 def downloads(rows: list[dict], kind: str, name: str) -> None:
