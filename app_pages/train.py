@@ -142,7 +142,12 @@ if c1.button("Preview command", key="train.preview"):
     except (wb.ConfigError, ValueError) as exc:
         show_error(exc, "invalid settings")
 
-if c2.button("Launch", type="primary", key="train.launch"):
+try:  # say how many runs Launch makes: 'repeat over seeds' is kept from an earlier launch
+    n_seeds = len(wb.parse_seeds(training.get("seeds"), int(training.get("seed") or 0)))
+except (wb.ConfigError, ValueError, TypeError):
+    n_seeds = 1  # Launch names the problem
+if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed)",
+             type="primary", key="train.launch"):
     try:
         previewed = st.session_state.pop("train.previewed", None)
         # the previewed command's run id, if nothing changed since the preview

@@ -97,6 +97,7 @@ from sga_core.runs.queue import (
     submit,
 )
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
+from sga_core.stats import parse_seeds
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
@@ -115,6 +116,7 @@ __all__ = [
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "method_names", "metrics", "new_project",
+    "parse_seeds",
     "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
     "parse_r_values", "pending_model", "per_sample", "prepared_model", "prepared_reference",
     "preview", "probe", "probe_models", "progress", "project_runs", "protocol_note",

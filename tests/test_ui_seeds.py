@@ -134,7 +134,10 @@ def test_train_page_launches_over_seeds(ui_env, tiny_model_dir, monkeypatch):
 
     monkeypatch.setattr(queue, "ensure_runner", lambda *a, **k: None)
     at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    assert at.button(key="train.launch").label == "Launch"
     at.text_input(key="train.f.t.seeds").set_value("3").run()
+    # the button says how many runs it makes (the field is kept from launch to launch)
+    assert at.button(key="train.launch").label == "Launch 3 runs (one per seed)"
     at.button(key="train.launch").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Queued 3 runs, seeds 0, 1, 2" in s.value for s in at.success)
