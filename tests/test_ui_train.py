@@ -92,7 +92,9 @@ def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
     at = open_page("app_pages/train.py")
     at.radio(key="train.model_mode").set_value("other model").run()
     at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
-    # no normal answers and no IDK fallback: SGA must refuse with a clear message
+    # no normal answers and no IDK fallback (the demo starts with it ticked): SGA must
+    # refuse with a clear message
+    at.checkbox(key="train.idk_fallback").uncheck().run()
     at.button(key="train.launch").click().run()
     assert not at.exception
     assert any("normals" in shown(e.value) for e in at.error), [e.value for e in at.error]
