@@ -8,8 +8,9 @@ difference between r values (paired by seed) and whether it is larger than its i
 
 Each run uses assets/presets/demo-sga.yaml (25 steps, K = 4, "I don't know" normals) and is
 evaluated like any run (FQ against runs/demo-retain-ref). Runs land in ./runs and the demo
-project, so the Results page shows the same sweep afterwards. One SmolLM2 run takes 5-6
-minutes with its evaluation on a 2-core CPU: about 50 minutes for 9 runs.
+project, so the Results page shows the same sweep afterwards. One SmolLM2 run takes about 4
+minutes with its evaluation on a quiet 2-core CPU: about 40 minutes for 9 runs (86 measured
+with other jobs sharing the cores).
 
 ``--report SWEEP`` only prints the report of a sweep already run. The last line is
 machine-readable: ``runs=<n> seeds=<k> r_values=<m> clear_differences=<c>/<pairs>``.
