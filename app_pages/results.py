@@ -52,8 +52,12 @@ else:
 st.subheader("Loss curves")
 names = wb.display_names(all_runs, project)
 trained = [r["run_id"] for r in all_runs if r["method"] != "finetune"]
-chosen = st.multiselect("runs", trained, default=trained[:3], key="results.curves",
-                        format_func=lambda i: names.get(i, i))
+started = [i for i in trained if (root / i / "metrics.jsonl").exists()]  # not queued ones
+# keyed by what has trained: a run that finishes (or another project) brings a new default
+chosen = st.multiselect("runs", trained, default=started[:3],
+                        key=f"results.curves.{project.name}.{len(started)}",
+                        format_func=lambda i: names.get(i, i),
+                        help="starts with the three newest runs that have trained")
 metric = st.selectbox("curve", ["forget_nll", "loss", "normal_nll", "retain_nll", "r"],
                       key="results.curve_metric")
 if chosen:

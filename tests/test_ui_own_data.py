@@ -577,3 +577,17 @@ def test_the_demo_trains_with_idk_answers_as_shipped_an_own_project_is_asked(ui_
     pick(at, "mine")
     assert at.checkbox(key="train.idk_fallback").value is False
     assert [w for w in at.warning if "not ready" in w.value]
+
+
+def test_loss_curves_start_with_runs_that_trained(ui_env, mine):
+    """Queued runs have no curve: the loss-curve panel starts with runs that logged steps
+    (a trial saw 'did not log forget_nll' for runs that had simply not started)."""
+    from sga_core.fileio import append_jsonl
+
+    project, _ = mine
+    done = fake_run(ui_env / "runs", project, "sga-done")
+    append_jsonl(done / "metrics.jsonl", {"step": 1, "loss": 1.0, "forget_nll": 1.0})
+    fake_run(ui_env / "runs", project, "sga-waiting", state="queued")
+    at = on_page("app_pages/results.py", "mine")
+    assert not at.exception, at.exception
+    assert at.multiselect(key="results.curves.mine.1").value == ["sga-done"]
