@@ -17,11 +17,10 @@ the project's normal answers when complete for K = 4, else "I don't know" answer
 Last line: ``runs=<n> completed=<n> total_s=<s>``.
 
 Time (2-core CPU): the smoke mode makes 22 runs of 2 steps, each launched and evaluated as a
-process, about 15 minutes on a quiet machine (42 on a busy one). With SmolLM2 on the demo,
-about 2 hours on a quiet machine, estimated: 22 runs x about 2.5 minutes of evaluation, plus
-training worth about 20 SGA runs of 3 minutes (per-step cost relative to SGA's, measured:
-GA 0.8, LLMU 1.6, the others about 1; WHP reuses Task Vector's reinforced model and trains
-nothing); plus `prepare --demo` (15-20 minutes) if the project is not prepared yet.
+process, about 15 minutes on a quiet machine (42 on a busy one). With SmolLM2 on the demo, measured
+on a quiet machine: 54 minutes for the 22 runs (training 33-177 s a run, about 60 s of
+evaluation each; WHP reuses Task Vector's reinforced model and trains nothing), plus
+`prepare --demo` (8 minutes) if the project is not prepared yet.
 """
 
 from __future__ import annotations

@@ -194,6 +194,41 @@ def test_resume_runs_again_what_was_trained_with_other_settings_or_data(ui_env):
     assert bench().settings_differ(run, other) == ["training settings", "normals data"]
 
 
+def test_resume_keeps_runs_whose_normals_were_regenerated_alike(ui_env):
+    """The paper table writes its "I don't know" normals afresh on every invocation: the same
+    answers with a later ``updated_at`` are the same data, so a resumed table keeps the runs
+    (it re-ran all seven SGA runs when the hash covered the timestamp)."""
+    import json
+
+    from sga_core.config import load_config
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project
+    from sga_core.runs.folder import snapshot_data
+    from tests.own_data import fake_run
+
+    project = create_demo_project(root=ui_env / "workspace")
+    n = len(project.forget())
+    first = ui_env / "idk_first.jsonl"
+    idk_normals(n, 4).save(first)
+    run = fake_run(ui_env / "runs", project, "a", r=-0.8)
+    cfg = load_config(run / "config.yaml")
+    cfg.data.normals = str(first)
+    snapshot_data(cfg, run)  # the run's manifest: trained on the first table
+    again = ui_env / "idk_again.jsonl"
+    rows = [json.loads(line) for line in first.read_text().splitlines() if line.strip()]
+    assert rows and all("updated_at" in r for r in rows)
+    again.write_text("".join(json.dumps({**r, "updated_at": "2030-01-01T00:00:00Z"}) + "\n"
+                             for r in rows))
+    planned = load_config(run / "config.yaml")
+    planned.data.normals = str(again)
+    assert bench().settings_differ(run, planned) == []
+    changed = ui_env / "idk_changed.jsonl"
+    changed.write_text("".join(json.dumps({**r, "text": r["text"] + " Sorry."}) + "\n"
+                               for r in rows))
+    planned.data.normals = str(changed)
+    assert bench().settings_differ(run, planned) == ["normals data"]
+
+
 def test_a_re_run_replaces_its_earlier_row(ui_env):
     """One row per method and settings: the newest evaluated run of a label; a run that is
     not evaluated does not push out one that is."""
