@@ -125,10 +125,10 @@ def finished_runs(root: Path, group: str) -> dict[str, dict]:
 def settings_differ(run_dir: Path, cfg) -> list[str]:
     """What a kept run was trained with differently from the run ``cfg`` would make: the
     model, the method's settings, the training settings, or the rows of its data (compared
-    by content with the snapshot's manifest). Empty: the run stands for ``cfg``."""
+    by content with the run folder's data snapshot). Empty: the run stands for ``cfg``."""
     from sga_core.config import load_config
     from sga_core.params import to_dict
-    from sga_core.runs.folder import data_hashes, manifest
+    from sga_core.runs.folder import data_hashes
 
     old = load_config(run_dir / "config.yaml")
     differ = [name for name, a, b in (
@@ -136,9 +136,11 @@ def settings_differ(run_dir: Path, cfg) -> list[str]:
         ("method settings", to_dict(old.method_args) if not isinstance(old.method_args, dict)
          else old.method_args, cfg.method_args),
         ("training settings", to_dict(old.training), to_dict(cfg.training))) if a != b]
-    snap, mine = manifest(run_dir), data_hashes(cfg)
+    # the run folder's own data snapshot, hashed now (a manifest written before the normals'
+    # hash left out their timestamps would call the same answers different)
+    snap, mine = data_hashes(old), data_hashes(cfg)
     differ += [f"{part} data" for part in ("forget", "retain", "normals")
-               if (snap.get(part) or {}).get("rows_hash") != mine.get(part)]
+               if snap.get(part) != mine.get(part)]
     return differ
 
 
