@@ -237,6 +237,12 @@ class NormalTable:
     def to_rows(self) -> list[dict[str, Any]]:
         return [a.to_dict() for a in self.answers]
 
+    def content_rows(self) -> list[dict[str, Any]]:
+        """The rows with only what training reads (forget_index, k, text): a table written
+        again with the same answers (a new ``updated_at``, another source) is the same data."""
+        return [{"forget_index": a.forget_index, "k": a.k, "text": a.text}
+                for a in self.answers]
+
     def get(self, forget_index: int, k: int) -> NormalAnswer | None:
         return self._by_key.get((forget_index, k))
 

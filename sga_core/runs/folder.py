@@ -55,17 +55,12 @@ def make_run_id(cfg: TrainConfig, root: Path) -> str:
     return run_id
 
 
-# The fields of a normal answer that training reads: a table regenerated with the same
-# answers (a new updated_at) is the same data.
-NORMAL_CONTENT = ("forget_index", "k", "text")
-
-
 def _data_rows(cfg, name: str, src: Path) -> list[dict]:
     """The validated rows of one of a config's data files, as its manifest hash covers them."""
     from sga_core.data import NormalTable, load_dataset
 
-    if name == "normals":  # what training reads; not when or how each answer was made
-        return [{k: r[k] for k in NORMAL_CONTENT} for r in NormalTable.load(src).to_rows()]
+    if name == "normals":
+        return NormalTable.load(src).content_rows()
     return load_dataset(src, kind=cfg.data.task, field_map=dict(cfg.data.field_map or {})
                         or None).rows
 
