@@ -389,8 +389,7 @@ def _data_facts(run_dir: Path) -> dict:
     row count and content hash. config.yaml names the snapshot (``data/normals.jsonl`` in
     every run), so two runs with different normal answers would look the same without it."""
     out = {}
-    for name, entry in (read_json(Path(run_dir) / "data" / "manifest.json", default={})
-                        or {}).items():
+    for name, entry in manifest(run_dir).items():
         if isinstance(entry, dict):
             out[f"data.{name} source"] = entry.get("source")
             out[f"data.{name} rows"] = entry.get("rows")
