@@ -260,6 +260,24 @@ class Trainer:
         ga, n = self.cfg.training.grad_accum, len(batch)
         return [batch[j * n // ga:(j + 1) * n // ga] for j in range(ga)]
 
+    def grad_norm(self, max_norm: float) -> float | None:
+        """The norm of the whole model's gradient for this step, clipped to ``max_norm`` when
+        it is > 0 (0: measured only). accelerate's clip_grad_norm_ knows where each backend
+        keeps the gradient: DDP's all-reduced ``.grad``, every FSDP shard (the model passed
+        must be the prepared one, whose parameters accelerate recognises), DeepSpeed's engine
+        (``get_global_grad_norm()``; the engine clips by its own ``gradient_clipping``).
+        A sum over this process's ``.grad`` would see one shard, or nothing at all under
+        ZeRO. None when the backend reports no norm (logged once)."""
+        limit = max_norm if max_norm > 0 else math.inf  # inf: clip factor 1, no change
+        norm = self.acc.clip_grad_norm_(self.model.parameters(), limit)
+        if norm is None:
+            if not getattr(self, "_no_norm_logged", False):
+                self._no_norm_logged = True
+                self.log(f"the {self.acc.distributed_type.value} backend reports no gradient "
+                         "norm for this step; metrics.jsonl's grad_norm is null until it does")
+            return None
+        return float(norm)
+
     def apply_update(self, step_loss: float):
         """Clip, check and apply the gradients of one step; returns the gradient norm.
         Raises StopTraining('diverged') instead of applying a bad update."""
@@ -271,12 +289,8 @@ class Trainer:
             self.opt.zero_grad(set_to_none=True)
             raise StopTraining("diverged", f"|loss| {abs(step_loss):.3g} exceeded "
                                            f"diverge_loss {t.diverge_loss:g}")
-        if t.max_grad_norm > 0:
-            grad_norm = self.acc.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
-        else:
-            grad_norm = torch.sqrt(sum((p.grad.detach().float() ** 2).sum()
-                                       for p in self.model.parameters() if p.grad is not None))
-        if grad_norm is not None and not torch.isfinite(torch.as_tensor(grad_norm)):
+        grad_norm = self.grad_norm(t.max_grad_norm)
+        if grad_norm is not None and not math.isfinite(grad_norm):
             self.opt.zero_grad(set_to_none=True)
             raise StopTraining("diverged", "the gradient became non-finite")
         # a finite gradient can still give non-finite weights with reduced-precision weights
