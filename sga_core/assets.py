@@ -1,5 +1,10 @@
 """Where the workbench's shipped files live, defined once: the project root, ``assets/`` (demo
-data, presets, prompt templates, "I don't know" templates) and the accelerate configs."""
+data, presets, prompt templates, "I don't know" templates) and the accelerate configs.
+
+In a checkout (and an editable install) they are ``assets/`` and ``configs/`` beside the
+package; an installed wheel carries them inside it, as ``sga_core/_shipped/assets`` and
+``sga_core/_shipped/configs`` (pyproject.toml maps them there). The package's own copy wins
+when present, so a stray ``assets/`` folder in site-packages is never taken for it."""
 
 from __future__ import annotations
 
@@ -7,8 +12,13 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-ASSETS_DIR = PROJECT_ROOT / "assets"
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parent
+_IN_PACKAGE = PACKAGE_DIR / "_shipped"
+# the folder that holds assets/ and configs/: the installed package's copy, or the checkout
+SHIPPED_ROOT = _IN_PACKAGE if (_IN_PACKAGE / "assets").is_dir() else PROJECT_ROOT
+ASSETS_DIR = SHIPPED_ROOT / "assets"
+ACCELERATE_CONFIGS_DIR = SHIPPED_ROOT / "configs" / "accelerate"
 DEMO_DIR = ASSETS_DIR / "demo"
 PRESETS_DIR = ASSETS_DIR / "presets"
 PROMPTS_DIR = ASSETS_DIR / "prompts"
