@@ -397,7 +397,6 @@ def _normals(c: _Corpus) -> None:
     c.normals("complete.csv", _csv(list(rows[0]), [[str(v) for v in r.values()] for r in rows]),
               "load", "normals-ok")
     c.normals("partial.jsonl", _jsonl(rows[:5]), "load", "normals-ok")
-    c.normals("empty.jsonl", "", "load", "normals-ok")
     c.normals("extra-fields.jsonl", _jsonl([{**r, "model": "x", "n": [1]} for r in rows]),
               "load", "normals-ok")
     c.normals("all-fields.jsonl", _jsonl([_answer(score=0.5, edited=True,
@@ -525,11 +524,24 @@ def _presets(c: _Corpus) -> None:
         c.preset(name, text, "error", "preset-bad")
 
 
+# --- imports: normals and benchmark folders
+
+
+def _normals_empty(c: _Corpus) -> None:
+    """Files holding no answers: importing one would wipe the curated table, so each is
+    refused naming the file."""
+    for name, content in (("empty.jsonl", ""), ("blank-lines.jsonl", "\n \n\t\n"),
+                          ("only-bom.jsonl", codecs.BOM_UTF8), ("empty-list.json", "[]"),
+                          ("header-only.csv", "forget_index,k,text,source\n")):
+        c.normals(name, content, "error", "normals-empty", None, None)
+
+
 def hostile_files(tmp_dir: str | Path) -> list[Hostile]:
     """Write the corpus into ``tmp_dir`` (one sub-folder per file) and describe it."""
     corpus = _Corpus(Path(tmp_dir))
     for part in (_encodings, _separators, _nesting_and_numbers, _structure, _strings,
-                 _wrong_types, _missing_and_empty, _csv_quoting, _parquet, _normals, _presets):
+                 _wrong_types, _missing_and_empty, _csv_quoting, _parquet, _normals, _presets,
+                 _normals_empty):
         part(corpus)
     return corpus.files
 

@@ -205,9 +205,14 @@ class Project:
         stays in the history). Every ``k`` must be within 1..K-1 of ``k`` (default: the
         project's K; at most ``MAX_K``) and every ``forget_index`` must name a row of the
         forget set; a bad file raises DataError (file, row, field) and changes nothing.
-        ``name`` is the file name shown in the version's reason (an upload's own name)."""
+        ``name`` is the file name shown in the version's reason (an upload's own name).
+        A file holding no answers (empty, blank, a header alone, ``[]``) is refused: it
+        would wipe the curated table."""
         table = NormalTable.load(path, k=self.k if k is None else k,
                                  num_forget=len(self.forget()))
+        if not table.answers:
+            raise DataError("holds no normal answers; the table was left as it was",
+                            name or Path(path).name)
         self.save_normals(table, reason=f"import {name or Path(path).name}")
         return table
 
