@@ -16,6 +16,8 @@ Roles, decided by the set's rows and name (never by a separate setting that coul
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,5 +78,28 @@ def load_set(project_kind: str, name: str, path: str | Path,
     return load_dataset(path, kind=set_kind(project_kind, name), field_map=field_map)
 
 
+@functools.lru_cache(maxsize=128)
+def _summary(path: str, size: int, mtime_ns: int, inode: int, project_kind: str,
+             name: str) -> tuple[int, str, str, str]:
+    ds = load_dataset(path)
+    role, what = role_of(project_kind, name, ds.rows, ds.kind)
+    return len(ds), ds.kind, role, what
+
+
+def set_summary(project_kind: str, name: str, path: str | os.PathLike) -> dict:
+    """A saved set's ``rows``, ``kind``, ``role`` and ``what`` it is for, parsed once per
+    file version (path, size, mtime, inode): the Data page lists the sets on every render,
+    and a large set costs seconds to parse. A replaced or appended file is parsed again."""
+    p = Path(path).resolve()
+    st = p.stat()
+    n, kind, role, what = _summary(str(p), st.st_size, st.st_mtime_ns, st.st_ino,
+                                   project_kind, name)
+    return {"rows": n, "kind": kind, "role": role, "what": what}
+
+
+set_summary.cache_info = _summary.cache_info  # type: ignore[attr-defined]
+set_summary.cache_clear = _summary.cache_clear  # type: ignore[attr-defined]
+
+
 __all__ = ["RESERVED", "SET_NAME_RE", "TEXT_ROLES", "check_set_name", "load_set", "role_of",
-           "set_kind"]
+           "set_kind", "set_summary"]

@@ -139,16 +139,14 @@ class Project:
     def eval_set_info(self) -> list[dict]:
         """Each extra evaluation set: name, rows, kind, role, what it is for, its source file
         and the field mapping it was imported with."""
-        from sga_core.projects.eval_sets import role_of
+        from sga_core.projects.eval_sets import set_summary
 
         sources = self.meta.get("eval_sources") or {}
         out = []
         for name, path in self.eval_sets().items():
-            ds = load_dataset(path)
-            role, what = role_of(self.kind, name, ds.rows, ds.kind)
             src = sources.get(name) or {}
-            out.append({"name": name, "rows": len(ds), "kind": ds.kind, "role": role,
-                        "what": what, "source": src.get("source") or path.name,
+            out.append({"name": name, **set_summary(self.kind, name, path),
+                        "source": src.get("source") or path.name,
                         "field_map": self.field_maps.get(f"eval:{name}") or {}})
         return out
 
