@@ -39,6 +39,7 @@ class Hostile:
     group: str  # what the file tries (encoding, nesting, csv-quoting, ...)
     row: int | None | str = NOT_CHECKED  # the row an error must name (None: no row)
     field: str | None | str = NOT_CHECKED  # the field an error must name (None: no field)
+    names: tuple[str, ...] = ()  # folders: the paths (relative to the folder) an error names
 
     def __iter__(self):  # unpacks as (path, expectation)
         return iter((self.path, self.expect))
@@ -536,12 +537,127 @@ def _normals_empty(c: _Corpus) -> None:
         c.normals(name, content, "error", "normals-empty", None, None)
 
 
+def muse_folder_files() -> dict[str, str]:
+    """A complete MUSE-News folder in the hub's ``<config>/<split>.jsonl`` layout."""
+    texts = [{"text": f"News story {i}: the council met on day {i} and voted."}
+             for i in range(6)]
+    qa = [{"question": f"What happened on day {i}?", "answer": f"A vote on day {i}."}
+          for i in range(4)]
+    return {"raw/forget.jsonl": _jsonl(texts[:4]), "raw/retain1.jsonl": _jsonl(texts[2:]),
+            "verbmem/forget.jsonl": _jsonl([{"prompt": "The council", "gt": " met."}] * 2),
+            "privleak/holdout.jsonl": _jsonl(texts[4:]),
+            "knowmem/forget_qa.jsonl": _jsonl(qa[2:]), "knowmem/forget_qa_icl.jsonl":
+                _jsonl(qa[:2]), "knowmem/retain_qa.jsonl": _jsonl(qa[2:]),
+            "knowmem/retain_qa_icl.jsonl": _jsonl(qa[:2])}
+
+
+def parquet_shards(rows: list[dict], n: int) -> list[bytes]:
+    """``rows`` as ``n`` parquet files (the hub's shards of one split), in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = []
+    per = -(-len(rows) // n)
+    for i in range(n):
+        buf = io.BytesIO()
+        pq.write_table(pa.Table.from_pylist(rows[i * per:(i + 1) * per]), buf)
+        out.append(buf.getvalue())
+    return out
+
+
+def write_folder(root: Path, files: dict[str, str | bytes | Path]) -> Path:
+    """Write a benchmark folder under ``root``; a Path value makes a symbolic link to it."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            path.symlink_to(content)
+        else:
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return root
+
+
+def _folders(c: _Corpus) -> None:
+    """MUSE-News folders for ``import_benchmark(..., folder=...)``: errors name the path
+    relative to the folder, two files for one split are an error naming both, the hub's
+    parquet shards are read in order, and links leading outside the folder are refused."""
+
+    def folder(tag: str, files: dict, expect: str, group: str, *names: str,
+               drop: tuple[str, ...] = ()) -> None:
+        base = c.root / "folder" / f"{len(c.files):03d}"
+        kept = {k: v for k, v in {**muse_folder_files(), **files}.items() if k not in drop}
+        path = write_folder(base / f"muse-{tag}", kept)
+        c.files.append(Hostile(path, "folder", expect, group, names=names))
+
+    folder("ok", {}, "load", "folder-ok")
+    folder("empty-raw", {"raw/forget.jsonl": ""}, "error", "folder-names", "raw/forget.jsonl")
+    folder("empty-verbmem", {"verbmem/forget.jsonl": ""}, "error", "folder-names",
+           "verbmem/forget.jsonl")
+    folder("bad-row", {"knowmem/retain_qa.jsonl": _jsonl([QA, {"question": "q"}])}, "error",
+           "folder-names", "knowmem/retain_qa.jsonl")
+    folder("json-and-jsonl", {"raw/forget.json": _jsonl([{"text": "other"}])}, "error",
+           "folder-two-files", "raw/forget.json", "raw/forget.jsonl")
+    folder("dash-and-slash", {"knowmem-forget_qa.jsonl": _jsonl([QA])}, "error",
+           "folder-two-files", "knowmem/forget_qa.jsonl", "knowmem-forget_qa.jsonl")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return
+    texts = [{"text": f"Sharded story {i}."} for i in range(5)]
+    shards = parquet_shards(texts, 2)
+    folder("two-shards", {f"raw/forget-0000{i}-of-00002.parquet": b for i, b in
+                          enumerate(shards)}, "load", "folder-shards", drop=("raw/forget.jsonl",))
+    folder("three-shards", dict(zip([f"raw/retain1-0000{i}-of-00003.parquet" for i in range(3)],
+                                    parquet_shards(texts, 3))), "load", "folder-shards",
+           drop=("raw/retain1.jsonl",))
+    bad = parquet_shards(texts[:2], 1) + parquet_shards([{"text": "ok"}, {"text": ""}], 1)
+    folder("bad-second-shard", {f"raw/forget-0000{i}-of-00002.parquet": b for i, b in
+                                enumerate(bad)}, "error", "folder-shards",
+           "raw/forget-00001-of-00002.parquet", drop=("raw/forget.jsonl",))
+    folder("missing-shard", {"raw/forget-00000-of-00003.parquet": shards[0],
+                             "raw/forget-00002-of-00003.parquet": shards[1]}, "error",
+           "folder-shards", "raw/forget-00001-of-00003.parquet", drop=("raw/forget.jsonl",))
+    folder("shards-and-jsonl", {f"raw/forget-0000{i}-of-00002.parquet": b for i, b in
+                                enumerate(shards)}, "error", "folder-two-files",
+           "raw/forget.jsonl", "raw/forget-00000-of-00002.parquet")
+
+
+def _folder_links(c: _Corpus) -> None:
+    """Symbolic links in a benchmark folder: one staying inside loads, one leading outside
+    (a file or a whole config folder) is refused, naming the link."""
+
+    def folder(tag: str, links: dict[str, str], expect: str, *names: str) -> None:
+        base = c.root / "folder" / f"{len(c.files):03d}"
+        outside = write_folder(base / "outside", {
+            "secret.jsonl": _jsonl([{"text": "not yours"}]),
+            "knowmem/forget_qa.jsonl": _jsonl([QA]), "knowmem/forget_qa_icl.jsonl": _jsonl([QA]),
+            "knowmem/retain_qa.jsonl": _jsonl([QA]), "knowmem/retain_qa_icl.jsonl": _jsonl([QA])})
+        files = muse_folder_files()
+        root = base / f"muse-{tag}"
+        for rel in links:
+            files = {k: v for k, v in files.items() if not k.startswith(rel)}
+        write_folder(root, files)
+        for rel, target in links.items():  # "outside:x" / "inside:x" / a relative link
+            where, _, rel_target = target.partition(":")
+            dest = {"outside": outside, "inside": root}.get(where)
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).symlink_to(dest / rel_target if dest else Path(target))
+        c.files.append(Hostile(root, "folder", expect, "folder-links", names=names))
+
+    folder("link-inside", {"raw/forget.jsonl": "inside:raw/retain1.jsonl"}, "load")
+    folder("link-outside", {"raw/forget.jsonl": "outside:secret.jsonl"}, "error",
+           "raw/forget.jsonl")
+    folder("link-outside-dir", {"knowmem": "outside:knowmem"}, "error", "knowmem")
+    folder("link-relative-outside", {"privleak/holdout.jsonl": "../../outside/secret.jsonl"},
+           "error", "privleak/holdout.jsonl")
+
+
 def hostile_files(tmp_dir: str | Path) -> list[Hostile]:
     """Write the corpus into ``tmp_dir`` (one sub-folder per file) and describe it."""
     corpus = _Corpus(Path(tmp_dir))
     for part in (_encodings, _separators, _nesting_and_numbers, _structure, _strings,
                  _wrong_types, _missing_and_empty, _csv_quoting, _parquet, _normals, _presets,
-                 _normals_empty):
+                 _normals_empty, _folders, _folder_links):
         part(corpus)
     return corpus.files
 

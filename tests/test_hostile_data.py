@@ -1,8 +1,9 @@
 """The hostile suite (issue 16, item 10): 200+ generated hostile files through the loaders
 (``load_dataset``, ``create_project``, ``NormalTable.load``, ``Project.import_normals``, the
-preset validator). Each must end as a clear DataError / ConfigError naming the file (and the
-row and field where one applies) or a correct load: never another exception, never a file
-written on failure, never a project that fails to reload."""
+preset validator, ``import_benchmark`` from a benchmark folder). Each must end as a clear
+DataError / ConfigError / HubError naming the file (and the row and field where one applies;
+in a folder, the path relative to it) or a correct load: never another exception, never a
+file written on failure, never a project that fails to reload."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pytest
 
 from sga_core.config import ConfigError
 from sga_core.data import DataError, NormalTable, load_dataset
+from sga_core.data.hub import HubError
 from sga_core.presets import load_preset
 from sga_core.projects import create_demo_project, create_project, load_project
+from sga_core.projects.benchmarks import import_benchmark
 from tests.hostile_corpus import NOT_CHECKED, Hostile, hostile_files, representative
 
 
@@ -43,6 +46,11 @@ def check_error(f: Hostile, exc: Exception, secret_dir: Path) -> None:
     """A clear error: names the file's base name, never a server-side folder, and the row
     and field the corpus expects."""
     message = str(exc)
+    if f.target == "folder":  # the paths inside the imported folder, never the folder
+        missing = [n for n in f.names if n not in message]
+        if missing or str(f.path) in message or "\n" in message:
+            raise Outcome("unclear", f"does not name {missing}: {message[:300]!r}")
+        return
     if f.path.name not in message or str(secret_dir) in message or "\n" in message:
         raise Outcome("unclear", f"unclear message: {message[:200]!r}")
     if isinstance(exc, DataError):
@@ -103,6 +111,23 @@ def run_normals(f: Hostile, ws: Path) -> str:
     return "loaded"
 
 
+def run_folder(f: Hostile, name: str, ws: Path) -> str:
+    before = tree(ws)
+    try:
+        project = import_benchmark("muse-news", name, folder=f.path, root=ws)
+    except (DataError, HubError):
+        if tree(ws) != before:
+            raise Outcome("written", "import_benchmark wrote files on failure") from None
+        raise
+    try:
+        again = load_project(name, ws)
+        assert again.forget() == project.forget() and len(again.eval_sets()) == 6
+    except Exception as exc:
+        raise Outcome("reload", f"project fails to reload: {type(exc).__name__}: {exc}") \
+            from None
+    return "loaded"
+
+
 def run_preset(f: Hostile) -> str:
     preset = load_preset(f.path)
     assert isinstance(preset, dict)
@@ -119,9 +144,11 @@ def run_corpus(files: list[Hostile], ws: Path, secret_dir: Path) -> tuple[Counte
                 got = run_dataset(f, f"h{i:03d}", ws)
             elif f.target == "normals":
                 got = run_normals(f, ws)
+            elif f.target == "folder":
+                got = run_folder(f, f"h{i:03d}", ws)
             else:
                 got = run_preset(f)
-        except (DataError, ConfigError) as exc:
+        except (DataError, ConfigError, HubError) as exc:
             got = "error"
             try:
                 check_error(f, exc, secret_dir)
@@ -155,7 +182,8 @@ def test_hostile_corpus(tmp_path, capsys):
     leftovers = [p for p in tree(ws) if ".creating-" in p or p.endswith(".tmp")]
     by_target = Counter(f.target for f in files)
     line = (f"hostile suite: {counts['tried']} files tried ({by_target['dataset']} datasets, "
-            f"{by_target['normals']} normal-answer tables, {by_target['preset']} presets), "
+            f"{by_target['normals']} normal-answer tables, {by_target['preset']} presets, "
+            f"{by_target['folder']} benchmark folders), "
             f"{counts['loaded']} loaded, {counts['clear errors']} clear errors, "
             f"{counts['other exceptions']} other exceptions, {counts['written']} files "
             f"written on failure, {counts['reload']} projects that fail to reload, "
@@ -198,7 +226,7 @@ def test_representative_subset_covers_every_group(tmp_path):
     assert path.exists() and expect in ("load", "error")
 
 
-@pytest.mark.parametrize("target", ["dataset", "normals", "preset"])
+@pytest.mark.parametrize("target", ["dataset", "normals", "preset", "folder"])
 def test_corpus_has_both_outcomes_per_target(tmp_path, target):
     files = [f for f in hostile_files(tmp_path) if f.target == target]
     assert {f.expect for f in files} == {"load", "error"}

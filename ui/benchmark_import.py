@@ -21,7 +21,9 @@ def _benchmark_form(bench: str) -> dict:
     source = c2.radio("from", list(SOURCES), format_func=SOURCES.get, key="bench.source")
     folder = st.text_input("folder", key="bench.folder",
                            help="files named <config>.json (TOFU: forget10_perturbed.json, "
-                                "...) or <config>/<split>.jsonl (MUSE: raw/forget.jsonl, ...)"
+                                "...) or <config>/<split>.jsonl (MUSE: raw/forget.jsonl, ...), or "
+                                "the hub's parquet shards <config>/<split>-00000-of-00002"
+                                ".parquet ...; one file per split"
                            ) if source == "folder" else None
     return {"variant": split, "online": source == "hub", "folder": folder}
 

@@ -17,13 +17,19 @@ the ones the benchmarks' own code loads:
 ``datasets`` is imported only inside :func:`load_part`. A folder holds one file per part,
 named ``<config>.<ext>`` (one-split configs such as TOFU's, the way TOFU's hub repository
 stores them), ``<config>/<split>.<ext>`` or ``<config>-<split>.<ext>``, or the hub's own
-parquet layout ``<config>/<split>-*.parquet``; ``ext`` is json, jsonl, parquet or csv.
+parquet layout ``<config>/<split>-*.parquet`` (the shards ``-00000-of-00002`` ... of one
+split, read in order and concatenated); ``ext`` is json, jsonl, parquet or csv. Two files
+for one split (``raw/forget.json`` beside ``raw/forget.jsonl``) are an error naming both,
+and a symbolic link leading outside the folder is refused; every message names a file by
+its path inside the folder (``raw/forget.jsonl`` and ``verbmem/forget.jsonl`` differ).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,19 +99,111 @@ def get_benchmark(name: str) -> Benchmark:
     return BENCHMARKS[key]
 
 
-def folder_file(folder: str | os.PathLike, part: Part) -> Path | None:
-    """The file of ``part`` in a local folder (see the module docstring), or None."""
+SHARD_RE = re.compile(r"-(\d+)-of-(\d+)\.parquet$")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One part as a local file: ``label`` names it in messages (its path inside the
+    imported folder); ``temp`` is a folder to remove once the project is written."""
+
+    path: Path
+    label: str
+    temp: Path | None = None
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _check_inside(root: Path, path: Path) -> None:
+    """Refuse ``path`` when it, or a folder on its way down from ``root``, is a symbolic
+    link leading outside ``root``; the message names the link."""
+    real_root = root.resolve()
+    cur = root
+    for name in path.relative_to(root).parts:
+        cur = cur / name
+        if cur.is_symlink() and not cur.resolve().is_relative_to(real_root):
+            raise HubError(f"{_rel(root, cur)}: a symbolic link leading outside the imported "
+                           "folder; refused (copy the file into the folder instead)")
+
+
+def _shards(root: Path, part: Part) -> list[Path]:
+    """The hub's parquet shards of ``part`` in order; a gap in ``-NNNNN-of-MMMMM`` names
+    the missing shard."""
+    folder = root / part.config
+    if not folder.is_dir():
+        return []
+    shards = sorted(p for p in folder.glob(f"{part.split}-*.parquet")
+                    if p.is_file() or p.is_symlink())
+    numbered = [SHARD_RE.search(p.name) for p in shards]
+    if shards and all(numbered):
+        totals = {m.group(2) for m in numbered}
+        have = {int(m.group(1)) for m in numbered}
+        total = max(int(t) for t in totals)
+        width = len(numbered[0].group(1))
+        missing = [i for i in range(total) if i not in have]
+        if missing or len(totals) > 1 or len(have) != len(shards) or max(have) >= total:
+            gap = (f"{part.config}/{part.split}-{missing[0]:0{width}d}-of-"
+                   f"{total:0{len(numbered[0].group(2))}d}.parquet is missing" if missing
+                   else "the shards' numbers do not make one series")
+            raise HubError(f"{_rel(root, shards[0])}: {len(shards)} parquet shards of split "
+                           f"{part.split!r}, but {gap}")
+    return shards
+
+
+def folder_files(folder: str | os.PathLike, part: Part) -> list[Path]:
+    """The files of ``part`` in a local folder (see the module docstring): one file, the
+    hub's shards in order, or [] when there is none. Two candidates, or a link leading
+    outside the folder, raise :class:`HubError` naming them."""
     root = Path(folder).expanduser()
+    if not root.is_dir():
+        return []
+    names = []
     for ext in EXTENSIONS:
-        names = [f"{part.config}/{part.split}{ext}", f"{part.config}-{part.split}{ext}"]
+        names += [f"{part.config}/{part.split}{ext}", f"{part.config}-{part.split}{ext}"]
         if part.split == "train":
             names.append(f"{part.config}{ext}")
-        for name in names:
-            if (root / name).is_file():
-                return root / name
-    shards = sorted((root / part.config).glob(f"{part.split}-*.parquet")) \
-        if (root / part.config).is_dir() else []
-    return shards[0] if len(shards) == 1 else None
+    found = [root / n for n in names if (root / n).is_file() or (root / n).is_symlink()]
+    shards = _shards(root, part)
+    for path in found + shards:
+        _check_inside(root, path)
+    candidates = [_rel(root, p) for p in found]
+    if shards:
+        more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""
+        candidates.append(_rel(root, shards[0]) + more)
+    if len(candidates) > 1:
+        raise HubError(f"{' and '.join(candidates)}: {len(candidates)} files for config "
+                       f"{part.config!r}, split {part.split!r}; keep one (a split is one "
+                       "file, or the hub's parquet shards)")
+    return found or shards
+
+
+def folder_file(folder: str | os.PathLike, part: Part) -> Path | None:
+    """The first file of ``part`` in a local folder (:func:`folder_files`), or None."""
+    files = folder_files(folder, part)
+    return files[0] if files else None
+
+
+def _concatenated(root: Path, part: Part, shards: list[Path]) -> Loaded:
+    """The shards' rows, each shard validated (errors name the shard and its own row), in
+    one temporary JSONL file."""
+    from sga_core.data.loaders import load_dataset
+    from sga_core.fileio import atomic_write_jsonl
+
+    rows: list[dict] = []
+    for shard in shards:
+        try:
+            rows += load_dataset(shard).rows
+        except DataError as exc:
+            raise DataError(exc.reason, _rel(root, shard), exc.row, exc.field) from None
+    temp = Path(tempfile.mkdtemp(prefix="sga-shards-"))
+    try:
+        path = atomic_write_jsonl(temp / f"{part.split}.jsonl", rows)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return Loaded(path, f"{part.config}/{part.split}-*.parquet ({len(shards)} shards)", temp)
 
 
 def expected_names(part: Part) -> str:
@@ -161,18 +259,22 @@ def hub_rows(repo: str, config: str, split: str) -> list[dict]:
 
 
 def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None = None,
-              online: bool = False, variant: str | None = None) -> Path:
-    """One part as a local data file (a folder's own file, or the hub rows written to a
-    temporary JSONL): the caller validates it with :func:`sga_core.data.load_dataset`."""
+              online: bool = False, variant: str | None = None) -> Loaded:
+    """One part as a local data file (a folder's own file, its shards concatenated, or the
+    hub rows written to a temporary JSONL): the caller validates it with
+    :func:`sga_core.data.load_dataset`, naming it by the returned label."""
     where = f"{bench.repo} (config {part.config!r}, split {part.split!r})"
     if folder is not None:
-        path = folder_file(folder, part)
-        if path is None:
-            if not Path(folder).expanduser().is_dir():
+        root = Path(folder).expanduser()
+        files = folder_files(root, part)
+        if not files:
+            if not root.is_dir():
                 raise HubError(f"{folder}: no such folder")
             raise HubError(f"{where}: no file for it in {folder}; expected "
                            f"{expected_names(part)}")
-        return path
+        if len(files) > 1:
+            return _concatenated(root, part, files)
+        return Loaded(files[0], _rel(root, files[0]))
     try:
         with network(online):
             rows = hub_rows(bench.repo, part.config, part.split)
@@ -191,4 +293,4 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
 
     tmp = Path(tempfile.mkdtemp(prefix="sga-hub-")) / f"{part.config}-{part.split}.jsonl"
     atomic_write_jsonl(tmp, rows)
-    return tmp
+    return Loaded(tmp, f"{part.config}/{part.split} ({bench.repo})", tmp.parent)

@@ -19,31 +19,31 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     """A project from TOFU (``variant``: forget01 / forget05 / forget10) or MUSE-News: from a
     ``folder`` of its files, else through ``datasets`` (the hub when ``online``, else only
     the local HF cache). A part that cannot be found raises :class:`~sga_core.data.hub.
-    HubError` naming the dataset and the fix; a bad file a DataError; nothing is written
-    then."""
+    HubError` naming the dataset and the fix; a bad file a DataError naming it by its path
+    inside the folder; nothing is written then."""
     from sga_core.data.hub import get_benchmark, load_part
 
     bench = get_benchmark(benchmark)
     variant = variant or (bench.variants[-1] if bench.variants else None)
     name = check_name(name or (f"{bench.name}-{variant}" if variant else bench.name))
-    files = {}
-    temps = []
+    loaded = {}
     try:
         for part in bench.parts(variant):
-            path = load_part(bench, part, folder=folder, online=online, variant=variant)
-            if folder is None:
-                temps.append(path.parent)
-            files[part.role] = path
+            loaded[part.role] = load_part(bench, part, folder=folder, online=online,
+                                          variant=variant)
+        files = {role: got.path for role, got in loaded.items()}
         where = str(folder) if folder is not None else bench.repo
         evals = {r: p for r, p in files.items() if r not in ("forget", "retain")}
         project = create_project(
             name, files["forget"], files["retain"], kind=bench.kind, k=k, root=root,
             overwrite=overwrite, eval_sets=evals,
             sources={"forget": f"{where}: {bench.parts(variant)[0].config}",
-                     "retain": f"{where}: {bench.parts(variant)[1].config}"})
+                     "retain": f"{where}: {bench.parts(variant)[1].config}"},
+            labels={role: got.label for role, got in loaded.items()})
     finally:
-        for t in temps:
-            shutil.rmtree(t, ignore_errors=True)
+        for got in loaded.values():
+            if got.temp is not None:
+                shutil.rmtree(got.temp, ignore_errors=True)
     project.update_meta(protocol=bench.protocol, benchmark=bench.name, variant=variant,
                         benchmark_source=str(folder) if folder is not None else
                         f"{bench.repo} ({'hub' if online else 'local HF cache'})")

@@ -292,9 +292,12 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                    kind: str = "auto", k: int = 4, root=None, overwrite: bool = False,
                    eval_sets: dict[str, str | os.PathLike] | None = None,
                    sources: dict[str, str] | None = None,
-                   field_maps: dict[str, dict[str, str]] | None = None) -> Project:
+                   field_maps: dict[str, dict[str, str]] | None = None,
+                   labels: dict[str, str] | None = None) -> Project:
     """Validate the files and create the project in one step: a bad file raises
-    :class:`~sga_core.data.DataError` (file, row, field) and nothing is written.
+    :class:`~sga_core.data.DataError` (file, row, field) and nothing is written; ``labels``
+    (role or set name -> name) names a file in its errors instead of its base name (a
+    benchmark folder's ``raw/forget.jsonl``).
     ``field_maps`` renames each file's fields first (``{"forget": {"prompt": "question"},
     "retain": {...}, "<eval set>": {...}}``, :mod:`sga_core.data.mapping`) and is kept in
     project.json, so the project's later files are offered the same mapping."""
@@ -309,17 +312,30 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     final = root / name
     if final.exists() and not overwrite:
         raise ProjectError(f"a project named {name!r} already exists")
-    f_ds: Dataset = load_dataset(forget, kind=kind, field_map=maps.get("forget"))
-    r_ds = load_dataset(retain, field_map=maps.get("retain")) if retain else None
+    labels = labels or {}
+
+    def named(role: str, load):
+        try:
+            return load()
+        except DataError as exc:
+            if role not in labels:
+                raise
+            raise DataError(exc.reason, labels[role], exc.row, exc.field) from None
+
+    f_ds: Dataset = named("forget", lambda: load_dataset(forget, kind=kind,
+                                                         field_map=maps.get("forget")))
+    r_ds = named("retain", lambda: load_dataset(retain, field_map=maps.get("retain"))) \
+        if retain else None
     if r_ds is not None and r_ds.kind != f_ds.kind:
         raise DataError(f"retain data is {r_ds.kind} but forget data is {f_ds.kind}",
-                        file=Path(retain).name)
+                        file=labels.get("retain", Path(retain).name))
     try:
         set_names = [check_set_name(n) for n in (eval_sets or {})]
     except ValueError as exc:
         raise ProjectError(str(exc)) from None
-    evals = {n: load_set(f_ds.kind, n, p, maps.get(n))
-             for n, p in zip(set_names, (eval_sets or {}).values())}
+    evals = {}
+    for n, p in zip(set_names, (eval_sets or {}).values()):
+        evals[n] = named(n, lambda n=n, p=p: load_set(f_ds.kind, n, p, maps.get(n)))
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".creating-{name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
