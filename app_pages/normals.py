@@ -39,7 +39,8 @@ with st.expander("Generate", expanded=table is None):
     if table is not None:
         st.caption(f"Generating for all rows replaces the {len(table)} answers in the table "
                    f"({sum(a.edited for a in table.answers)} edited by hand); the current "
-                   "table stays in the history below, where it can be restored.")
+                   "table stays in the history below, where it can be restored. Answers you "
+                   "edit while it runs are kept.")
     project_note(project, "generates into")
     if st.button("Generate for all forget rows", type="primary", key="normals.generate"):
         try:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,17 +140,33 @@ def read_json(path: str | os.PathLike, default: Any = None) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+_HELD = threading.local()  # the file locks this thread holds: path -> depth
+
+
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike) -> Iterator[None]:
     """An exclusive lock between processes (``flock`` on ``path``, created if needed) for
-    the block: a read-change-write that a background job and the UI may both do."""
+    the block: a read-change-write that a background job and the UI may both do. The thread
+    that holds it may take it again inside the block (a nested take is a no-op, where a
+    second ``flock`` would wait for itself forever)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    key = os.path.abspath(path)
+    held = _HELD.__dict__.setdefault("depth", {})
+    if held.get(key):
+        held[key] += 1
         try:
             yield
         finally:
+            held[key] -= 1
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        held[key] = 1
+        try:
+            yield
+        finally:
+            held.pop(key, None)
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 

@@ -7,22 +7,28 @@ API key), ``status.json`` (state, stage, done/total, tokens, errors, the version
 project's table (all rows, or just the regenerated ones) as a new version, so they land even
 if nobody has the page open; the table before is the previous version in the history. The
 key reaches the child only through its environment.
+
+``base.jsonl`` is the table as it was when the job started: an answer that differs from it
+when the job ends (edited, added or deleted on the page meanwhile) is the user's and is
+kept, not overwritten; the status counts them (``kept_edits``) and its message says so.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from sga_core.data import NormalTable
+from sga_core.data import NormalAnswer, NormalTable
 from sga_core.projects import jobs as bgjob
 
 SECRET_OPTIONS = ("api_key",)
 
 
 NAME = "generation"
+BASE = "base.jsonl"  # the table when the job started
 
 
 def job_dir(project) -> Path:
@@ -38,10 +44,12 @@ def start(project, backend: str, k: int, options: dict | None = None,
     """Start generating for all forget rows (or ``rows``); refuses while one is running.
     The API key goes to the child's environment only, never to a file."""
     options = {k_: v for k_, v in (options or {}).items() if k_ not in SECRET_OPTIONS}
+    table = project.normals_path
     return bgjob.start(project, NAME, "sga_core.normals.job",
                        {"backend": backend, "k": int(k), "options": options, "rows": rows},
                        env={"OPENAI_API_KEY": api_key} if api_key else None,
-                       clear=("result.jsonl",))
+                       clear=("result.jsonl",),
+                       files={BASE: table.read_bytes() if table.exists() else b""})
 
 
 def describe_rows(rows: list[int] | None) -> str:
@@ -67,6 +75,46 @@ def merge(current: NormalTable | None, new: NormalTable, rows: list[int] | None,
     return NormalTable(keep + fresh, k)
 
 
+def _same(a: NormalAnswer | None, b: NormalAnswer | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
+
+
+def keep_edits(merged: NormalTable, current: NormalTable | None, base: NormalTable | None,
+               rows: list[int] | None, failed: Iterable[int] = ()) -> tuple[NormalTable, int]:
+    """``merged`` with every answer of the generated rows that the user changed since the
+    job started (``current`` differs from ``base``, the table then: edited, added or
+    deleted) put back as the user left it; and how many. ``base`` None (a job started
+    without a snapshot) keeps ``merged`` as it is."""
+    if base is None:
+        return merged, 0
+    failed = set(failed)
+    now = {} if current is None else {(a.forget_index, a.k): a for a in current.answers}
+    then = {(a.forget_index, a.k): a for a in base.answers}
+    edited = [key for key in sorted(now.keys() | then.keys())
+              if (rows is None or key[0] in rows) and key[0] not in failed
+              and not _same(now.get(key), then.get(key))]
+    if not edited:
+        return merged, 0
+    out = {(a.forget_index, a.k): a for a in merged.answers}
+    for key in edited:
+        if key in now:
+            out[key] = now[key]
+        else:
+            out.pop(key, None)
+    return NormalTable(list(out.values()), max([merged.k] + [a.k + 1 for a in out.values()])), \
+        len(edited)
+
+
+def _base(project) -> NormalTable | None:
+    """The table when the job started (empty if there was none); None without a snapshot."""
+    from sga_core.data import MAX_K
+
+    path = job_dir(project) / BASE
+    return NormalTable.load(path, k=MAX_K) if path.exists() else None
+
+
 class NothingGenerated(RuntimeError):
     """Every requested row failed: the table is kept as it was."""
 
@@ -90,7 +138,6 @@ def generate(project, spec: dict) -> dict:
     happened: ``applied`` (saved or not), ``outcome`` ("replaced", "merged" or "kept"),
     ``replaced_rows`` and ``failed_rows`` (forget indices), ``errors`` (row -> reason) and a
     one-line ``message``."""
-    from sga_core.data import NormalAnswer
     from sga_core.normals import generate_normals
 
     forget = project.forget()
@@ -125,15 +172,26 @@ def generate(project, spec: dict) -> dict:
         bgjob.update(project, NAME, **fields, applied=False, outcome="kept", message=message)
         raise NothingGenerated(message)
     rows = spec.get("rows")
-    _, version = project.update_normals(lambda current: merge(current, new, rows, failed),
+    base = _base(project)
+    kept = 0
+
+    def change(current: NormalTable | None) -> NormalTable:
+        nonlocal kept
+        table, kept = keep_edits(merge(current, new, rows, failed), current, base, rows,
+                                 failed)
+        return table
+
+    _, version = project.update_normals(change,
                                         reason=f"generate {backend} {describe_rows(rows)}")
     message = f"saved the answers of {len(done)} rows as version {version.name}"
     if failed:
         message += (f"; {len(failed)} rows failed and kept their previous answers: "
                     f"{', '.join(map(str, sorted(failed)[:20]))}"
                     + (" ..." if len(failed) > 20 else ""))
-    return {**fields, "applied": True, "outcome": "merged" if failed else "replaced",
-            "version": version.name, "message": message}
+    if kept:
+        message += f"; kept {kept} answer{'s' if kept != 1 else ''} you edited while generating"
+    return {**fields, "applied": True, "outcome": "merged" if failed or kept else "replaced",
+            "kept_edits": kept, "version": version.name, "message": message}
 
 
 def main(argv=None) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sga_core.fileio import atomic_write_json, now_iso, read_json
+from sga_core.fileio import atomic_write_bytes, atomic_write_json, now_iso, read_json
 from sga_core.runs import status as job_status
 from sga_core.runs.procs import spawn
 
@@ -28,16 +28,19 @@ def update(project, name: str, **fields) -> dict:
 
 
 def start(project, name: str, module: str, spec: dict, env: dict | None = None,
-          clear: tuple[str, ...] = ()) -> Path:
+          clear: tuple[str, ...] = (), files: dict[str, bytes] | None = None) -> Path:
     """Start ``python -m module <project_dir>``; refuses while this job is running.
     ``env`` entries (secrets) go to the child's environment only; ``clear`` lists result
-    files of a previous run to delete first."""
+    files of a previous run to delete first; ``files`` (name -> bytes) are written into the
+    job's folder before it starts (a snapshot the job compares against when it ends)."""
     if status(project, name).get("state") == "running":
         raise RuntimeError(f"a {name} job is already running for this project")
     d = job_dir(project, name)
     d.mkdir(parents=True, exist_ok=True)
     for f in clear:
         (d / f).unlink(missing_ok=True)
+    for f, data in (files or {}).items():
+        atomic_write_bytes(d / f, data)
     atomic_write_json(d / "spec.json", {**spec, "created_at": now_iso()})
     job_status.reset_job(d, state="running", done=0, total=None, started_at=now_iso(),
                          **spec)
