@@ -18,6 +18,7 @@ import shutil
 from sga_core.config import TrainConfig
 from sga_core.runs.folder import create_run, runs_root
 from sga_core.runs.launch import run_foreground
+from sga_core.runs.prepared_ids import original_id, reference_id
 
 # Chosen on the demo with SmolLM2 (see README): answer NLL < 0.2 on forget and retain rows.
 PREPARE_DEFAULTS = {"lr": 1e-4, "epochs": 4, "batch_size": 8, "probe_count": 0,
@@ -38,12 +39,12 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
     data files' fields (``{"prompt": "question"}``) into the runs' snapshots."""
     name = name or "prepared"
     root = runs_root(runs_dir)
-    ref_dir = root / f"{name}-retain-ref"
+    ref_dir = root / reference_id(name)
     plan = []  # the reference first: the original's Forget Quality compares against it
     if which in ("both", "retain-ref"):
-        plan.append((f"{name}-retain-ref", False))
+        plan.append((reference_id(name), False))
     if which in ("both", "original"):
-        plan.append((f"{name}-original", True))
+        plan.append((original_id(name), True))
     results = {}
     for run_id, include_forget in plan:
         if overwrite and (root / run_id).exists():

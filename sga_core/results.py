@@ -23,6 +23,7 @@ from sga_core.metrics.catalog import (
     table_columns,
 )
 from sga_core.runs.folder import list_runs, manifest, runs_root
+from sga_core.runs.prepared_ids import original_id, reference_id
 
 
 def _forget_file(run_dir: Path) -> Path | None:
@@ -60,9 +61,9 @@ def metric_value(summary: dict | None, name: str):
 def run_label(r: dict, project=None) -> str:
     """A readable name: "Original", "Retained", or the method with its r ("sga r=-0.8");
     the run id when the method is unknown. :func:`display_names` makes them unique."""
-    if project is not None and r["run_id"] == f"{project.name}-original":
+    if project is not None and r["run_id"] == original_id(project.name):
         return "Original"
-    if project is not None and r["run_id"] == f"{project.name}-retain-ref":
+    if project is not None and r["run_id"] == reference_id(project.name):
         return "Retained"
     method = r.get("method")
     if not method:

@@ -56,12 +56,13 @@ def build_train_config(args) -> dict:
 def demo_defaults(base: dict, args) -> None:
     """Fill what the demo needs: its data, the prepared original model, IDK normals."""
     from sga_core.runs.folder import runs_root
+    from sga_core.runs.prepared_ids import original_id, reference_id
 
     data = base.setdefault("data", {})
     data.setdefault("forget", str(DEMO_DIR / "forget.jsonl"))
     data.setdefault("retain", str(DEMO_DIR / "retain.jsonl"))
     if "model" not in base or args.model is None:
-        original = runs_root(args.runs_dir) / "demo-original" / "model"
+        original = runs_root(args.runs_dir) / original_id("demo") / "model"
         if not is_model_folder(original):
             raise ConfigError("--demo: no prepared model at "
                               f"{original}; run `python -m sga_core prepare --demo` first")
@@ -69,7 +70,7 @@ def demo_defaults(base: dict, args) -> None:
     ev = base.setdefault("eval", {})
     if not ev.get("sets") and data.get("task", "qa") in DEMO_EVAL_SETS:
         ev["sets"] = demo_eval_sets(data.get("task", "qa"))
-    reference = runs_root(args.runs_dir) / "demo-retain-ref"
+    reference = runs_root(args.runs_dir) / reference_id("demo")
     if not ev.get("reference") and is_model_folder(reference / "model"):
         ev["reference"] = str(reference)
 

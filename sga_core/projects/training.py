@@ -10,15 +10,16 @@ from pathlib import Path
 from sga_core.config import ConfigError, TrainConfig
 from sga_core.model.loading import is_model_folder
 from sga_core.projects.project import Project
+from sga_core.runs import prepared_ids
 from sga_core.runs.folder import runs_root
 
 
 def original_run_id(project: Project) -> str:
-    return f"{project.name}-original"
+    return prepared_ids.original_id(project.name)
 
 
 def reference_run_id(project: Project) -> str:
-    return f"{project.name}-retain-ref"
+    return prepared_ids.reference_id(project.name)
 
 
 def prepared_model(project: Project, root=None) -> Path | None:
