@@ -7,10 +7,12 @@ Only the files on disk are the truth about a run; the UI and the CLI read them b
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import socket
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -40,19 +42,32 @@ def run_path(run_id: str, root: str | os.PathLike | None = None) -> Path:
     return runs_root(root) / run_id
 
 
-def make_run_id(cfg: TrainConfig, root: Path) -> str:
-    """A readable unique id such as ``sga-r-0p8-k4-20261121-213000``: the method, the
-    settings it names itself by, and the time."""
+def base_run_id(cfg: TrainConfig) -> str:
+    """A readable id such as ``sga-r-0p8-k4-20261121-213000``: the method, the settings it
+    names itself by, and the time (not yet checked against the runs folder)."""
     from sga_core.methods import get_method
 
     parts = [cfg.method, *get_method(cfg.method).id_parts(cfg.method_args)]
     parts.append(datetime.now().strftime("%Y%m%d-%H%M%S"))
-    base = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")[:56]
-    run_id, n = base, 1
-    while (root / run_id).exists():
-        n += 1
-        run_id = f"{base}-{n}"
-    return run_id
+    return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")[:56]
+
+
+MAX_ID_TRIES = 10_000
+
+
+def id_candidates(base: str):
+    """``base``, then ``base-2``, ``base-3``, ...: the ids a launch tries in turn."""
+    yield base
+    for n in range(2, MAX_ID_TRIES):
+        yield f"{base}-{n}"
+    raise ConfigError(f"run_id: {MAX_ID_TRIES} runs named {base}-<n> already exist")
+
+
+def make_run_id(cfg: TrainConfig, root: Path) -> str:
+    """The first id of :func:`base_run_id`'s candidates not taken in ``root`` now (a preview:
+    :func:`create_run` claims its id atomically, so a launch at the same moment that takes
+    it first moves this one on to the next)."""
+    return next(i for i in id_candidates(base_run_id(cfg)) if not (Path(root) / i).exists())
 
 
 def _data_rows(cfg, name: str, src: Path) -> list[dict]:
@@ -119,36 +134,54 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
                state: str = "queued", mode: str = "foreground") -> Path:
     """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
 
-    The folder is built under a temporary name and renamed into place, so a failure never
-    leaves a half-made run behind. ``mode`` is "queue" for runs the queue runner should start
-    and "foreground" for runs their creator starts itself (the CLI's ``train``, ``prepare``).
+    The folder is built under a temporary name of its own and renamed into place, so a
+    failure never leaves a half-made run behind, and the rename is the claim of the run id:
+    it fails when another launch made that folder first (at the same moment, from another
+    tab, thread or process), and a run without an id of its own then takes the next one
+    (``<id>-2``, ...); a run id given in ``cfg`` is refused instead. ``mode`` is "queue"
+    for runs the queue runner should start and "foreground" for runs their creator starts
+    itself (the CLI's ``train``, ``prepare``).
     """
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
     cfg.validate()
-    if not cfg.run_id:
-        cfg.run_id = make_run_id(cfg, root)
     if cfg.launch.num_processes > 1 and not cfg.launch.config_file and \
             not cfg.launch.main_process_port:
         cfg.launch.main_process_port = free_port()  # so parallel runs never clash
-    final = run_path(cfg.run_id, root)
-    if final.exists():
-        raise ConfigError(f"run_id: a run named {cfg.run_id!r} already exists in {root}")
-    tmp = root / f".creating-{cfg.run_id}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    given = cfg.run_id
+    if given:
+        run_path(given, root)  # a plain run id, not a path
+        if (root / given).exists():
+            raise ConfigError(f"run_id: a run named {given!r} already exists in {root}")
+    candidates = [given] if given else id_candidates(base_run_id(cfg))
+    tmp = Path(tempfile.mkdtemp(prefix=f".creating-{given or cfg.method}-",
+                                suffix=f"-{os.getpid()}", dir=root))
     try:
         snapshot_data(cfg, tmp)
-        cfg.base_dir = str(final)
-        atomic_write_text(tmp / "config.yaml", dump_config(cfg))
-        write_command_sh(cfg, final, into=tmp)
-        run_status.write_run(tmp, state, run_id=cfg.run_id, created_at=now_iso(), mode=mode,
-                             queued_ns=time.time_ns())
-        os.replace(tmp, final)
+        for run_id in candidates:
+            final = run_path(run_id, root)
+            if final.exists() and not given:
+                continue
+            cfg.run_id, cfg.base_dir = run_id, str(final)
+            atomic_write_text(tmp / "config.yaml", dump_config(cfg))
+            write_command_sh(cfg, final, into=tmp)
+            run_status.write_run(tmp, state, run_id=run_id, created_at=now_iso(), mode=mode,
+                                 queued_ns=time.time_ns())
+            try:
+                os.rename(tmp, final)  # fails when the folder exists and is not empty
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                    raise
+                if given:
+                    raise ConfigError(f"run_id: a run named {given!r} already exists in "
+                                      f"{root}") from None
+                continue
+            return final
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        cfg.run_id = given
         raise
-    return final
+    raise AssertionError("unreachable: id_candidates ends with an error")
 
 
 def free_port() -> int:

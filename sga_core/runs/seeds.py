@@ -12,11 +12,12 @@ seed, then every value at the next), so a sweep stopped half-way still covers ev
 from __future__ import annotations
 
 import copy
+import os
 from datetime import datetime
 from pathlib import Path
 
 from sga_core.config import TrainConfig
-from sga_core.runs.folder import make_run_id, runs_root
+from sga_core.runs.folder import MAX_ID_TRIES, base_run_id, id_candidates, runs_root
 from sga_core.stats import parse_seeds
 
 
@@ -24,6 +25,29 @@ def seed_run_id(base: str, seed: int) -> str:
     """``<base>-s<seed>``, the base cut so the whole stays a valid run id (64 characters)."""
     suffix = f"-s{seed}"
     return base[:64 - len(suffix)].rstrip("-") + suffix
+
+
+GROUP_CLAIMS = ".seed-groups"  # in the runs folder: one empty folder per group id taken
+
+
+def claim_group_id(root: Path, seeds: list[int], base: str) -> str:
+    """A seed group id of this launch's own: the first of ``base``, ``base-2``, ... whose
+    run ids (``<id>-s<seed>``) are all free, claimed by making the folder
+    ``.seed-groups/<id>`` (atomic: a launch at the same moment, in another thread or
+    process, finds it made and moves on to the next id)."""
+    claims = Path(root) / GROUP_CLAIMS
+    claims.mkdir(parents=True, exist_ok=True)
+    # short enough that no seed's run id cuts the "-<n>" of a later candidate off
+    room = 64 - max(len(f"-s{s}") for s in seeds) - len(f"-{MAX_ID_TRIES}")
+    for candidate in id_candidates(base[:room].rstrip("-")):
+        if any((Path(root) / seed_run_id(candidate, s)).exists() for s in seeds):
+            continue
+        try:
+            os.mkdir(claims / candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise AssertionError("unreachable: id_candidates ends with an error")
 
 
 def seeds_of(cfg: TrainConfig) -> list[int]:
@@ -38,11 +62,11 @@ def expand_seeds(cfg: TrainConfig, root=None) -> list[TrainConfig]:
         cfg.training.seed = seeds[0]
         return [cfg]
     root = runs_root(root)
-    base = cfg.run_id or make_run_id(cfg, root)
-    ids, n = [seed_run_id(base, s) for s in seeds], 1
-    while not cfg.run_id and any((root / i).exists() for i in ids):
-        n += 1  # another launch in the same second
-        ids = [seed_run_id(f"{base[:50]}-{n}", s) for s in seeds]
+    if cfg.run_id:
+        base = cfg.run_id
+    else:
+        base = claim_group_id(root, seeds, base_run_id(cfg))
+    ids = [seed_run_id(base, s) for s in seeds]
     out = []
     for seed, run_id in zip(seeds, ids):
         c = copy.deepcopy(cfg)
