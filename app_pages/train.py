@@ -162,15 +162,19 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
 
 if cls.sweep_param:
     with st.expander(f"Sweep over {cls.sweep_param}"):
-        text = kept(st.text_input, "train.sweep_values", "-1, -0.8, -0.4, 0, 0.4",
-                    label=f"{cls.sweep_param} values: a list (-1, -0.8, 0, 0.4) or a range "
-                          "start:stop:step", help="each value runs once per seed of 'repeat "
-                                                  "over seeds' (Training, above)")
+        # each method's own values, within its setting's bounds (SGA's box keeps its key)
+        sweep_key = "train.sweep_values" + ("" if method == "sga" else f".{method}")
+        text = kept(st.text_input, sweep_key, wb.sweep_default(method),
+                    label=f"{cls.sweep_param} values: a list ({wb.sweep_default(method)}) or "
+                          "a range start:stop:step", help="each value runs once per seed of "
+                                                          "'repeat over seeds' (Training, "
+                                                          "above)")
         sweep_name = kept(st.text_input, "train.sweep_name", "sweep", label="sweep name")
         if st.button("Queue sweep", key="train.sweep"):
             try:
                 group, queued = wb.queue_sweep(lambda g, v: make_cfg("", g, v),
-                                               wb.parse_r_values(text), sweep_name, root)
+                                               wb.parse_sweep_values(text, method),
+                                               sweep_name, root)
                 st.success(f"Queued {len(queued)} runs as sweep **{plain(group)}**: " +
                            ", ".join(q.name for q in queued))
             except (wb.ConfigError, ValueError) as exc:

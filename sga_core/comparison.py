@@ -68,7 +68,9 @@ def _label(first: dict) -> str:
     if first["run"] in REFERENCE_ROWS or first.get("method") in (None, "-"):
         return first["run"]
     label = str(first["method"])
-    if first.get("r") is not None:
+    if first.get("sweep_param") and first.get("sweep_value") is not None:
+        label += f" {first['sweep_param']}={float(first['sweep_value']):g}"
+    elif first.get("r") is not None:
         label += f" r={float(first['r']):g}"
     return label
 
@@ -230,18 +232,20 @@ def suggest_r(members: list[dict], label: str, kind: str = "qa") -> dict | None:
 
 
 def suggestion_text(s: dict | None) -> str:
-    """The r suggestion in words, with how sure it is."""
+    """The suggestion of the swept setting's value (``s["param"]``: r, alpha, ...; r when
+    not given) in words, with how sure it is."""
     if not s:
         return "No evaluated runs with this metric yet."
+    p = s.get("param") or "r"
     fmt = fmt_interval(s["best"])
     tied = [o["r"] for o in s["others"] if o["interval"].mean == s["best"].mean]
-    if tied:  # equal means: no r is better, whatever the order they were read in
+    if tied:  # equal means: no value is better, whatever the order they were read in
         rs = ", ".join(f"{r:g}" for r in sorted([s["r"], *tied]))
-        head = f"No best r by {s['metric']}: r = {rs} are tied at {fmt} (n = {s['best'].n})."
+        head = f"No best {p} by {s['metric']}: {p} = {rs} are tied at {fmt} (n = {s['best'].n})."
     else:
-        head = f"Best {s['metric']} at r = {s['r']:g}: {fmt} (n = {s['best'].n})."
+        head = f"Best {s['metric']} at {p} = {s['r']:g}: {fmt} (n = {s['best'].n})."
     if s["n_min"] < 2:
-        return (head + " Some r values have a single run, so nothing says whether the "
+        return (head + f" Some {p} values have a single run, so nothing says whether the "
                 "differences are more than seed noise: repeat the sweep over seeds "
                 "(Train page: repeat over seeds).")
     clear = [o for o in s["others"] if o["clear"]]
@@ -249,10 +253,10 @@ def suggestion_text(s: dict | None) -> str:
     parts = [head]
     if unclear:
         parts.append("Not distinguishable from it at 95% (the interval of the difference "
-                     "holds 0): r = " + ", ".join(f"{o['r']:g}" for o in unclear) + ".")
+                     f"holds 0): {p} = " + ", ".join(f"{o['r']:g}" for o in unclear) + ".")
     if clear:
-        parts.append(f"Clearly different (that r's {s['metric']} minus the best's, with the "
-                     "95% interval of the difference): " + ", ".join(
-            f"r = {o['r']:g} ({o['diff'].mean:+.3g} [{o['diff'].lo:+.3g}, "
+        parts.append(f"Clearly different (that {p}'s {s['metric']} minus the best's, with "
+                     "the 95% interval of the difference): " + ", ".join(
+            f"{p} = {o['r']:g} ({o['diff'].mean:+.3g} [{o['diff'].lo:+.3g}, "
             f"{o['diff'].hi:+.3g}], {o['diff'].method})" for o in clear) + ".")
     return " ".join(parts)

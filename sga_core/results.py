@@ -69,7 +69,9 @@ def run_label(r: dict, project=None) -> str:
     if not method:
         return r["run_id"]
     label = method
-    if r.get("r") is not None:
+    if r.get("sweep_param") and r.get("sweep_value") is not None:  # "task-vector alpha=2"
+        label += f" {r['sweep_param']}={float(r['sweep_value']):g}"
+    elif r.get("r") is not None:
         label += f" r={float(r['r']):g}"
     if r.get("group") and r.get("seed") is not None:
         label += f" seed {r['seed']}"
@@ -119,6 +121,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         row = {"run": names[r["run_id"]], "run_id": r["run_id"],
                "method": r["method"] if r["method"] != "finetune" else "-",
                "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"],
+               "sweep_param": r.get("sweep_param"), "sweep_value": r.get("sweep_value"),
                "protocol": protocol, "settings": run_settings(r["path"])}
         # the columns of the protocol this run was evaluated under, then its extra lm-eval
         # tasks (lm_<task>: one column each)
@@ -133,7 +136,8 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         rows.append(row)
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
-                             x["r"] if x["r"] is not None else 0, x["run_id"]))
+                             _swept_value(x) if _swept_value(x) is not None else 0,
+                             x["run_id"]))
     return mark_collapse(rows, kind)
 
 
@@ -161,13 +165,22 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     return best
 
 
+def _swept_value(row: dict):
+    """The value of the setting a row's method sweeps (``sweep_value``; rows made without it:
+    r)."""
+    return row["sweep_value"] if row.get("sweep_value") is not None else row.get("r")
+
+
 def r_group_members(rows: list[dict]) -> dict[str, list[dict]]:
     """What a metric-versus-r plot can show, name -> its rows: each sweep, and all runs of a
-    method, with two or more r values, split so that the runs of one group differ in r only
-    (every other setting of :func:`run_settings` but the seed matches: steps, learning rate,
-    ...; the seeds of a configuration are its replicates).
+    method, with two or more values of the method's sweep setting (SGA: r; Task Vector,
+    WHP: alpha), split so that the runs of one group differ in that value only (every other
+    setting of :func:`run_settings` but the seed matches: steps, learning rate, ...; the
+    seeds of a configuration are its replicates). Each member's ``r`` is its swept value
+    (the x of the plot; :func:`sweep_param_of` names the setting).
     A split group is named by its settings ("all sga runs · 20 steps")."""
-    runs = [r for r in rows if r.get("r") is not None and r["run"] not in REFERENCE_ROWS]
+    runs = [{**r, "r": _swept_value(r), "sweep_param": r.get("sweep_param") or "r"}
+            for r in rows if _swept_value(r) is not None and r["run"] not in REFERENCE_ROWS]
     out: dict[str, list[dict]] = {}
 
     def add(name: str, members: list[dict]) -> None:
@@ -193,6 +206,13 @@ def _configuration(row: dict) -> dict:
     return {k: v for k, v in (row.get("settings") or {}).items() if k != "seed"}
 
 
+def sweep_param_of(rows: list[dict], sweep: str) -> str:
+    """The setting one :func:`r_groups` entry varies: "r" (SGA), "alpha" (Task Vector,
+    WHP)."""
+    members = r_group_members(rows).get(sweep) or [{}]
+    return members[0].get("sweep_param") or "r"
+
+
 def r_groups(rows: list[dict]) -> list[str]:
     """The names of :func:`r_group_members`: each sweep, then every unlearning method with
     runs at two or more r values (runs launched one by one, not as a sweep), each split
@@ -208,8 +228,12 @@ def r_bands(rows: list[dict], sweep: str, kind: str = "qa") -> dict:
 
 
 def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dict | None:
-    """:func:`sga_core.comparison.suggest_r` of one :func:`r_groups` entry."""
-    return comparison.suggest_r(r_group_members(rows).get(sweep, []), label, kind)
+    """:func:`sga_core.comparison.suggest_r` of one :func:`r_groups` entry, with the name of
+    the setting it suggests a value of (``param``)."""
+    s = comparison.suggest_r(r_group_members(rows).get(sweep, []), label, kind)
+    if s is not None:
+        s["param"] = sweep_param_of(rows, sweep)
+    return s
 
 
 def sweep_series(rows: list[dict], sweep: str, kind: str = "qa") -> dict[str, list]:
@@ -447,4 +471,4 @@ __all__ = ["COLLAPSE_RULES", "best_values", "collapse_rule", "config_diff", "dif
            "display_names", "extra_columns", "follow_token", "mark_collapse", "per_sample",
            "project_runs", "r_bands", "r_group_members", "r_groups", "results_table",
            "row_columns", "run_label", "run_settings", "runs_root", "show_setting", "suggest_r",
-           "summary_of", "sweep_series", "table_columns", "token_table"]
+           "summary_of", "sweep_param_of", "sweep_series", "table_columns", "token_table"]

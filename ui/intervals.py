@@ -67,6 +67,7 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
                               "when every setting but r (and the seed) matches (a group's "
                               "name says what sets it apart)")
     bands = wb.r_bands(rows, sweep, kind)
+    x_name = wb.sweep_param_of(rows, sweep)  # r for SGA, alpha for Task Vector and WHP
     columns = [c.label for c in wb.row_columns(rows, kind)]
     fig = go.Figure()
     for i, col in enumerate(columns):
@@ -77,7 +78,7 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
         fig.add_scatter(x=bands["r"], y=[iv.mean for iv in ivs], mode="lines+markers",
                         name=col, error_y=_error_bars(ivs), line=dict(color=color),
                         customdata=[[iv.n] for iv in ivs],
-                        hovertemplate=f"{col}<br>r=%{{x}}<br>mean %{{y:.4g}}"
+                        hovertemplate=f"{col}<br>{x_name}=%{{x}}<br>mean %{{y:.4g}}"
                                       "<br>n=%{customdata[0]}<extra></extra>")
         pts = bands["points"][col]
         if any(iv.n > 1 for iv in ivs):
@@ -88,7 +89,7 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
                             hovertemplate=f"{col} %{{text}}: %{{y:.4g}}<extra></extra>")
     if original_fq is not None:
         fig.add_hline(y=original_fq, line_dash="dot", annotation_text="Original FQ")
-    fig.update_layout(height=380, xaxis_title="r", yaxis_title="metric value",
+    fig.update_layout(height=380, xaxis_title=x_name, yaxis_title="metric value",
                       margin=dict(l=10, r=10, t=30, b=10))
     st.plotly_chart(fig, key=f"{key}.plot")
     n = [iv.n for iv in bands[columns[0]]] if columns else []

@@ -98,7 +98,7 @@ def planned_runs(cfg, args) -> list:
     import copy
 
     from sga_core.methods import get_method
-    from sga_core.projects.training import parse_r_values
+    from sga_core.projects.training import parse_sweep_values
     from sga_core.runs.seeds import expand_seeds, sweep_configs, sweep_name
 
     if not args.sweep_values:
@@ -116,7 +116,8 @@ def planned_runs(cfg, args) -> list:
         return c.validate()
 
     group = args.sweep or sweep_name("sweep")
-    return sweep_configs(make, parse_r_values(args.sweep_values), group, args.runs_dir)
+    return sweep_configs(make, parse_sweep_values(args.sweep_values, cfg.method), group,
+                         args.runs_dir)
 
 
 def launch_planned(args, cfgs: list) -> int:

@@ -102,6 +102,7 @@ class ReinforcedMethod(Method):
     """Train the reinforced model (or reuse one), then :meth:`apply` the method's rule."""
 
     sweep_param = "alpha"
+    sweep_default = "0.5, 1, 2, 4"
 
     def __init__(self, cfg):
         super().__init__(cfg)

@@ -77,6 +77,7 @@ class Method:
     unlearning: ClassVar[bool] = True  # False for plain fine-tuning (``prepare``)
     rank: ClassVar[int] = 50  # display order in lists (lower first)
     sweep_param: ClassVar[str | None] = None  # the setting a sweep varies (SGA: "r")
+    sweep_default: ClassVar[str] = ""  # the values a sweep offers first ("" = from its bounds)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

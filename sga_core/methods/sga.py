@@ -43,6 +43,7 @@ class SGA(Method):
     Config = SGAConfig
     needs = frozenset({"normals"})
     sweep_param = "r"
+    sweep_default = "-1, -0.8, -0.4, 0, 0.4"
 
     @classmethod
     def id_parts(cls, args: dict) -> list[str]:

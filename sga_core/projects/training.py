@@ -58,13 +58,44 @@ def _number(token: str, what: str) -> float:
     return value
 
 
-def parse_r_values(text: str) -> list[float]:
-    """Sweep values: a list ``-1, -0.5, 0, 0.4`` or a range ``start:stop:step`` (inclusive);
-    at most ``MAX_SWEEP_RUNS`` values, each finite and <= 1. Anything else (``0:inf:1``,
-    ``nan``, a step of 0 or one that never reaches stop) is a ConfigError."""
+def sweep_bounds(method: str) -> tuple[str, float | None, float | None, float]:
+    """The setting a sweep of ``method`` varies, with its bounds and default (from its
+    :func:`~sga_core.params.param` metadata); ConfigError for a method without one."""
+    from sga_core.methods import get_method
+    from sga_core.params import field_specs
+
+    cls = get_method(method)
+    if not cls.sweep_param:
+        raise ConfigError(f"sweep: method {method!r} has no sweep setting")
+    spec = next(s for s in field_specs(cls.Config) if s["name"] == cls.sweep_param)
+    return cls.sweep_param, spec.get("min"), spec.get("max"), spec["default"]
+
+
+def sweep_default(method: str) -> str:
+    """The values the Train page's sweep box offers first for ``method``: the method's own
+    list, else its setting's default with half and twice it, kept within the bounds."""
+    from sga_core.methods import get_method
+
+    if get_method(method).sweep_default:
+        return get_method(method).sweep_default
+    _, lo, hi, default = sweep_bounds(method)
+    values = [default / 2, default, default * 2] if default else [0.0, 0.5, 1.0]
+    values = [min(max(v, lo if lo is not None else v), hi if hi is not None else v)
+              for v in values]
+    return ", ".join(f"{v:g}" for v in dict.fromkeys(values))
+
+
+def parse_sweep_values(text: str, method: str = "sga") -> list[float]:
+    """Values of ``method``'s sweep setting (SGA: r; Task Vector, WHP: alpha): a list
+    ``-1, -0.5, 0, 0.4`` or a range ``start:stop:step`` (inclusive); at most
+    ``MAX_SWEEP_RUNS`` values, each finite and within the setting's bounds. Anything else
+    (``0:inf:1``, ``nan``, a step of 0 or one that never reaches stop) is a ConfigError."""
+    name, lo, hi, _ = sweep_bounds(method)
     text = (text or "").strip()
     if not text:
-        raise ConfigError("sweep: enter r values, e.g. '-1, -0.5, 0' or '-1:0.4:0.2'")
+        example = sweep_default(method).split(", ")
+        raise ConfigError(f"sweep: enter {name} values, e.g. '{', '.join(example[:3])}' or "
+                          f"'{example[0]}:{example[-1]}:...'")
     if ":" in text:
         parts = text.split(":")
         if len(parts) != 3:
@@ -85,10 +116,18 @@ def parse_r_values(text: str) -> list[float]:
         if len(values) > MAX_SWEEP_RUNS:
             raise ConfigError(f"sweep: {len(values)} runs is too many (at most "
                               f"{MAX_SWEEP_RUNS})")
-    bad = [v for v in values if v > 1]
-    if bad:
-        raise ConfigError(f"sweep: r must be <= 1, got {bad[0]:g}")
+    above = [v for v in values if hi is not None and v > hi]
+    if above:
+        raise ConfigError(f"sweep: {name} must be <= {hi:g}, got {above[0]:g}")
+    below = [v for v in values if lo is not None and v < lo]
+    if below:
+        raise ConfigError(f"sweep: {name} must be >= {lo:g}, got {below[0]:g}")
     return list(dict.fromkeys(values))
+
+
+def parse_r_values(text: str) -> list[float]:
+    """SGA's sweep values (r): :func:`parse_sweep_values` for method sga."""
+    return parse_sweep_values(text, "sga")
 
 
 def build_config(project: Project, *, method: str, method_args: dict, training: dict,

@@ -244,9 +244,11 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
         args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
         forget = manifest(d).get("forget") or {}
         training = cfg.get("training") if isinstance(cfg.get("training"), dict) else {}
+        swept = _sweep_param(cfg.get("method"))
         out.append({"run_id": d.name, "path": str(d), "state": st.get("state", "unknown"),
                     "forget_hash": forget.get("rows_hash"),
                     "method": cfg.get("method"), "r": args.get("r"), "k": args.get("k"),
+                    "sweep_param": swept, "sweep_value": _number(args.get(swept)),
                     "sweep": cfg.get("sweep"), "group": cfg.get("group"),
                     "seed": training.get("seed"), "mode": st.get("mode"),
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
@@ -255,6 +257,20 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "eval_state": _eval_state(d)})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
+
+
+def _sweep_param(method) -> str | None:
+    """The setting a sweep of ``method`` varies (SGA: r; Task Vector, WHP: alpha)."""
+    from sga_core.methods import REGISTRY
+
+    cls = REGISTRY.get(method) if isinstance(method, str) else None
+    return cls.sweep_param if cls is not None else None
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 def _eval_state(run_dir: Path) -> str | None:
