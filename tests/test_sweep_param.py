@@ -63,19 +63,19 @@ def test_task_vector_sweep_is_recorded_named_and_grouped_by_alpha(tmp_path):
                                training={"max_steps": 1}, launch={}, model="embedded:smollm2",
                                sweep=group, eval_cfg=wb.default_eval(project, root, False))
 
-    values = wb.parse_sweep_values("0.5, 1, 2", "task-vector")
     with runner_held(root):
-        group, dirs = wb.queue_sweep(make_cfg, values, "alphas", root)
+        group, dirs = wb.queue_sweep(make_cfg, [0.5, 1.0, 2.0], "alphas", root)
     assert len(dirs) == 3
     runs = {r["run_id"]: r for r in wb.list_runs(root)}
-    assert sorted((runs[d.name]["sweep_param"], runs[d.name]["sweep_value"]) for d in dirs) \
-        == [("alpha", 0.5), ("alpha", 1.0), ("alpha", 2.0)]
     names = wb.display_names(list(runs.values()), project)
     assert sorted(names.values()) == ["task-vector alpha=0.5", "task-vector alpha=1",
                                       "task-vector alpha=2"]
+    assert sorted((runs[d.name]["sweep_param"], runs[d.name]["sweep_value"]) for d in dirs) \
+        == [("alpha", 0.5), ("alpha", 1.0), ("alpha", 2.0)]
     for d, fq in zip(dirs, (0.2, 0.5, 0.3)):
         write_summary(d, metrics(fq=fq))
     rows = wb.results_table(project, root)
+    assert group in wb.r_groups(rows)
     assert {(r["sweep_param"], r["sweep_value"]) for r in rows} == {
         ("alpha", 0.5), ("alpha", 1.0), ("alpha", 2.0)}
     assert group in wb.r_groups(rows)
