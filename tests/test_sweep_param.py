@@ -136,3 +136,21 @@ def test_train_page_sweep_box_offers_the_methods_own_values(ui_env, tiny_model_d
     # back to SGA: its box still offers r values (its own default)
     at.selectbox(key="train.method").set_value("sga").run()
     assert wb.parse_sweep_values(at.text_input(key="train.sweep_values").value, "sga")
+
+
+def test_cli_sweep_values_are_the_methods_own(tmp_path, demo_dir, capsys):
+    """``train --sweep-values`` sweeps the method's own setting within its bounds: alpha
+    takes 2 (above r's bound of 1) and refuses -1 (below alpha's 0)."""
+    from sga_core.cli import main
+
+    root = tmp_path / "runs"
+    common = ["train", "--method", "task-vector", "--forget", str(demo_dir / "forget.jsonl"),
+              "--model", "embedded:smollm2", "--max-steps", "1", "--runs-dir", str(root),
+              "--no-launch"]
+    assert main(common + ["--sweep-values", "0.5, 2"]) == 0
+    runs = wb.list_runs(root)
+    assert sorted(r["sweep_value"] for r in runs) == [0.5, 2.0]
+    assert {r["sweep_param"] for r in runs} == {"alpha"}
+    capsys.readouterr()
+    assert main(common + ["--sweep-values", "-1, 1"]) == 2
+    assert "alpha must be >= 0" in capsys.readouterr().err
