@@ -139,3 +139,32 @@ def test_simultaneous_cli_launches_in_processes(tmp_path, demo_dir, flag, seeds)
                   "queued")
     print(f"{N} simultaneous CLI launches (train {flag}, seeds {seeds or 1}): {len(dirs)} "
           "run folders, all distinct")
+
+
+def _page_launch(barrier, out, project, root: Path) -> None:
+    barrier.wait()
+    try:
+        out.put([str(d) for d in train_page_launch(project, root, "")])
+    except BaseException as exc:  # noqa: BLE001 - reported by the test
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_simultaneous_train_page_launches_in_processes(tmp_path):
+    """Two browser sessions are threads of one server, but two servers (or the app and a
+    script) share a runs folder too: the Train page's library path from 8 processes."""
+    from sga_core.projects import create_demo_project
+
+    project = create_demo_project(root=tmp_path / "ws")
+    root = tmp_path / "runs"
+    ctx = multiprocessing.get_context("fork")
+    barrier, out = ctx.Barrier(N), ctx.Queue()
+    with runner_held(root):
+        procs = [ctx.Process(target=_page_launch, args=(barrier, out, project, root))
+                 for _ in range(N)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=300) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+    assert all(isinstance(r, list) for r in results), results
+    check_folders(root, [Path(d) for r in results for d in r], N, "queued")
