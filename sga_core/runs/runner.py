@@ -89,11 +89,11 @@ class Runner:
         level = self.escalated.get(run_dir, 0)
         if waited > 2 * self.grace_s and level < 2:
             self.log(f"{run_dir.name}: still running after cancel, SIGKILL")
-            kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc, signal.SIGKILL)
             self.escalated[run_dir] = 2
         elif waited > self.grace_s and level < 1:
             self.log(f"{run_dir.name}: still running after cancel, SIGTERM")
-            kill_group(proc.pid, signal.SIGTERM)
+            kill_group(proc, signal.SIGTERM)
             self.escalated[run_dir] = 1
 
     def start_queued(self) -> None:
