@@ -89,6 +89,9 @@ def test_a_reused_pid_is_neither_signalled_nor_running(tmp_path, kill_calls):
     gone(first)
     assert not procs.pid_alive(first.pid, old["start"])
     second = sleeper(tmp_path, "second")
+    while procs.start_time(second.pid) == old["start"]:  # the same clock tick (10 ms):
+        gone(second)  # a real reuse comes after 32768 other pids, never this soon
+        second = sleeper(tmp_path, "second")
     try:
         # the kernel gave the evaluator's pid to another process: fake it by putting the
         # new process's pid in the old record (with the old start time)

@@ -268,7 +268,9 @@ def signal_ours(rec: dict | subprocess.Popen | None, sig: int, group: bool = Fal
     ours (:func:`is_ours`, :func:`group_is_ours`); never to pid 0, 1, a negative or
     non-integer pid. True when the signal was sent."""
     if isinstance(rec, subprocess.Popen):
-        rec = getattr(rec, "sga_record", None) or {"pid": rec.pid, "start": None}
+        # a child not yet reaped keeps its pid: it is ours now; reaped, only its record tells
+        rec = getattr(rec, "sga_record", None) or (
+            record(rec.pid) if rec.poll() is None else None)
     if not isinstance(rec, dict) or valid_pid(rec.get("pid")) is None:
         return False
     pid = rec["pid"]
