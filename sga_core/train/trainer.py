@@ -93,7 +93,7 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self._sigterm = False
-        self._caller: int | None = None
+        self._caller: dict | None = None
 
     # -- helpers --------------------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -433,7 +433,7 @@ class Trainer:
                         break
                     if self.should_cancel():
                         raise StopTraining("cancelled", (
-                            f"its foreground caller (pid {self._caller}) exited"
+                            f"its foreground caller (pid {self._caller['pid']}) exited"
                             if self.caller_gone() else "cancelled by request"))
                     if self._ppid is not None and os.getppid() != self._ppid:
                         # the launcher is gone (killed): stop at once, and let the process
