@@ -425,6 +425,9 @@ class Trainer:
             self.status(nll_before=nll_before)
             self.log("answer NLL before: " + _fmt_nll(nll_before))
         self.evaluate_steps(0, t0)
+        from sga_core.train import caller_watch
+
+        caller_watch.stand_down()  # the loop checks the foreground caller from now on
         try:
             while step < self.total_steps:
                 for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
