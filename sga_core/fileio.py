@@ -183,11 +183,52 @@ def dir_lock(directory: str | os.PathLike) -> Iterator[None]:
         os.close(fd)
 
 
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system or the filesystem cannot."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def replace_dir(new: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Put the folder ``new`` in ``target``'s place so that a reader of ``target`` always
+    finds the old folder or the new one, never none: swapped in one step where the system
+    can, else the old folder is first moved aside to ``.<name>.old`` (a crash between the
+    two renames leaves it there, and :func:`sga_core.leftovers.clean_leftovers` puts it
+    back); the old folder is then removed."""
+    import shutil
+
+    new, target = Path(new), Path(target)
+    if target.is_dir() and not target.is_symlink() and _exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # it holds the old folder now
+        return
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.lexists(target):
+        os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        if os.path.lexists(old) and not os.path.lexists(target):
+            os.replace(old, target)  # the old folder stays where it was
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     """Build a folder beside ``target`` (``.<name>.tmp``, created empty) and put it in
-    ``target``'s place only when the block ends without an error; otherwise the half-built
-    folder is removed and ``target`` is left as it was."""
+    ``target``'s place (:func:`replace_dir`: a reader finds the old folder or the new one,
+    never none) only when the block ends without an error; otherwise the half-built folder
+    is removed and ``target`` is left as it was."""
     import shutil
 
     target = Path(target)
@@ -196,8 +237,7 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     tmp.mkdir(parents=True)
     try:
         yield tmp
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
+        replace_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

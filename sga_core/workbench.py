@@ -4,7 +4,6 @@ Streamlit (the UI process never loads a model)."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -21,7 +20,7 @@ from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalT
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
-from sga_core.leftovers import clean_leftovers
+from sga_core.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
 from sga_core.live import (
     curve_names,
     eval_progress,
@@ -153,7 +152,7 @@ def new_project(name: str, uploads: dict[str, tuple[str, bytes]], kind: str = "a
     file's fields renamed by its mapping (``field_maps[role]``, remembered with the project);
     a bad file raises DataError naming the user's file (never a temporary path), nothing is
     written."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_dir("upload") as tmp:
         paths = {role: _upload_path(tmp, role, filename, data)
                  for role, (filename, data) in uploads.items()}
         return create_project(name, paths["forget"], paths.get("retain"), kind=kind,
@@ -172,7 +171,7 @@ def inspect_upload(filename: str, data: bytes, kind: str = "auto",
                    mapping: dict[str, str] | None = None) -> FieldReport:
     """The fields of an uploaded file, the required ones it lacks for ``kind`` after
     ``mapping``, and suggested mappings (DataError when the file itself cannot be read)."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_dir("upload") as tmp:
         return inspect_fields(_upload_path(tmp, "inspect", filename, data), kind, mapping)
 
 
@@ -180,7 +179,7 @@ def add_eval_set(project: Project, name: str, filename: str, data: bytes,
                  field_map: dict[str, str] | None = None, replace: bool = False) -> dict:
     """Add an uploaded evaluation set to the project (validated like forget data; DataError
     naming the user's file, nothing saved); returns its entry (name, rows, role, ...)."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_dir("upload") as tmp:
         return project.add_eval_set(name, _upload_path(tmp, "set", filename, data),
                                     field_map=field_map, source=Path(filename).name,
                                     replace=replace)
@@ -263,7 +262,7 @@ def import_copyright_upload(name: str, book: tuple[str, bytes], retain: tuple[st
     """A copyright-task project from two uploaded text files ((file name, bytes) each)."""
     from sga_core.projects.benchmarks import import_copyright
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_dir("upload") as tmp:
         paths = []
         for role, (filename, data) in (("book", book), ("retain", retain)):
             path = Path(tmp) / role / Path(filename).name
@@ -336,7 +335,7 @@ def import_normals(project: Project, filename: str, data: bytes, k: int | None =
                    ) -> NormalTable:
     """Replace the table with an uploaded one (the old one stays in the history); every k
     and forget_index is checked against the project (K = ``k``, default the project's)."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_dir("upload") as tmp:
         path = Path(tmp) / Path(filename).name
         path.write_bytes(data)
         return project.import_normals(path, k=k, name=Path(filename).name)
@@ -344,10 +343,11 @@ def import_normals(project: Project, filename: str, data: bytes, k: int | None =
 
 def clean_workspace() -> list[Path]:
     """Remove what killed processes left behind in the workspace and the runs folder
-    (partial project or run folders, temporary files) once they are an hour old."""
+    (partial project or run folders, temporary files) once they are an hour old, and the
+    system temporary folders of processes that are gone."""
     from sga_core.projects import workspace_root
 
-    return clean_leftovers(workspace_root(), runs_root())
+    return clean_leftovers(workspace_root(), runs_root()) + clean_temp_leftovers()
 
 
 # --- training --------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def _progress():
 
     def progress(stage: str, done: int, total: int) -> None:
         if caller_gone(caller):
-            raise EvalCancelled(f"its foreground caller (pid {caller}) exited")
+            raise EvalCancelled(f"its foreground caller (pid {caller['pid']}) exited")
         show(stage, done, total)
 
     return progress

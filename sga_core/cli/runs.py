@@ -19,7 +19,8 @@ def cmd_runs(args) -> int:
         for r in rows:
             prog = f"{r['step']}/{r['total_steps']}" if r.get("total_steps") else ""
             print(f"{r['run_id']:48s} {r['state']:10s} {r['method'] or '':9s} "
-                  f"r={r['r'] if r['r'] is not None else '-':<6} {prog}")
+                  f"r={r['r'] if r['r'] is not None else '-':<6} "
+                  f"{'eval:' + (r.get('eval_state') or '-'):16s} {prog}".rstrip())
         return 0
     if not args.run_id:
         raise ConfigError(f"runs {args.action}: give a RUN_ID")
@@ -27,7 +28,8 @@ def cmd_runs(args) -> int:
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"no run {args.run_id!r} in {root}")
     if args.action == "show":
-        print(json.dumps(run_status.effective_run(run_dir), indent=2))
+        # the run's effective status with its evaluation's (eval_state, eval_error, ...)
+        print(json.dumps(run_status.run_view(run_dir), indent=2))
         m = folder.metrics(run_dir)
         if m:
             print("last metrics:", json.dumps(m[-1]))
@@ -42,6 +44,12 @@ def cmd_runs(args) -> int:
                 raise ConfigError(str(exc)) from None
             print(f"evaluation of {args.run_id}: {st.get('state')} (a running evaluation "
                   "stops at its next batch; the trained model stays)")
+            return 0
+        state = run_status.effective_run(run_dir).get("state")
+        if state in run_status.FINAL_STATES:
+            ev_state = ev.get("state")
+            print(f"{args.run_id} is already {state}: nothing to cancel"
+                  + (f" (its evaluation {ev_state})" if ev_state else ""))
             return 0
         st = queue.cancel(run_dir)
         print(f"cancel requested for {args.run_id}: {st.get('state')} (a running run stops at "

@@ -76,12 +76,12 @@ def demo_defaults(base: dict, args) -> None:
 
 
 def cmd_train(args) -> int:
-    import tempfile
-
     from sga_core.config import TrainConfig
+    from sga_core.leftovers import clean_temp_leftovers, temp_dir
 
     base = build_train_config(args)
-    with tempfile.TemporaryDirectory(prefix="sga-normals-") as tmp:
+    clean_temp_leftovers()  # what an earlier, killed ``train`` left in the temporary folder
+    with temp_dir("normals") as tmp:
         method = REGISTRY.get(base.get("method", "sga"))
         needs = method.needs if method else frozenset()
         if ("normals" in needs and not base["data"].get("normals") and args.idk_normals

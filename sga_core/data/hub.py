@@ -30,7 +30,6 @@ import contextlib
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,7 +196,9 @@ def _concatenated(root: Path, part: Part, shards: list[Path]) -> Loaded:
             rows += load_dataset(shard).rows
         except DataError as exc:
             raise DataError(exc.reason, _rel(root, shard), exc.row, exc.field) from None
-    temp = Path(tempfile.mkdtemp(prefix="sga-shards-"))
+    from sga_core.leftovers import make_temp_dir
+
+    temp = make_temp_dir("shards")
     try:
         path = atomic_write_jsonl(temp / f"{part.split}.jsonl", rows)
     except BaseException:
@@ -290,7 +291,8 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
     if not rows:
         raise DataError(f"{where}: no rows")
     from sga_core.fileio import atomic_write_jsonl
+    from sga_core.leftovers import make_temp_dir
 
-    tmp = Path(tempfile.mkdtemp(prefix="sga-hub-")) / f"{part.config}-{part.split}.jsonl"
+    tmp = make_temp_dir("hub") / f"{part.config}-{part.split}.jsonl"
     atomic_write_jsonl(tmp, rows)
     return Loaded(tmp, f"{part.config}/{part.split} ({bench.repo})", tmp.parent)

@@ -57,16 +57,15 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
     """A copyright-task project from two UTF-8 text files: the ``book`` (split into segments
     of at most ``segment_tokens`` tokens of ``model``'s tokenizer, each segment's first
     ``prompt_tokens`` tokens its prompt) and a ``retain`` corpus (segments likewise)."""
-    import tempfile
-
     from sga_core.data.book import book_rows, corpus_rows, read_text_file
     from sga_core.fileio import atomic_write_jsonl
+    from sga_core.leftovers import temp_dir
     from sga_core.model.loading import load_tokenizer
 
     name = check_name(name)
     book_text, retain_text = read_text_file(book), read_text_file(retain)
     tok = load_tokenizer(model)
-    with tempfile.TemporaryDirectory(prefix="sga-book-") as tmp:
+    with temp_dir("book") as tmp:
         forget_file, retain_file = Path(tmp) / "forget.jsonl", Path(tmp) / "retain.jsonl"
         atomic_write_jsonl(forget_file, book_rows(book_text, tok, segment_tokens,
                                                   prompt_tokens))

@@ -38,7 +38,8 @@ def start(run_dir: str | os.PathLike, foreground: bool = False) -> subprocess.Po
     if foreground:
         env = {**env, **caller_env()}
     proc = spawn(argv, run_dir / "train.log", env=env, nice=0)
-    run_status.write_run(run_dir, "running", launcher_pid=proc.pid, pid=None,
+    run_status.write_run(run_dir, "running", launcher_pid=proc.pid,
+                         launcher_pid_start=proc.sga_record["start"], pid=None,
                          started_at=now_iso(), host=os.uname().nodename)
     return proc
 
@@ -50,9 +51,9 @@ def reap(run_dir: str | os.PathLike, proc: subprocess.Popen) -> bool:
     if proc.poll() is None:
         return False
     st = run_status.read_run(run_dir)
-    if st.get("state") not in FINAL_STATES and pid_alive(st.get("pid")):
+    if st.get("state") not in FINAL_STATES and pid_alive(st.get("pid"), st.get("pid_start")):
         if proc.returncode != 0:
-            kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc, signal.SIGKILL)
         return False
     finish(run_dir, proc.returncode)
     return True
@@ -166,7 +167,8 @@ def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     run_dir = Path(run_dir).resolve()
     proc = spawn(eval_argv(run_dir, sets), run_dir / "eval.log", nice=0,
                  env=caller_env() if foreground else None)
-    run_status.write_eval(run_dir, "running", pid=proc.pid, error=None, stage="starting",
+    run_status.write_eval(run_dir, "running", pid=proc.pid,
+                          pid_start=proc.sga_record["start"], error=None, stage="starting",
                           started_at=now_iso(), ended_at=None, host=os.uname().nodename,
                           cancel_requested_at=None)
     return proc
@@ -207,7 +209,7 @@ def run_eval_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 
                 seen = _echo_new_lines(log, seen, echo)
     except KeyboardInterrupt:
         echo("stopping the evaluation...")
-        kill_group(proc.pid, signal.SIGTERM)
+        kill_group(proc, signal.SIGTERM)
         proc.wait()
         if run_status.read_eval(run_dir).get("state") == "running":  # it could not say so
             run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),

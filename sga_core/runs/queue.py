@@ -25,7 +25,7 @@ from sga_core.runs.folder import (
     request_cancel,
     runs_root,
 )
-from sga_core.runs.procs import pid_alive, spawn
+from sga_core.runs.procs import recorded, signal_ours, spawn
 from sga_core.runs.status import FINAL_STATES
 
 RUNNER_LOCK = ".runner.lock"
@@ -95,7 +95,8 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
     """Stop a run's evaluation (the run and its model stay as they are). One asked for and
     not started yet is dropped; a running one is sent SIGTERM: the ``eval`` process, or the
     training process evaluating in-process, stops at its next progress tick and records the
-    evaluation as cancelled. Returns the evaluation's status."""
+    evaluation as cancelled (a pid that no longer names that process is not signalled).
+    Returns the evaluation's status."""
     import signal
 
     run_dir = Path(run_dir)
@@ -111,12 +112,8 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
         raise RuntimeError(f"the evaluation of {run_dir.name} runs on {ev['host']}: stop it "
                            "there (its process cannot be signalled from this machine)")
     run_status.write_eval(run_dir, cancel_requested_at=now_iso())
-    pid = ev.get("pid")
-    if pid and pid_alive(pid):
-        try:
-            os.kill(int(pid), signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
+    # only the evaluator it records, proven by its start time: never a reused or junk pid
+    signal_ours(recorded(ev), signal.SIGTERM)
     return run_status.effective_eval(run_dir)
 
 

@@ -89,11 +89,11 @@ class Runner:
         level = self.escalated.get(run_dir, 0)
         if waited > 2 * self.grace_s and level < 2:
             self.log(f"{run_dir.name}: still running after cancel, SIGKILL")
-            kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc, signal.SIGKILL)
             self.escalated[run_dir] = 2
         elif waited > self.grace_s and level < 1:
             self.log(f"{run_dir.name}: still running after cancel, SIGTERM")
-            kill_group(proc.pid, signal.SIGTERM)
+            kill_group(proc, signal.SIGTERM)
             self.escalated[run_dir] = 1
 
     def start_queued(self) -> None:
@@ -159,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     atomic_write_json(root / RUNNER_INFO, {"pid": os.getpid(), "started_at": now_iso(),
                                            "max_parallel": args.max_parallel})
-    from sga_core.leftovers import clean_leftovers
+    from sga_core.leftovers import clean_leftovers, clean_temp_leftovers
 
-    for path in clean_leftovers(root):  # what killed processes left behind, an hour old
+    for path in clean_leftovers(root) + clean_temp_leftovers():  # what killed processes left behind, an hour old
         print(f"removed the leftover {path}", flush=True)
     runner = Runner(root, args.max_parallel, args.grace, args.idle_exit)
 

@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
-from sga_core.runs.procs import pid_alive
+from sga_core.runs.procs import pid_alive, start_fields
 
 STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
 FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
@@ -28,6 +28,8 @@ EVAL_FILE = Path("eval") / "status.json"
 # the processes whose life a running record stands for
 RUN_PIDS = ("launcher_pid", "pid")
 EVAL_PIDS = ("pid",)
+# every pid field a status file holds: each is written with its start time beside it
+PID_FIELDS = ("pid", "launcher_pid", "runner_pid")
 
 
 def read(path: str | os.PathLike) -> dict:
@@ -52,7 +54,7 @@ def update(path: str | os.PathLike, state: str | None = None, **fields) -> dict:
         status = read(path)
         if state is not None:
             status["state"] = state
-        status.update(fields)
+        status.update(start_fields(fields, PID_FIELDS))
         status["updated_at"] = now_iso()
         atomic_write_json(path, status)
     return status
@@ -65,8 +67,8 @@ def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
         return status
     if status.get("host", socket.gethostname()) != socket.gethostname():
         return status  # a run on another machine: only its own files can tell
-    pids = [status[k] for k in pid_keys if status.get(k)]
-    if not pids or any(pid_alive(p) for p in pids):
+    pids = [(status[k], status.get(f"{k}_start")) for k in pid_keys if status.get(k)]
+    if not pids or any(pid_alive(p, start) for p, start in pids):
         return status
     return {**status, "state": "failed", "vanished": True,
             "error": status.get("error") or f"the {what} process vanished (killed or the "

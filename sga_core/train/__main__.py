@@ -18,6 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     from sga_core.runs.status import write_run
 
     run_dir = Path(args.config).resolve().parent
+    from sga_core.train import caller_watch
+
+    caller_watch.start(run_dir)  # its caller killed before the loop runs: stop now
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:

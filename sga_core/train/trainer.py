@@ -93,7 +93,7 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self._sigterm = False
-        self._caller: int | None = None
+        self._caller: dict | None = None
 
     # -- helpers --------------------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -425,6 +425,9 @@ class Trainer:
             self.status(nll_before=nll_before)
             self.log("answer NLL before: " + _fmt_nll(nll_before))
         self.evaluate_steps(0, t0)
+        from sga_core.train import caller_watch
+
+        caller_watch.stand_down()  # the loop checks the foreground caller from now on
         try:
             while step < self.total_steps:
                 for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
@@ -433,7 +436,7 @@ class Trainer:
                         break
                     if self.should_cancel():
                         raise StopTraining("cancelled", (
-                            f"its foreground caller (pid {self._caller}) exited"
+                            f"its foreground caller (pid {self._caller['pid']}) exited"
                             if self.caller_gone() else "cancelled by request"))
                     if self._ppid is not None and os.getppid() != self._ppid:
                         # the launcher is gone (killed): stop at once, and let the process
