@@ -161,7 +161,10 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
         show_error(exc, "cannot launch")
 
 if cls.sweep_param:
-    with st.expander(f"Sweep over {cls.sweep_param}"):
+    # the open state lives in the session (key): a rerun that redraws the page above it
+    # (Enter in its field, a preview) does not fold the panel away under the person
+    with st.expander(f"Sweep over {cls.sweep_param}", key="train.sweep_open",
+                     on_change="rerun"):
         # each method's own values, within its setting's bounds (SGA's box keeps its key)
         sweep_key = "train.sweep_values" + ("" if method == "sga" else f".{method}")
         text = kept(st.text_input, sweep_key, wb.sweep_default(method),
