@@ -37,7 +37,8 @@ else:
 with st.expander("Generate", expanded=table is None):
     backend, k, options, api_key = generation_settings(project)
     if table is not None:
-        st.caption(f"Generating for all rows replaces the {len(table)} answers in the table "
+        st.caption("Generating for all rows replaces the "
+                   f"{wb.plural(len(table), 'answer')} in the table "
                    f"({sum(a.edited for a in table.answers)} edited by hand); the current "
                    "table stays in the history below, where it can be restored. Answers you "
                    "edit while it runs are kept.")

@@ -130,6 +130,6 @@ if st.button("Queue sweep", key="rstar.sweep"):
             model=res["model"], sweep=g,
             normals=str(project.normals_path), eval_cfg=wb.default_eval(project, root)),
             values, "rstar", root)
-        st.success(f"Queued {len(queued)} runs as sweep **{group}** (see Runs).")
+        st.success(f"Queued {wb.plural(len(queued), 'run')} as sweep **{group}** (see Runs).")
     except (wb.ConfigError, ValueError) as exc:
         show_error(exc, "cannot queue sweep")

@@ -178,7 +178,8 @@ if cls.sweep_param:
                 group, queued = wb.queue_sweep(lambda g, v: make_cfg("", g, v),
                                                wb.parse_sweep_values(text, method),
                                                sweep_name, root)
-                st.success(f"Queued {len(queued)} runs as sweep **{plain(group)}**: " +
+                st.success(f"Queued {wb.plural(len(queued), 'run')} as sweep "
+                           f"**{plain(group)}**: " +
                            ", ".join(q.name for q in queued))
             except (wb.ConfigError, ValueError) as exc:
                 show_error(exc, "cannot queue sweep")

@@ -24,6 +24,7 @@ from sga_core.metrics.catalog import (
 )
 from sga_core.runs.folder import list_runs, manifest, runs_root
 from sga_core.runs.prepared_ids import original_id, reference_id
+from sga_core.words import plural
 
 
 def _forget_file(run_dir: Path) -> Path | None:
@@ -293,7 +294,7 @@ def _run_settings(run_dir: str, mtime_ns: int) -> tuple:
     out = {k: v for k, v in sorted((cfg.get("method_args") or {}).items()) if k != sweep}
     t = cfg.get("training") if isinstance(cfg.get("training"), dict) else {}
     steps = t.get("max_steps") or 0
-    out["length"] = f"{steps} steps" if steps else f"{t.get('epochs', 3):g} epochs"
+    out["length"] = plural(steps, "step") if steps else f"{t.get('epochs', 3):g} epochs"
     out.update({k: t[k] for k in MODEL_SETTINGS if k in t})
     model = str(cfg.get("model") or "")
     out["model"] = Path(model).parent.name if Path(model).name == "model" else model

@@ -100,6 +100,7 @@ from sga_core.runs.queue import (
 )
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 from sga_core.stats import parse_seeds
+from sga_core.words import plural
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
@@ -118,7 +119,7 @@ __all__ = [
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "method_names", "metrics", "new_project",
-    "parse_seeds",
+    "parse_seeds", "plural",
     "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
     "parse_r_values", "parse_sweep_values", "pending_model", "per_sample", "prepared_model",
     "prepared_reference",

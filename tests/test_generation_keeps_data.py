@@ -68,7 +68,7 @@ def test_partial_generation_merges(tmp_path, fake_openai, monkeypatch):
     st = bgjob.status(project, job.NAME)
     assert st["state"] == "completed" and st["applied"] and st["outcome"] == "merged"
     assert st["failed_rows"] == [2] and st["replaced_rows"] == [0, 1]
-    assert "1 rows failed and kept their previous answers: 2" in st["message"]
+    assert "1 row failed and kept their previous answers: 2" in st["message"]
     table = project.normals()
     assert {a.source for a in table.answers if a.forget_index < 2} == {"openai"}
     assert table.texts_for(2) == ["curated 2.1", "curated 2.2", "curated 2.3"]

@@ -184,3 +184,18 @@ def test_demo_project_starts_from_the_demo_preset(ui_env):
         preset["training"]["batch_size"]
     assert at.number_input(key="train.f.m.sga.r.exact").value == preset["method_args"]["r"]
     assert any("demo-sga.yaml" in c.value for c in at.caption)
+
+
+def test_a_sweep_of_one_value_says_one_run(ui_env, tiny_model_dir):
+    """'Queued 1 runs' read wrong in a trial: one run is singular."""
+    from sga_core.runs import queue as jobs
+    from sga_core.runs.folder import list_runs
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.text_input(key="train.sweep_values").set_value("-0.5").run()
+    at.button(key="train.sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    message = shown(at.success[0].value)
+    assert message.startswith("Queued 1 run as sweep"), message
+    for r in list_runs(ui_env / "runs"):
+        jobs.cancel(r["path"])

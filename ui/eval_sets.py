@@ -89,7 +89,7 @@ def _add_form(project, info) -> None:
                 show_error(exc, "Nothing was added")
                 return
             st.session_state[FORM] = n + 1
-            st.session_state[DONE] = (f"Added {entry['name']} ({entry['rows']} rows): "
+            st.session_state[DONE] = (f"Added {entry['name']} ({wb.plural(entry['rows'], 'row')}): "
                                       f"{entry['what']}. New runs of {project.name} are "
                                       "evaluated on it.")
             st.rerun()

@@ -94,8 +94,9 @@ def compare_two(run_ids: list[str], names: dict, root) -> None:
     st.dataframe(df, hide_index=True, width="stretch", key="results.cmp_table")
     st.caption("Paired bootstrap over the rows both runs evaluated (resampled together). "
                "'A ≠ B': the interval of the difference excludes 0, so it is larger than "
-               "the noise of these rows." + (f" {out['mismatched']} rows differ in their "
-                                             "question and are left out."
+               "the noise of these rows." + (f" {wb.plural(out['mismatched'], 'row')} "
+                                             f"{'differs' if out['mismatched'] == 1 else 'differ'}"
+                                             " in their question and are left out."
                                              if out["mismatched"] else ""))
 
 

@@ -13,6 +13,7 @@ from sga_core.cli.flags import (
     parse_sets,
 )
 from sga_core.params import ConfigError
+from sga_core.words import plural
 
 
 def cmd_demo_data(args) -> int:
@@ -139,7 +140,7 @@ def cmd_project(args) -> int:
             print(f"  {role} fields mapped: " + ", ".join(f"{a} -> {b}" for a, b in
                                                           mapping.items()))
     for info in project.eval_set_info():
-        print(f"  set {info['name']}: {info['rows']} rows, {info['what']}")
+        print(f"  set {info['name']}: {plural(info['rows'], 'row')}, {info['what']}")
     if not project.eval_sets() and project.kind == "qa":
         print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
               "answers): project add-set NAME --set my_set=FILE")

@@ -22,6 +22,7 @@ from sga_core.config import LaunchConfig, TrainingArgs
 from sga_core.methods import REGISTRY, method_names
 from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError
+from sga_core.words import plural
 
 
 def build_train_config(args) -> dict:
@@ -129,7 +130,7 @@ def launch_planned(args, cfgs: list) -> int:
     from sga_core.runs.queue import submit
 
     if len(cfgs) > 1:
-        print(f"{len(cfgs)} runs" + (f", seeds {cfgs[0].training.seeds} each"
+        print(plural(len(cfgs), "run") + (f", seeds {cfgs[0].training.seeds} each"
                                      if cfgs[0].group else ""))
     queue = args.queue and not args.no_launch
     ok = True

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sga_core.data import NormalAnswer, NormalTable
 from sga_core.projects import jobs as bgjob
+from sga_core.words import plural
 
 SECRET_OPTIONS = ("api_key",)
 
@@ -167,7 +168,7 @@ def generate(project, spec: dict) -> dict:
               "summary": res.summary_lines()}
     if not done:
         first = min(failed)
-        message = (f"no answers were generated ({len(failed)} of {len(idx)} rows failed; "
+        message = (f"no answers were generated ({len(failed)} of {plural(len(idx), 'row')} failed; "
                    f"row {first}: {failed[first]}); the table was kept as it was")
         bgjob.update(project, NAME, **fields, applied=False, outcome="kept", message=message)
         raise NothingGenerated(message)
@@ -183,9 +184,9 @@ def generate(project, spec: dict) -> dict:
 
     _, version = project.update_normals(change,
                                         reason=f"generate {backend} {describe_rows(rows)}")
-    message = f"saved the answers of {len(done)} rows as version {version.name}"
+    message = f"saved the answers of {plural(len(done), 'row')} as version {version.name}"
     if failed:
-        message += (f"; {len(failed)} rows failed and kept their previous answers: "
+        message += (f"; {plural(len(failed), 'row')} failed and kept their previous answers: "
                     f"{', '.join(map(str, sorted(failed)[:20]))}"
                     + (" ..." if len(failed) > 20 else ""))
     if kept:

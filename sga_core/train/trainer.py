@@ -27,6 +27,7 @@ from sga_core.runs.folder import CANCEL_FILE
 from sga_core.runs.procs import caller_gone, foreground_caller
 from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
+from sga_core.words import plural
 
 # ------------------------------------------------------------------------------ data --------
 
@@ -189,8 +190,8 @@ class Trainer:
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
                     step=0, n_units=n)
         self.step_eval = StepEval.create(self)  # evaluation during training, or None
-        self.log(f"{n} samples, batch {t.batch_size}, {self.steps_per_epoch} steps/epoch, "
-                 f"{self.total_steps} steps")
+        self.log(f"{plural(n, 'sample')}, batch {t.batch_size}, "
+                 f"{self.steps_per_epoch} steps/epoch, {plural(self.total_steps, 'step')}")
 
     def write_probes(self, step: int) -> None:
         if not self.probe_rows:
@@ -486,7 +487,7 @@ class Trainer:
         self.status(state, step=step, ended_at=now_iso(), exit_code=0,
                     error=None if state == "completed" else reason,
                     elapsed_s=round(time.time() - t0, 3))
-        self.log(f"run {state} after {step} steps ({time.time() - t0:.1f}s)")
+        self.log(f"run {state} after {plural(step, 'step')} ({time.time() - t0:.1f}s)")
         if state == "completed":
             from sga_core.train.inprocess import evaluate_in_process
 
