@@ -160,8 +160,10 @@ if up is not None and c2.button("Import", key="normals.do_import"):
 versions = project.history()
 if versions:
     c1, c2 = st.columns([3, 1])
+    # keyed by the newest version: a save made since starts the box afresh at the newest
+    # (a kept pick would still show the version that was newest before the save)
     pick = c1.selectbox("saved versions (newest first)", [v.name for v in versions],
-                        key="normals.version_pick")
+                        key=f"normals.version_pick.{versions[0].name}")
     if c2.button("Restore", key="normals.restore"):
         project.restore(pick)
         st.rerun()

@@ -99,7 +99,8 @@ def test_generate_idk_saves_review_and_restore(ui_env):
 
     versions = p.history()
     assert len(versions) >= 2
-    at.selectbox(key="normals.version_pick").set_value(versions[-1].name).run()
+    at.selectbox(key=f"normals.version_pick.{versions[0].name}").set_value(
+        versions[-1].name).run()
     at.button(key="normals.restore").click().run()
     assert load_project("demo", ui_env / "workspace").normals().texts_for(1) == before[1]
 
