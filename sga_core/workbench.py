@@ -53,6 +53,7 @@ from sga_core.projects import (
 )
 from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
+from sga_core.projects.eval_sets import suggest_set_name
 from sga_core.projects.training import (
     build_config,
     default_eval,
@@ -128,8 +129,8 @@ __all__ = [
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",
-    "suggest_r", "suggestion_text", "summary_of", "sweep_default", "sweep_param_of",
-    "sweep_series", "table_columns", "tail",
+    "suggest_r", "suggest_set_name", "suggestion_text", "summary_of", "sweep_default",
+    "sweep_param_of", "sweep_series", "table_columns", "tail",
     "token_table", "tokens_html", "top_values", "typical_eval_seconds", "validate_preset",
     "word_token_index",
 ]

@@ -5,8 +5,6 @@ added."""
 
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
 from sga_core import workbench as wb
@@ -16,6 +14,7 @@ from ui.show import plain, show_error
 
 DONE = "data.set_done"  # the last action's confirmation, shown after the rerun
 FORM = "data.set_form"  # the add-a-set form's generation
+OPEN = "data.set_open"  # + project: whether its add-a-set panel is open (across reruns)
 
 ROLES_QA = ("A QA set whose every row has `perturbed_answer` is a **utility set**: its "
             "normalised probability, ROUGE-L and truth ratio enter **Model Utility (MU)** with "
@@ -24,11 +23,6 @@ ROLES_QA = ("A QA set whose every row has `perturbed_answer` is a **utility set*
 ROLES_TEXT = ("`holdout` (text never trained on: MIA AUC, PrivLeak, perplexity), `forget_qa` "
               "/ `retain_qa` (KnowMem questions); any other set gets its perplexity (text) or "
               "KnowMem (QA).")
-
-
-def _suggested_name(filename: str) -> str:
-    stem = re.sub(r"[^a-z0-9_]+", "_", filename.rsplit(".", 1)[0].lower()).strip("_")
-    return (stem or "set")[:40]
 
 
 def eval_sets_section(project, root) -> None:
@@ -68,11 +62,16 @@ def eval_sets_section(project, root) -> None:
 
 
 def _add_form(project, info) -> None:
-    with st.expander("Add an evaluation set", expanded=not info):
+    # open at first when there is no set yet; then as the person leaves it, also after an add
+    # (its open state is session state, so the confirmation above it coming and going does
+    # not fold it away)
+    st.session_state.setdefault(f"{OPEN}.{project.name}", not info)
+    with st.expander("Add an evaluation set", key=f"{OPEN}.{project.name}", on_change="rerun"):
         types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
         n = st.session_state.get(FORM, 0)  # a new form (empty uploader) after each set added
         up = st.file_uploader("evaluation set file", type=types, key=f"data.set_file.{n}")
-        suggested = _suggested_name(up.name) if up else "set"
+        suggested = wb.suggest_set_name(up.name) if up else "set"
+        _prefill(f"data.set_name.{n}", suggested if up else "")
         name = st.text_input("set name", key=f"data.set_name.{n}", placeholder=suggested,
                              help=f"lower-case letters, digits, '_' (empty: {suggested}); "
                                   "it names the set's metrics, e.g. <name>_rouge") or suggested
@@ -89,10 +88,20 @@ def _add_form(project, info) -> None:
                 show_error(exc, "Nothing was added")
                 return
             st.session_state[FORM] = n + 1
-            st.session_state[DONE] = (f"Added {entry['name']} ({wb.plural(entry['rows'], 'row')}): "
-                                      f"{entry['what']}. New runs of {project.name} are "
-                                      "evaluated on it.")
+            st.session_state[DONE] = (f"Added {entry['name']} "
+                                      f"({wb.plural(entry['rows'], 'row')}): {entry['what']}. "
+                                      f"New runs of {project.name} are evaluated on it.")
             st.rerun()
+
+
+def _prefill(key: str, suggested: str) -> None:
+    """Put a chosen file's suggested set name into the name field, unless the person typed
+    a name of their own there (the field then holds neither nothing nor the last
+    suggestion)."""
+    last = st.session_state.get(f"{key}.suggested", "")
+    if st.session_state.get(key, "") in ("", last):
+        st.session_state[key] = suggested
+    st.session_state[f"{key}.suggested"] = suggested
 
 
 def _reevaluate(project, root) -> None:
@@ -100,12 +109,13 @@ def _reevaluate(project, root) -> None:
     if not missing:
         return
     sets = sorted({s for names in missing.values() for s in names})
-    st.warning(plain(f"{len(missing)} evaluated run(s) of this project were evaluated "
+    st.warning(plain(f"{wb.plural(len(missing), 'evaluated run')} of this project "
+                     f"{'was' if len(missing) == 1 else 'were'} evaluated "
                      f"before {', '.join(sets)} existed: "
                      f"{', '.join(list(missing)[:6])}{' ...' if len(missing) > 6 else ''}."))
     if st.button("Re-evaluate them with every evaluation set (queued jobs)",
                  key="data.reevaluate"):
         wb.reevaluate(project, list(missing), root)
-        st.session_state[DONE] = (f"Queued the evaluation of {len(missing)} run(s); "
+        st.session_state[DONE] = (f"Queued the evaluation of {wb.plural(len(missing), 'run')}; "
                                   "progress on the Runs page.")
         st.rerun()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,6 +46,20 @@ def check_set_name(name: str) -> str:
         raise ValueError(f"evaluation set name {name!r} is reserved (the project's own "
                          f"{name} data)")
     return name
+
+
+def suggest_set_name(filename: str) -> str:
+    """A valid set name (:func:`check_set_name`) from an uploaded file's name: its stem
+    without accents, in lower case, every run of other characters as '_', at most 40
+    characters; a reserved name gets '_set' (forget.jsonl: forget_set); "set" when nothing
+    is left."""
+    base = re.split(r"[\\/]", filename or "")[-1]
+    stem = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^a-z0-9_]+", "_", ascii_stem.lower()).strip("_")[:40].rstrip("_")
+    if name in RESERVED:
+        name += "_set"
+    return check_set_name(name or "set")
 
 
 def set_kind(project_kind: str, name: str) -> str:
