@@ -9,9 +9,10 @@ from ui.benchmark_import import import_panel
 from ui.context import current_project, select_project
 from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for
-from ui.show import plain, show_error
+from ui.show import created_flash, plain, show_error, show_flash
 
 st.title("Data")
+show_flash()
 project = current_project()
 limit_mb = st.get_option("server.maxUploadSize")
 types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
@@ -45,6 +46,7 @@ with st.expander("New project from files", expanded=project is None):
                 p = wb.new_project(name, uploads, kind=kind, overwrite=overwrite,
                                    field_maps={"forget": forget_map, "retain": retain_map})
                 select_project(p.name)
+                created_flash(p)
                 st.rerun()
             except (wb.DataError, wb.ProjectError) as exc:
                 show_error(exc, "Nothing was imported")

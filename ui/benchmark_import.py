@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
-from ui.show import show_error
+from ui.show import created_flash, show_error
 
 SOURCES = {"cache": "the local Hugging Face cache (offline)",
            "hub": "the Hugging Face hub (needs network)",
@@ -66,4 +66,5 @@ def import_panel(select_project) -> None:
             show_error(exc, "Nothing was imported")
             return
         select_project(p.name)
+        created_flash(p)
         st.rerun()

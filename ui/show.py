@@ -7,6 +7,8 @@ import re
 
 import streamlit as st
 
+from sga_core.words import plural
+
 STATES = {  # text first, so a state reads right even where an icon cannot be drawn
     "queued": ("queued", ":material/schedule:"),
     "running": ("running", ":material/play_circle:"),
@@ -40,6 +42,29 @@ def state_badge(state: str | None) -> str:
     """A run state for Markdown: an icon that always renders, then the word."""
     text, icon = STATES.get(state or "", (state or "unknown", ":material/help:"))
     return f"{icon} {text}"
+
+
+FLASH = "flash"  # a confirmation to show after the rerun that follows an action
+
+
+def flash(markdown: str) -> None:
+    """Show ``markdown`` (user text already escaped with :func:`plain`) as a success message
+    on the next run: an action that ends in ``st.rerun()`` would otherwise lose it."""
+    st.session_state[FLASH] = markdown
+
+
+def show_flash() -> None:
+    """The confirmation left by :func:`flash`, once."""
+    message = st.session_state.pop(FLASH, None)
+    if message:
+        st.success(message)
+
+
+def created_flash(project) -> None:
+    """Confirm a new project by name, with what it holds, after the rerun."""
+    flash(f"Created project **{plain(project.name)}** "
+          f"({plural(len(project.forget()), 'forget row')}, "
+          f"{plural(len(project.retain()), 'retain row')}); every page now works on it.")
 
 
 def show_error(exc: Exception | str, what: str = "") -> None:
