@@ -159,6 +159,35 @@ def export_rows(rows: list[dict], kind: str = "qa") -> list[dict]:
     return out
 
 
+INTEGER_FIELDS = ("K", "n", "seed")  # counts and ids: never written as 4.0
+
+
+def _cell(field: str, value) -> str:
+    """One CSV cell: empty for a missing value, integers (and integer fields such as K, n,
+    seed and each metric's 'n', even when a float arrives) without a decimal point, other
+    numbers in their shortest exact form."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float) and value.is_integer() and (
+            field in INTEGER_FIELDS or field.endswith(" n")):
+        return str(int(value))
+    return str(value)
+
+
+def export_csv(rows: list[dict], kind: str = "qa") -> str:
+    """:func:`export_rows` as CSV text, each column once in first-seen order."""
+    import csv
+    import io
+
+    out = export_rows(rows, kind)
+    fields = list(dict.fromkeys(k for o in out for k in o))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(fields)
+    writer.writerows([[_cell(f, o.get(f)) for f in fields] for o in out])
+    return buf.getvalue()
+
+
 # --- metric versus r -----------------------------------------------------------------------------
 
 def _by_r(members: list[dict]) -> dict[float, list[dict]]:

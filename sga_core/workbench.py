@@ -10,6 +10,7 @@ import yaml
 
 from sga_core.assets import DEMO_PRESET, PRESETS_DIR
 from sga_core.comparison import (
+    export_csv,
     export_rows,
     group_display,
     has_seed_groups,
@@ -114,7 +115,7 @@ __all__ = [
     "create_demo_project", "create_project", "curve_names", "default_eval", "delete",
     "describe_coefficients", "device_note", "display_names", "dump_config", "dumps_jsonl",
     "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
-    "explain_method", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
+    "explain_method", "export_csv", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
     "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "import_benchmark",
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",

@@ -37,7 +37,7 @@ def downloads(rows: list[dict], kind: str, name: str) -> None:
     'group': each metric's mean, sd, 95% bounds and n), MU's components included."""
     out = wb.export_rows(rows, kind)
     c1, c2 = st.columns(2)
-    c1.download_button("Download CSV", pd.DataFrame(out).to_csv(index=False),
+    c1.download_button("Download CSV", wb.export_csv(rows, kind),
                        f"{name}-results.csv", "text/csv", key="results.csv",
                        help="one row per run (level seed) and one per configuration "
                             "(level group: mean, sd, 95% interval, n)")
