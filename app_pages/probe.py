@@ -37,7 +37,9 @@ def render(js: dict) -> None:
         show_error(js.get("error"), "The probe failed")
     res = wb.probe.result(project)
     if res:
-        st.markdown(f"**Q:** {plain(res['question'])}")
+        # what was asked, named by the project's kind: a text task's prefix is no question
+        asked = "Q:" if res.get("kind", "qa") == "qa" else "Text prefix:"
+        st.markdown(f"**{asked}** {plain(res['question'])}")
         cols = st.columns(max(1, len(res["answers"])))
         for col, (label, a) in zip(cols, res["answers"].items()):
             col.markdown(f"**{plain(label)}**")

@@ -38,7 +38,15 @@ def answer_with_probs(model, enc, question: str, kind: str, max_new_tokens: int)
     answer = generate_answers(model, enc, [question], max_new_tokens, kind=kind)[0]
     seq = enc.qa(question, answer) if kind == "qa" else enc.text(question, answer)
     rec = token_records(model, enc, [seq])[0]
-    return {"answer": answer, **rec}
+    return {"answer": answer, **shown_tokens(rec, set(enc.tok.all_special_ids))}
+
+
+def shown_tokens(rec: dict, special_ids: set[int]) -> dict:
+    """A token record without its special tokens (the end of text the answer is scored
+    with, a chat template's end token such as <|im_end|>): the answer as a person reads it,
+    like the decoded answer beside it."""
+    keep = [i for i, t in enumerate(rec["token_ids"]) if t not in special_ids]
+    return {key: [values[i] for i in keep] for key, values in rec.items()}
 
 
 def ask(project, spec: dict) -> dict:
@@ -55,7 +63,7 @@ def ask(project, spec: dict) -> dict:
                                        spec["max_new_tokens"])
         del model
     atomic_write_json(bgjob.job_dir(project, NAME) / "result.json",
-                      {"question": spec["question"], "answers": out})
+                      {"question": spec["question"], "kind": spec["kind"], "answers": out})
     return {"done": len(items), "total": len(items)}
 
 
