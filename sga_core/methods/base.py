@@ -136,6 +136,12 @@ class Method:
         would mislead, e.g. ``{"forget_nll": "retain NLL"}``; charts show these names."""
         return {}
 
+    @classmethod
+    def log_names(cls, args: dict) -> dict[str, str]:
+        """The names ``train.log`` gives the logged NLLs where the key's name would mislead,
+        e.g. ``{"forget_nll": "retain_nll"}`` for a run that learns only retain rows."""
+        return {}
+
     def attach(self, model, ref_model=None) -> None:
         """Called once the models are loaded, before the optimizer exists and before any
         forward: register forward hooks, freeze parameters (RMU). ``ref_model`` is the frozen

@@ -35,5 +35,11 @@ class Finetune(Method):
         return {"forget_nll": "train NLL (forget + retain rows)" if both else
                 "retain NLL (the retain rows it learns)"}
 
+    @classmethod
+    def log_names(cls, args: dict) -> dict[str, str]:
+        # named by the rows measured: the retain reference learns only retain rows
+        return {"forget_nll": "train_nll" if args.get("include_forget", True)
+                else "retain_nll"}
+
     def unit_losses(self, stats: SeqStats, n_units: int):
         return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units)

@@ -143,6 +143,7 @@ class Trainer:
                              device_setting=la.device, lora_rank=t.lora_rank)
         method_cls = get_method(cfg.method)
         self.method = method_cls(cfg.method_config())
+        self.nll_names = method_cls.log_names(cfg.method_args or {})
         self.method.check_training(t, self.acc.distributed_type.value)
         # the accelerate launcher: training stops if it dies (started directly, the trainer
         # is its own launcher: runs.command.start_argv)
@@ -462,9 +463,7 @@ class Trainer:
                             append_jsonl(self.run_dir / "metrics.jsonl", rec)
                         self.status(step=step, epoch=rec["epoch"])
                         self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
-                                 f"forget_nll={_fmt(out['forget_nll'])} "
-                                 f"normal_nll={_fmt(out['normal_nll'])} "
-                                 f"retain_nll={_fmt(out['retain_nll'])} "
+                                 f"{_nll_text(out, self.nll_names)} "
                                  f"tok/s={rec['tokens_per_s'] or 0:.0f}")
                     if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
                         self.write_probes(step)
@@ -498,6 +497,18 @@ class Trainer:
 
 def _fmt_nll(d: dict) -> str:
     return " ".join(f"{k}={v:.4f}" for k, v in d.items())
+
+
+def _nll_text(out: dict, names: dict[str, str]) -> str:
+    """The step's NLLs for train.log, each named by what was measured (``names``: the
+    method's :meth:`log_names`); a renamed value takes the place of an empty one of that
+    name (the retain reference's retain-row NLL is logged as retain_nll, not forget_nll)."""
+    shown: dict[str, float | None] = {}
+    for key in ("forget_nll", "normal_nll", "retain_nll"):
+        name = names.get(key, key)
+        if name not in shown or shown[name] is None:
+            shown[name] = out.get(key)
+    return " ".join(f"{k}={_fmt(v)}" for k, v in shown.items())
 
 
 def _fmt(x) -> str:
