@@ -15,6 +15,8 @@ from sga_core import workbench as wb
 BEST = "font-weight:bold;background:#d8f3dc"
 MUTED = "color:#888"
 HOVER = "border-bottom:1px dotted #888;cursor:help"
+PAD = "padding:4px 8px"  # as the headers: neighbouring cells never touch
+RUN_WIDTH = ("max-width:28ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap")
 REFS = ("Original", "Retained")
 
 
@@ -23,9 +25,15 @@ def _cell(text: str, col: str, title: str | None = None, style: str = "") -> str
     if title:
         attrs += f' title="{html.escape(title)}"'
         style = f"{style};{HOVER}" if style else HOVER
-    if style:
-        attrs += f' style="{style}"'
+    attrs += f' style="{PAD};{style}"' if style else f' style="{PAD}"'
     return f"<td{attrs}>{html.escape(text)}</td>"
+
+
+def _run_cell(name: str) -> str:
+    """A run's name on one line, cut with an ellipsis where it is long; the whole name on
+    hover (a long name ran into the method column)."""
+    return (f'<td data-col="run" title="{html.escape(name)}" style="{PAD};{RUN_WIDTH}">'
+            f"{html.escape(name)}</td>")
 
 
 def _collapse_cell(row: dict) -> str:
@@ -51,7 +59,7 @@ def table_html(rows: list[dict], specs, kind: str, extra: list[str] = ()) -> str
     body = []
     for row in rows:
         ref, collapsed = row["run"] in REFS, row.get("collapsed") is True
-        cells = [_cell(str(row["run"]), "run"), _cell(str(row.get("method") or "—"), "method"),
+        cells = [_run_cell(str(row["run"])), _cell(str(row.get("method") or "—"), "method"),
                  _cell("—" if row.get("r") is None else f"{row['r']:g}", "r"),
                  _cell("—" if row.get("K") is None else str(int(row["K"])), "K"),
                  _collapse_cell(row)]
