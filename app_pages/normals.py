@@ -28,7 +28,7 @@ if table is None:
             "OpenAI-compatible API, the local model, or \"I don't know\" templates).")
 else:
     (st.warning if problems else st.success)(
-        f"{len(table)} normal answers, K = {table.k} ({table.k - 1} per forget row), "
+        f"{wb.plural(len(table), 'normal answer')}, K = {table.k} ({table.k - 1} per forget row), "
         f"{len(reviewed)}/{len(forget)} rows reviewed. " +
         ("Not ready for training: " + "; ".join(problems[:4]) +
          (" ..." if len(problems) > 4 else "") if problems else "Complete."))

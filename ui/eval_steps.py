@@ -32,9 +32,9 @@ def show(run_dir, key: str) -> None:
     st.plotly_chart(fig, key=f"eval-steps-{key}")
     last = recs[-1]
     cost = sum(r.get("eval_s") or 0 for r in recs) / len(recs)
-    text = (f"{len(recs)} evaluations on {last['forget_rows']} forget and "
-            f"{last['retain_rows']} retain rows (ROUGE-L on {last['rouge_rows']} of each), "
-            f"{cost:.1f} s each on average.")
+    text = (f"{wb.plural(len(recs), 'evaluation')} on {last['forget_rows']} forget and "
+            f"{wb.plural(last['retain_rows'], 'retain row')} "
+            f"(ROUGE-L on {last['rouge_rows']} of each), {cost:.1f} s each on average.")
     if best:
         text += (f" Best {metric}: {best[-1].get(metric):.4g} at step {best[-1]['step']}"
                  + (" (its model is kept in best_model/)." if status.get("best_model")
