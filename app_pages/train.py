@@ -151,9 +151,17 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
     try:
         previewed = st.session_state.pop("train.previewed", None)
         # the previewed command's run id, if nothing changed since the preview
-        same = (not run_id and previewed and previewed[1] == wb.dump_config(make_cfg(""))
-                and not (root / previewed[0]).exists())
-        dirs = wb.submit_seeds(make_cfg(previewed[0] if same else run_id), root)
+        same = (not run_id and previewed and previewed[1] == wb.dump_config(make_cfg("")))
+        try:
+            dirs = wb.submit_seeds(make_cfg(previewed[0] if same else run_id), root)
+        except wb.RunIdTaken:
+            if not same:
+                raise
+            # another launch (a second tab, the CLI) took the previewed id first: this one
+            # takes the next free id rather than being refused
+            dirs = wb.submit_seeds(make_cfg(""), root)
+            st.info(f"Run id {previewed[0]} was taken by another launch since the preview; "
+                    f"this run is {dirs[0].name}.")
         st.success(plain(wb.queued_text(dirs)) + " Watch on the Runs page (project "
                    f"**{plain(project.name)}**).")
         st.session_state["runs.selected"] = dirs[0].name

@@ -90,7 +90,7 @@ from sga_core.results import (
 )
 from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_text, run_intervals
 from sga_core.runs.command import command_text
-from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tail
+from sga_core.runs.folder import RunIdTaken, list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import (
     cancel,
     cancel_eval,
@@ -120,7 +120,8 @@ __all__ = [
     "group_display", "has_seed_groups", "idk_fallback", "import_benchmark",
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
-    "load_preset", "load_project", "make_run_id", "method_names", "metrics", "new_project",
+    "load_preset", "load_project", "make_run_id", "RunIdTaken", "method_names", "metrics",
+    "new_project",
     "parse_seeds", "plural",
     "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
     "parse_r_values", "parse_sweep_values", "pending_model", "per_sample", "prepared_model",

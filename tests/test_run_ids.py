@@ -47,3 +47,24 @@ def test_a_config_with_a_newline_in_its_run_id_is_refused():
     with pytest.raises(ConfigError, match="run_id"):
         TrainConfig.from_dict({"run_id": "abc\n", "method": "ga",
                                "data": {"forget": "f.jsonl"}})
+
+
+def test_a_given_id_that_exists_is_refused_as_taken(tmp_path, demo_dir, idk_normals_file):
+    """A launch that names its run id is refused with RunIdTaken when that folder exists
+    (the Train page then moves a previewed id on to the next free one)."""
+    from sga_core.runs.folder import RunIdTaken, create_run
+
+    def cfg():
+        c = TrainConfig()
+        c.data.forget, c.data.retain = str(demo_dir / "forget.jsonl"), str(demo_dir /
+                                                                             "retain.jsonl")
+        c.data.normals = str(idk_normals_file)
+        c.run_id = "taken-id"
+        return c
+
+    first = create_run(cfg(), tmp_path / "runs", state="cancelled")
+    assert first.name == "taken-id"
+    with pytest.raises(RunIdTaken, match="taken-id"):
+        create_run(cfg(), tmp_path / "runs", state="cancelled")
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()
+                  if not p.name.startswith(".")) == ["taken-id"]

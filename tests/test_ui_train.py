@@ -199,3 +199,38 @@ def test_a_sweep_of_one_value_says_one_run(ui_env, tiny_model_dir):
     assert message.startswith("Queued 1 run as sweep"), message
     for r in list_runs(ui_env / "runs"):
         jobs.cancel(r["path"])
+
+
+def test_launch_after_preview_takes_the_next_id_when_another_launch_took_it(ui_env,
+                                                                             tiny_model_dir):
+    """Two tabs preview in the same second and get the same run id; the one that launches
+    second is queued under the next free id with a note, not refused."""
+    from sga_core.config import load_config
+    from sga_core.runs import queue as jobs
+    from sga_core.runs.folder import create_run
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.button(key="train.preview").click().run()
+    previewed = at.session_state["train.previewed"][0]
+    # the other tab's launch claims the previewed id first
+    other = load_config_from_preview(at)
+    other.run_id = previewed
+    taken = create_run(other, ui_env / "runs", state="cancelled")
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = sorted(r for r in (ui_env / "runs").iterdir() if not r.name.startswith("."))
+    assert len(runs) == 2 and taken in runs
+    mine = next(r for r in runs if r != taken)
+    assert mine.name != previewed
+    assert load_config(mine / "config.yaml").run_id == mine.name
+    assert any(previewed in i.value and mine.name in i.value for i in at.info)
+    jobs.cancel(mine)
+
+
+def load_config_from_preview(at: AppTest):
+    """The config the preview showed (the page's own config.yaml, as another tab makes it)."""
+    import yaml
+
+    from sga_core.config import TrainConfig
+
+    return TrainConfig.from_dict(yaml.safe_load(at.session_state["train.previewed"][1]))

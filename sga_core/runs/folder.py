@@ -130,6 +130,11 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
     return manifest
 
 
+class RunIdTaken(ConfigError):
+    """The run id given to a launch names a run folder that exists (made earlier, or by a
+    launch at the same moment: another tab, thread or process)."""
+
+
 def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
                state: str = "queued", mode: str = "foreground") -> Path:
     """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
@@ -152,7 +157,7 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
     if given:
         run_path(given, root)  # a plain run id, not a path
         if (root / given).exists():
-            raise ConfigError(f"run_id: a run named {given!r} already exists in {root}")
+            raise RunIdTaken(f"run_id: a run named {given!r} already exists in {root}")
     candidates = [given] if given else id_candidates(base_run_id(cfg))
     tmp = Path(tempfile.mkdtemp(prefix=f".creating-{given or cfg.method}-",
                                 suffix=f"-{os.getpid()}", dir=root))
@@ -173,7 +178,7 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
                 if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
                     raise
                 if given:
-                    raise ConfigError(f"run_id: a run named {given!r} already exists in "
+                    raise RunIdTaken(f"run_id: a run named {given!r} already exists in "
                                       f"{root}") from None
                 continue
             return final
