@@ -330,9 +330,13 @@ class TrainConfig:
 def load_config(path: str | Path) -> TrainConfig:
     import yaml
 
+    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+    except YAMLTooLarge:
+        raise
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
     if not isinstance(data, dict):

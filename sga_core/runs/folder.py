@@ -214,11 +214,10 @@ def _config_of(path: Path) -> dict:
         return {}
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _CONFIGS:
-        import yaml
+        from sga_core.yamlsafe import load_yaml
 
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+            data = load_yaml(path.read_text(encoding="utf-8"), path.name, fast=True)
         except Exception:  # a broken config still lists, marked as such
             data = {}
         if len(_CONFIGS) > 4096:
