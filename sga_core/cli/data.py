@@ -107,6 +107,7 @@ def cmd_project(args) -> int:
     """What the Data page does, from the shell: create a project (with a field mapping),
     add evaluation sets, show a project's sets and their roles."""
     from sga_core import projects
+    from sga_core.data.errors import printable
 
     if args.action == "list":
         for name in projects.list_projects(args.workspace):
@@ -136,8 +137,8 @@ def cmd_project(args) -> int:
           f"{meta.get('n_retain')} retain rows, folder {project.path}")
     for role, mapping in project.field_maps.items():
         if mapping:
-            print(f"  {role} fields mapped: " + ", ".join(f"{a} -> {b}" for a, b in
-                                                          mapping.items()))
+            print(f"  {role} fields mapped: " + ", ".join(
+                f"{printable(a)} -> {printable(b)}" for a, b in mapping.items()))
     for info in project.eval_set_info():
         print(f"  set {info['name']}: {info['rows']} rows, {info['what']}")
     if not project.eval_sets() and project.kind == "qa":
