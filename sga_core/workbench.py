@@ -18,6 +18,7 @@ from sga_core.comparison import (
 )
 from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
+from sga_core.data.errors import printable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
@@ -123,7 +124,7 @@ __all__ = [
     "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
     "parse_r_values", "parse_sweep_values", "pending_model", "per_sample", "prepared_model",
     "prepared_reference",
-    "preview", "probe", "probe_models", "progress", "project_runs", "protocol_note",
+    "preview", "printable", "probe", "probe_models", "progress", "project_runs", "protocol_note",
     "queue_sweep", "queued_text", "r_bands", "r_groups", "reevaluate", "request_eval", "rerun",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",

@@ -141,6 +141,8 @@ def cmd_project(args) -> int:
                 f"{printable(a)} -> {printable(b)}" for a, b in mapping.items()))
     for info in project.eval_set_info():
         print(f"  set {info['name']}: {info['rows']} rows, {info['what']}")
+    for warning in project.data_warnings():
+        print(f"  warning: {warning}")
     if not project.eval_sets() and project.kind == "qa":
         print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
               "answers): project add-set NAME --set my_set=FILE")
