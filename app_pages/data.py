@@ -77,10 +77,13 @@ if meta.get("protocol"):
     st.caption(plain(f"evaluation protocol: {meta['protocol']} ({meta.get('benchmark')})"))
 st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
                  f"created {meta.get('created_at')} · folder {project.path}"))
+for warning in project.data_warnings(forget_rows, retain_rows):
+    st.warning(plain(warning))
 for role, mapping in project.field_maps.items():
     if mapping and not role.startswith("eval:"):
         st.caption(plain(f"{role} fields mapped at import: " +
-                         ", ".join(f"{s} → {t}" for s, t in mapping.items())))
+                         ", ".join(f"{wb.printable(s)} → {wb.printable(t)}"
+                                   for s, t in mapping.items())))
 
 
 def preview(rows: list[dict], n: int = 5):

@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -41,6 +39,7 @@ def main(argv=None) -> int:
     from sga_core.runs.folder import create_run, runs_root
     from sga_core.runs.launch import run_foreground
     from sga_core.runs.status import read_run
+    from sga_core.yamlsafe import load_yaml
 
     root = runs_root()
     project = load_project("demo") if "demo" in list_projects() else create_demo_project()
@@ -70,7 +69,7 @@ def main(argv=None) -> int:
                        "per_row": [r["r_star"] for r in rs["rows"]]}
     print(json.dumps(report["rstar"], indent=1), flush=True)
 
-    preset = yaml.safe_load((ROOT / "assets/presets/demo-sga.yaml").read_text())
+    preset = load_yaml((ROOT / "assets/presets/demo-sga.yaml").read_text())
     plan = [(float(r), False) for r in args.r.split(",")]
     if not args.no_adaptive:
         plan.append((-0.8, True))

@@ -10,10 +10,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from sga_core.yamlsafe import load_yaml  # noqa: E402
+
 PRESET = ROOT / "assets" / "presets" / "demo-sga.yaml"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -63,7 +63,7 @@ class Demo:
                 len(self.project.forget())):
             self.project.save_normals(idk_normals(len(self.project.forget()), 4),
                                       "generate idk")
-        self.preset = yaml.safe_load(PRESET.read_text())
+        self.preset = load_yaml(PRESET.read_text())
 
     def config(self, *, r: float, training: dict | None = None, sweep: str | None = None,
                evaluate: bool = True):

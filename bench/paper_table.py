@@ -196,8 +196,6 @@ def report(name: str, group: str) -> int:
 
 
 def run(args, plan, tmp: Path) -> int:
-    import yaml
-
     from sga_core.config import TrainConfig
     from sga_core.paper_table import GROUP_PREFIX, format_table, paper_label, paper_table
     from sga_core.projects import create_demo_project, list_projects, load_project
@@ -205,9 +203,10 @@ def run(args, plan, tmp: Path) -> int:
     from sga_core.results import results_table
     from sga_core.runs.folder import create_run, list_runs, runs_root
     from sga_core.runs.launch import run_foreground
+    from sga_core.yamlsafe import load_yaml
 
     t_all = time.time()
-    training = (yaml.safe_load(Path(args.preset).read_text()) or {}).get("training", {})
+    training = (load_yaml(Path(args.preset).read_text()) or {}).get("training", {})
     name, eval_extra = args.project, {}
     if args.model == "tiny":
         name, extra = smoke_setup(tmp)

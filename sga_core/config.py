@@ -76,6 +76,12 @@ class TrainingArgs:
                                       "= the first `probe_count` rows.")
     probe_count: int = param(3, "How many probe rows when probe_rows is empty.", min=0,
                              max=64)
+
+    def settings_problem(self) -> str | None:
+        if self.max_steps == 0 and self.epochs <= 0:
+            return (f"epochs: {self.epochs!r} trains no step; give at least one pass (e.g. "
+                    "epochs 0.5 or 1), or a number of steps with max_steps")
+        return None
     system_prompt: str | None = param(None, "System prompt for chat templates (None = the "
                                             "template's default).", advanced=True)
     dtype: str = param("float32", "Weights dtype when loading the model.",
@@ -330,9 +336,13 @@ class TrainConfig:
 def load_config(path: str | Path) -> TrainConfig:
     import yaml
 
+    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+    except YAMLTooLarge:
+        raise
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
     if not isinstance(data, dict):

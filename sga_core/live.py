@@ -134,9 +134,10 @@ def curve_names(run_dir: str | Path) -> dict[str, str]:
     import yaml
 
     from sga_core.methods import REGISTRY
+    from sga_core.yamlsafe import load_yaml
 
     try:
-        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
+        cfg = load_yaml((Path(run_dir) / "config.yaml").read_text()) or {}
         method = REGISTRY.get(cfg.get("method") or "")
         args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
     except (OSError, yaml.YAMLError, AttributeError):

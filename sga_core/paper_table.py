@@ -79,8 +79,10 @@ def top_values(rows: list[dict], kind: str = "qa", n: int = 2) -> dict[str, list
 def _method_args(root: Path, run_id: str) -> dict:
     import yaml
 
+    from sga_core.yamlsafe import load_yaml
+
     try:
-        cfg = yaml.safe_load((root / run_id / "config.yaml").read_text(encoding="utf-8"))
+        cfg = load_yaml((root / run_id / "config.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return {}
     args = cfg.get("method_args") if isinstance(cfg, dict) else None

@@ -127,6 +127,9 @@ def from_dict(cls, data: dict | None, prefix: str = ""):
             kwargs[f.name] = _coerce(data[f.name], typ, f"{prefix}{f.name}")
     obj = cls(**kwargs)
     validate_fields(obj, prefix)
+    problem = obj.settings_problem() if hasattr(obj, "settings_problem") else None
+    if problem:  # settings each valid alone but not together (e.g. r_min above r_max)
+        raise ConfigError(f"{prefix}{problem}")
     return obj
 
 

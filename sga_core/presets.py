@@ -206,8 +206,12 @@ def parse_preset(text: str, source: str = "preset", *, keep_run_fields: bool = F
     ``!!python`` tag, nesting too deep or a number too long is a one-line ConfigError."""
     import yaml
 
+    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+
     try:
-        preset = yaml.safe_load(text)
+        preset = load_yaml(text, source)
+    except YAMLTooLarge:
+        raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -284,9 +284,10 @@ def _run_settings(run_dir: str, mtime_ns: int) -> tuple:
     import yaml
 
     from sga_core.methods import REGISTRY
+    from sga_core.yamlsafe import load_yaml
 
     try:
-        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
+        cfg = load_yaml((Path(run_dir) / "config.yaml").read_text()) or {}
     except (OSError, yaml.YAMLError):
         return ()
     if not isinstance(cfg, dict):
@@ -428,10 +429,10 @@ def _data_facts(run_dir: Path) -> dict:
 def config_diff(run_a: Path, run_b: Path) -> list[dict]:
     """The settings that differ between two runs (flattened keys), the data they were
     trained on included (:func:`_data_facts`)."""
-    import yaml
+    from sga_core.yamlsafe import load_yaml
 
-    a = _flatten(yaml.safe_load((Path(run_a) / "config.yaml").read_text()) or {})
-    b = _flatten(yaml.safe_load((Path(run_b) / "config.yaml").read_text()) or {})
+    a = _flatten(load_yaml((Path(run_a) / "config.yaml").read_text()) or {})
+    b = _flatten(load_yaml((Path(run_b) / "config.yaml").read_text()) or {})
     a, b = {**a, **_data_facts(run_a)}, {**b, **_data_facts(run_b)}
     skip = {"run_id"}
     return [{"setting": k, Path(run_a).name: a.get(k), Path(run_b).name: b.get(k)}

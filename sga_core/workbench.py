@@ -4,6 +4,7 @@ Streamlit (the UI process never loads a model)."""
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import yaml
@@ -18,6 +19,7 @@ from sga_core.comparison import (
 )
 from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
+from sga_core.data.errors import printable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
@@ -126,7 +128,7 @@ __all__ = [
     "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
     "parse_r_values", "parse_sweep_values", "pending_model", "per_sample", "prepared_model",
     "prepared_reference",
-    "preview", "probe", "probe_models", "progress", "project_runs", "protocol_note",
+    "preview", "printable", "probe", "probe_models", "progress", "project_runs", "protocol_note",
     "queue_sweep", "queued_text", "r_bands", "r_groups", "reevaluate", "request_eval", "rerun",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
@@ -371,9 +373,28 @@ def explain_method(name: str, args: dict) -> str | None:
         return None
 
 
+MAX_PRESET_NAME = 64
+
+
+def preset_key(name: str) -> str:
+    """What two preset names must not share: their NFKC form, case-folded ('Demo', 'DEMO'
+    and the full-width 'ｄｅｍｏ' are one name to a reader and to a case-insensitive disk)."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
 def save_preset(project: Project, name: str, cfg) -> Path:
-    """Save a config as a preset of the project (without its run id, data and sweep)."""
+    """Save a config as a preset of the project (without its run id, data and sweep). A name
+    longer than MAX_PRESET_NAME, or one another preset's differs from only in case or by
+    look-alike characters, is a ConfigError (saving under the same name replaces it)."""
     clean = "".join(ch for ch in name if ch.isalnum() or ch in "-_") or "preset"
+    if len(clean) > MAX_PRESET_NAME:
+        raise ConfigError(f"preset name {clean[:40]!r}... is {len(clean)} characters long; "
+                          f"at most {MAX_PRESET_NAME} are allowed")
+    for other in list_presets(project):
+        if other.stem != clean and preset_key(other.stem) == preset_key(clean):
+            raise ConfigError(f"preset name {clean!r} differs from the existing preset "
+                              f"{other.stem!r} only in case or by look-alike characters; "
+                              f"choose another name, or save as {other.stem!r} to replace it")
     data = cfg.to_dict()
     for key in ("run_id", "data", "sweep", "group"):
         data.pop(key, None)

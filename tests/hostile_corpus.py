@@ -4,12 +4,14 @@ DataError / ConfigError or a correct load.
 
     files = hostile_files(tmp_dir)          # list[Hostile], 200+ files written into tmp_dir
     for f in files:
-        f.path, f.target, f.expect          # "dataset" | "normals" | "preset", "load" | "error"
+        f.path, f.target, f.expect          # "dataset" | "normals" | "preset" | "book",
+                                            # "load" | "error"
     subset = representative(files)          # one file per (target, group, expect)
 
 ``target`` says which loader the file is for: ``dataset`` (``load_dataset``,
 ``create_project``), ``normals`` (``Project.import_normals`` into a project with 10 forget
-rows and K = 4, the demo's shape) or ``preset`` (``sga_core.presets.load_preset``). An
+rows and K = 4, the demo's shape), ``preset`` (``sga_core.presets.load_preset``) or ``book``
+(``sga_core.data.book.read_text_file``, the copyright import's plain-text book). An
 expected error may name its ``row`` and ``field``; the message always names the file.
 """
 
@@ -34,7 +36,7 @@ NOT_CHECKED = "not checked"
 @dataclass(frozen=True)
 class Hostile:
     path: Path
-    target: str  # dataset | normals | preset
+    target: str  # dataset | normals | preset | book
     expect: str  # load | error
     group: str  # what the file tries (encoding, nesting, csv-quoting, ...)
     row: int | None | str = NOT_CHECKED  # the row an error must name (None: no row)
@@ -88,6 +90,9 @@ class _Corpus:
 
     def preset(self, name, content, expect, group):
         self.add(name, content, "preset", expect, group)
+
+    def book(self, name, content, expect, group):
+        self.add(name, content, "book", expect, group)
 
 
 # ------------------------------------------------------------------------------- datasets
@@ -652,12 +657,80 @@ def _folder_links(c: _Corpus) -> None:
            "error", "privleak/holdout.jsonl")
 
 
+# --- settings, books and field names
+
+
+def _settings(c: _Corpus) -> None:
+    """Presets whose settings each pass a type check but not a sense check, and a 600-byte
+    alias bomb under ``eval.sets`` (a billion values once its aliases are expanded)."""
+    sets_bomb = "eval:\n  sets:\n    a: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"    b{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 9))
+    bad = [
+        ("alias-bomb-sets.yaml", sets_bomb),
+        ("adaptive-bounds.yaml", "method_args: {adaptive: true, r_min: 1, r_max: -5}\n"),
+        ("bounds-reversed.yaml", "method_args: {r_min: 0.5, r_max: 0.2}\n"),
+        ("epochs-zero.yaml", "training: {epochs: 0}\n"),
+        ("r-just-above-1.yaml", "method_args: {r: 1.0000001}\n"),
+    ]
+    for name, text in bad:
+        c.preset(name, text, "error", "preset-sense")
+    good = [
+        ("epochs-zero-steps.yaml", "training: {epochs: 0, max_steps: 5}\n"),
+        ("bounds-equal.yaml", "method_args: {adaptive: true, r_min: -1, r_max: -1}\n"),
+        ("shared-alias.yaml", "eval:\n  sets:\n    a: &f x.jsonl\n    b: *f\n"),
+    ]
+    for name, text in good:
+        c.preset(name, text, "load", "preset-sense-ok")
+
+
+def _books(c: _Corpus) -> None:
+    """Plain-text books for the copyright import: decoded like the data loaders' files."""
+    text = "It was a bright cold day in April, and the clocks were striking thirteen.\n" * 5
+    for enc in ("utf-8", "utf-8-sig", "utf-16", "utf-32"):
+        c.book(f"book-{enc}.txt", text.encode(enc), "load", "book-encoding")
+    c.book("book-utf16-be-bom.txt", codecs.BOM_UTF16_BE + text.encode("utf-16-be"), "load",
+           "book-encoding")
+    c.book("book-nul.txt", text[:40] + "\x00" + text[40:], "error", "book-nul")
+    c.book("book-utf16-no-bom.txt", text.encode("utf-16-le"), "error", "book-nul")
+    c.book("book-latin1.txt", "caf\u00e9 " * 20, "load", "book-encoding")
+    c.book("book-latin1-bytes.txt", ("caf\u00e9 " * 20).encode("latin-1"), "error",
+           "book-encoding")
+    c.book("book-empty.txt", "", "error", "book-empty")
+    c.book("book-blank.txt", " \n\t\n", "error", "book-empty")
+    c.book("book-binary.txt", bytes(range(256)) * 4, "error", "book-encoding")
+
+
+def _field_names(c: _Corpus) -> None:
+    """Field names holding terminal escapes, bidi overrides or other invisible controls:
+    refused, the message naming the field (escaped) and the file."""
+    for tag, name in (("esc", "\x1b[31mquestion"), ("rlo", "answer\u202etxt.exe"),
+                      ("lri", "\u2066note"), ("bell", "ding\x07"), ("nl", "two\nlines"),
+                      ("del", "x\x7f"), ("lrm", "mark\u200e"), ("c1", "csi\x9b")):
+        c.dataset(f"key-{tag}.jsonl", _jsonl([QA, {**QA, name: "v"}]), "error", "field-name",
+                  2, name)
+        c.dataset(f"key-{tag}.csv", _csv(["question", "answer", name], [["q", "a", "v"]]),
+                  "error", "field-name", None, name)
+    c.dataset("key-esc-nested.jsonl", _jsonl([{**QA, "meta": {"\x1b]0;x\x07": 1}}]), "error",
+              "field-name", 1, "meta")
+    c.dataset("key-esc.json", json.dumps([{**QA, "\x1bk": 1}]), "error", "field-name", 1,
+              "\x1bk")
+    c.dataset("key-rlo-question.jsonl", _jsonl([{"\u202equestion": "q", "answer": "a"}]),
+              "error", "field-name", 1, "\u202equestion")
+    # letters of any script, emoji and joiners in names are fine
+    c.dataset("key-unicode.jsonl", _jsonl([{**QA, "caf\u00e9 \u05e9\u05dc\u05d5\u05dd "
+                                                   "\U0001F468\u200d\U0001F469": 1}]), "load",
+              "field-name-ok")
+    c.dataset("value-esc.jsonl", _jsonl([{**QA, "answer": "\x1b[31mred\u202e"}]), "load",
+              "field-name-ok")
+
+
 def hostile_files(tmp_dir: str | Path) -> list[Hostile]:
     """Write the corpus into ``tmp_dir`` (one sub-folder per file) and describe it."""
     corpus = _Corpus(Path(tmp_dir))
     for part in (_encodings, _separators, _nesting_and_numbers, _structure, _strings,
                  _wrong_types, _missing_and_empty, _csv_quoting, _parquet, _normals, _presets,
-                 _normals_empty, _folders, _folder_links):
+                 _normals_empty, _folders, _folder_links, _settings, _books,
+                 _field_names):
         part(corpus)
     return corpus.files
 

@@ -1,9 +1,10 @@
 """The hostile suite (issue 16, item 10): 200+ generated hostile files through the loaders
 (``load_dataset``, ``create_project``, ``NormalTable.load``, ``Project.import_normals``, the
-preset validator, ``import_benchmark`` from a benchmark folder). Each must end as a clear
-DataError / ConfigError / HubError naming the file (and the row and field where one applies;
-in a folder, the path relative to it) or a correct load: never another exception, never a
-file written on failure, never a project that fails to reload."""
+preset validator, ``import_benchmark`` from a benchmark folder, the copyright import's book
+reader). Each must end as a clear DataError / ConfigError / HubError naming the file (and the
+row and field where one applies; in a folder, the path relative to it) or a correct load:
+never another exception, never a file written on failure, never a project that fails to
+reload."""
 
 from __future__ import annotations
 
@@ -134,6 +135,13 @@ def run_preset(f: Hostile) -> str:
     return "loaded"
 
 
+def run_book(f: Hostile) -> str:
+    from sga_core.data.book import read_text_file
+
+    assert read_text_file(f.path).strip()
+    return "loaded"
+
+
 def run_corpus(files: list[Hostile], ws: Path, secret_dir: Path) -> tuple[Counter, list[str]]:
     counts: Counter = Counter()
     report: list[str] = []
@@ -146,6 +154,8 @@ def run_corpus(files: list[Hostile], ws: Path, secret_dir: Path) -> tuple[Counte
                 got = run_normals(f, ws)
             elif f.target == "folder":
                 got = run_folder(f, f"h{i:03d}", ws)
+            elif f.target == "book":
+                got = run_book(f)
             else:
                 got = run_preset(f)
         except (DataError, ConfigError, HubError) as exc:
@@ -183,7 +193,7 @@ def test_hostile_corpus(tmp_path, capsys):
     by_target = Counter(f.target for f in files)
     line = (f"hostile suite: {counts['tried']} files tried ({by_target['dataset']} datasets, "
             f"{by_target['normals']} normal-answer tables, {by_target['preset']} presets, "
-            f"{by_target['folder']} benchmark folders), "
+            f"{by_target['folder']} benchmark folders, {by_target['book']} books), "
             f"{counts['loaded']} loaded, {counts['clear errors']} clear errors, "
             f"{counts['other exceptions']} other exceptions, {counts['written']} files "
             f"written on failure, {counts['reload']} projects that fail to reload, "
@@ -226,7 +236,7 @@ def test_representative_subset_covers_every_group(tmp_path):
     assert path.exists() and expect in ("load", "error")
 
 
-@pytest.mark.parametrize("target", ["dataset", "normals", "preset", "folder"])
+@pytest.mark.parametrize("target", ["dataset", "normals", "preset", "folder", "book"])
 def test_corpus_has_both_outcomes_per_target(tmp_path, target):
     files = [f for f in hostile_files(tmp_path) if f.target == target]
     assert {f.expect for f in files} == {"load", "error"}

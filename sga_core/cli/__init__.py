@@ -47,10 +47,34 @@ def main(argv: list[str] | None = None) -> int:
                         f"`train --method {method} --help` lists them)")
         parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     try:
+        check_folders(args)
         return args.func(args)
-    except (ConfigError, DataError, ModelError, ValueError, FileNotFoundError) as exc:
+    except (ConfigError, DataError, ModelError, ValueError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return 2
+    except OSError as exc:  # a path the system refuses: too long, not a folder, no access
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {' '.join(f'{where}{exc.strerror or exc}'.split())}", file=sys.stderr)
+        return 2
+
+
+def check_folders(args) -> None:
+    """``--workspace`` and ``--runs-dir`` name folders (made when missing): an existing file
+    there is a one-line error naming the flag and the path, not a traceback later on."""
+    from pathlib import Path
+
+    for dest, flag in (("workspace", "--workspace"), ("runs_dir", "--runs-dir")):
+        value = getattr(args, dest, None)
+        if not value:
+            continue
+        path = Path(value).expanduser()
+        try:
+            is_file = path.exists() and not path.is_dir()
+        except OSError as exc:
+            raise ConfigError(f"{flag} {value}: {exc.strerror or exc}") from None
+        if is_file:
+            raise ConfigError(f"{flag} {value}: is a file, not a folder; give a folder (it "
+                              "is made when missing)")
 
 
 __all__ = ["build_parser", "build_train_config", "main"]

@@ -108,6 +108,7 @@ def cmd_project(args) -> int:
     """What the Data page does, from the shell: create a project (with a field mapping),
     add evaluation sets, show a project's sets and their roles."""
     from sga_core import projects
+    from sga_core.data.errors import printable
 
     if args.action == "list":
         for name in projects.list_projects(args.workspace):
@@ -137,10 +138,12 @@ def cmd_project(args) -> int:
           f"{meta.get('n_retain')} retain rows, folder {project.path}")
     for role, mapping in project.field_maps.items():
         if mapping:
-            print(f"  {role} fields mapped: " + ", ".join(f"{a} -> {b}" for a, b in
-                                                          mapping.items()))
+            print(f"  {role} fields mapped: " + ", ".join(
+                f"{printable(a)} -> {printable(b)}" for a, b in mapping.items()))
     for info in project.eval_set_info():
         print(f"  set {info['name']}: {plural(info['rows'], 'row')}, {info['what']}")
+    for warning in project.data_warnings():
+        print(f"  warning: {warning}")
     if not project.eval_sets() and project.kind == "qa":
         print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
               "answers): project add-set NAME --set my_set=FILE")

@@ -102,7 +102,7 @@ def planned_runs(cfg, args) -> list:
     from sga_core.projects.training import parse_sweep_values
     from sga_core.runs.seeds import expand_seeds, sweep_configs, sweep_name
 
-    if not args.sweep_values:
+    if args.sweep_values is None:
         return expand_seeds(cfg, args.runs_dir)
     param = get_method(cfg.method).sweep_param
     if param is None:
@@ -117,8 +117,11 @@ def planned_runs(cfg, args) -> list:
         return c.validate()
 
     group = args.sweep or sweep_name("sweep")
-    return sweep_configs(make, parse_sweep_values(args.sweep_values, cfg.method), group,
-                         args.runs_dir)
+    try:
+        values = parse_sweep_values(args.sweep_values, cfg.method)
+    except ConfigError as exc:
+        raise ConfigError(f"--sweep-values: {str(exc).removeprefix('sweep: ')}") from None
+    return sweep_configs(make, values, group, args.runs_dir)
 
 
 def launch_planned(args, cfgs: list) -> int:
@@ -161,6 +164,11 @@ def write_idk_normals(base: dict, out: Path) -> str:
     from sga_core.normals.idk import idk_normals
 
     k = int(base.get("method_args", {}).get("k", 4))
+    if k < 2:
+        raise ConfigError(f"--k {k}: K = 1 leaves no slot for normal answers (K counts the "
+                          "forget answer and K-1 normal answers), so --idk-normals has none "
+                          "to write; use --k 2 or more, or --method ga for plain gradient "
+                          "ascent")
     forget = load_dataset(Path(base["data"]["forget"]).expanduser(),
                           kind=base["data"].get("task", "qa"),
                           field_map=base["data"].get("field_map") or None)

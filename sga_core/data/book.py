@@ -20,14 +20,15 @@ WORD = re.compile(r"\S+")
 
 
 def read_text_file(path: str | os.PathLike) -> str:
-    """A UTF-8 text file (a BOM is dropped); a DataError names the file otherwise."""
+    """A text file decoded like the data loaders' files (UTF-8, or UTF-16/32 with a BOM);
+    a NUL character or any other undecodable content is a DataError naming the file."""
+    from sga_core.data.formats import _decode
+
     p = Path(path)
     try:
         if p.stat().st_size > MAX_FILE_BYTES:
             raise DataError(f"larger than {MAX_FILE_BYTES // 2**20} MiB", p.name)
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", p.name) from None
+        text = _decode(p.read_bytes(), p.name)
     except OSError as exc:
         raise DataError(f"cannot read: {exc.strerror or exc}", p.name) from None
     if not text.strip():
@@ -66,13 +67,22 @@ def segments(text: str, tok, max_tokens: int) -> list[list[str]]:
     return out
 
 
+def check_token_counts(max_tokens: int, prompt_tokens: int) -> None:
+    """A segment of at least 2 tokens whose prompt is at least 1 token and shorter than it
+    (a DataError naming which count is wrong)."""
+    if prompt_tokens < 1:
+        raise DataError(f"prompt tokens: the prompt must be at least 1 token, got "
+                        f"{prompt_tokens}")
+    if prompt_tokens >= max_tokens:
+        raise DataError(f"prompt tokens: the prompt ({prompt_tokens} tokens) must be shorter "
+                        f"than a segment ({max_tokens} tokens)")
+
+
 def book_rows(text: str, tok, max_tokens: int = 512, prompt_tokens: int = 200) -> list[dict]:
     """Text rows ``{"prompt", "continuation"}`` of a book: each segment's first words up to
     ``prompt_tokens`` tokens are the prompt, the rest the continuation (segments too short to
     have both are left out)."""
-    if not 0 < prompt_tokens < max_tokens:
-        raise DataError(f"the prompt ({prompt_tokens} tokens) must be shorter than a segment "
-                        f"({max_tokens} tokens)")
+    check_token_counts(max_tokens, prompt_tokens)
     rows = []
     for seg in segments(text, tok, max_tokens):
         cut = _fit(tok, seg, 0, prompt_tokens)

@@ -8,12 +8,32 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import Any
 
-from sga_core.data.errors import DataError, short
+from sga_core.data.errors import DataError, printable, short
 from sga_core.data.limits import MAX_DEPTH, MAX_STRING_CHARS
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# characters no field name may hold: C0 and C1 controls (ESC starts terminal escapes), the
+# bidi embeddings, overrides, isolates and marks (U+202E shows 'exe.txt' as 'txt.exe'), and
+# line or paragraph separators
+_BAD_NAME_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                            "\u202a-\u202e\u2066-\u2069]")
+
+
+def check_field_name(name: str, file: str | None, row: int | None = None,
+                     field: str | None = None) -> None:
+    """A field name (a column, a JSON key, a mapping's source) without control or
+    bidi-override characters; the error names the field escaped (:func:`printable`)."""
+    bad = _BAD_NAME_CHAR.search(name)
+    if bad:
+        ch = bad.group()
+        what = unicodedata.name(ch, "a control character")
+        raise DataError(f"the field name '{printable(name)}' holds U+{ord(ch):04X} ({what}) "
+                        f"at character {bad.start() + 1}: control and bidi characters are not "
+                        "allowed in field names (they hide or reorder text); rename the field",
+                        file, row, name if field is None else field)
 
 
 class _RepeatedKeys(dict):
@@ -93,6 +113,7 @@ def check_record(rec: dict[str, Any], file: str | None, row: int | None) -> None
                 for key, item in value.items():
                     name = field if field is not None else key
                     check_text(key, file, row, name)
+                    check_field_name(key, file, row, name)
                     stack.append((item, depth + 1, name))
             else:
                 stack.extend((item, depth + 1, field) for item in value)

@@ -22,6 +22,15 @@ def short(value: Any) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
 
 
+def printable(name: str) -> str:
+    """``name`` with every character that is not printable (controls such as ESC, bidi
+    overrides such as U+202E, line breaks) written as an escape (``\\x1b``, ``\\u202e``), so a
+    field name from a file can neither colour a terminal nor reorder the text around it."""
+    if name.isprintable():
+        return name
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in name)
+
+
 class DataError(ValueError):
     """A problem in a data file, located by file (base name), row (1-based) and field."""
 
@@ -45,7 +54,8 @@ class DataError(ValueError):
         if self.row is not None:
             parts.append(f"row {self.row}")
         if self.field is not None:
-            name = self.field if len(self.field) <= _SHOWN else self.field[:_SHOWN - 3] + "..."
+            name = printable(self.field)
+            name = name if len(name) <= _SHOWN else name[:_SHOWN - 3] + "..."
             parts.append(f"field '{name}'")
         return f"{', '.join(parts)}: {self.reason}" if parts else self.reason
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sga_core.data.checks import check_record, parse_json
+from sga_core.data.checks import check_field_name, check_record, parse_json
 from sga_core.data.errors import DataError, type_name
 from sga_core.data.limits import MAX_FILE_BYTES, MAX_ROWS, MAX_STRING_CHARS
 
@@ -207,6 +207,7 @@ def _csv_records(text: str, name: str, strict: bool) -> Raw:
         columns = [h.strip() for h in header]
         seen: set[str] = set()
         for col in columns:
+            check_field_name(col, name)
             if col and col in seen:
                 raise DataError("duplicate column in the CSV header", name, None, col)
             seen.add(col)

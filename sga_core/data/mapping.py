@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sga_core.data.errors import DataError, short
+from sga_core.data.checks import check_field_name
+from sga_core.data.errors import DataError, printable, short
 
 #: the workbench's fields per data kind, required first (SPEC 3)
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -54,6 +55,10 @@ def check_map(mapping: Mapping[str, str] | None, kind: str | None = None) -> dic
         if not isinstance(source, str) or not source.strip():
             raise DataError(f"field mapping: a source field name must be a non-empty string, "
                             f"got {short(source)}")
+        try:
+            check_field_name(source, None)
+        except DataError as exc:
+            raise DataError(f"field mapping: {exc.reason}", field=source) from None
         if not isinstance(target, str) or target not in known:
             raise DataError(f"field mapping: {short(target)} is not a field the workbench "
                             f"reads; use one of {', '.join(known)}", field=source)
@@ -61,7 +66,8 @@ def check_map(mapping: Mapping[str, str] | None, kind: str | None = None) -> dic
             continue
         clash = next((s for s, t in out.items() if t == target), None)
         if clash is not None:
-            raise DataError(f"field mapping: both '{clash}' and '{source}' are mapped to "
+            raise DataError(f"field mapping: both '{printable(clash)}' and '{printable(source)}' "
+                            f"are mapped to "
                             f"'{target}'", field=source)
         out[source] = target
     return out

@@ -35,6 +35,12 @@ class SGAConfig:
     r_max: float = param(1.0, "Upper bound for adaptive r (at most 1).", min=-100.0, max=1.0,
                          advanced=True)
 
+    def settings_problem(self) -> str | None:
+        if self.r_min > self.r_max:
+            return (f"r_min ({self.r_min!r}) is above r_max ({self.r_max!r}): adaptive r is "
+                    "clipped to [r_min, r_max], so r_min must be at most r_max")
+        return None
+
 
 class SGA(Method):
     name = "sga"

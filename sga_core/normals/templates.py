@@ -139,12 +139,16 @@ def template_from_dict(doc: dict[str, Any], name: str = "custom") -> Template:
 def _load_file(path: Path) -> Template:
     import yaml
 
+    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TemplateError(f"{path.name}: cannot read template: {exc.strerror or exc}") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text, path.name)
+    except YAMLTooLarge as exc:
+        raise TemplateError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

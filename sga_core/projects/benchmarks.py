@@ -54,15 +54,17 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
                      model: str = "embedded:smollm2", segment_tokens: int = 512,
                      prompt_tokens: int = 200, k: int = 4, root=None,
                      overwrite: bool = False) -> Project:
-    """A copyright-task project from two UTF-8 text files: the ``book`` (split into segments
-    of at most ``segment_tokens`` tokens of ``model``'s tokenizer, each segment's first
-    ``prompt_tokens`` tokens its prompt) and a ``retain`` corpus (segments likewise)."""
-    from sga_core.data.book import book_rows, corpus_rows, read_text_file
+    """A copyright-task project from two text files (UTF-8, or UTF-16/32 with a BOM, as the
+    data loaders read them): the ``book`` (split into segments of at most ``segment_tokens``
+    tokens of ``model``'s tokenizer, each segment's first ``prompt_tokens`` tokens its
+    prompt) and a ``retain`` corpus (segments likewise)."""
+    from sga_core.data.book import book_rows, check_token_counts, corpus_rows, read_text_file
     from sga_core.fileio import atomic_write_jsonl
     from sga_core.leftovers import temp_dir
     from sga_core.model.loading import load_tokenizer
 
     name = check_name(name)
+    check_token_counts(segment_tokens, prompt_tokens)
     book_text, retain_text = read_text_file(book), read_text_file(retain)
     tok = load_tokenizer(model)
     with temp_dir("book") as tmp:

@@ -119,6 +119,19 @@ class Project:
         return load_dataset(self.retain_path, kind=self.kind).rows if \
             self.retain_path.exists() else []
 
+    def data_warnings(self, forget: list[dict] | None = None,
+                      retain: list[dict] | None = None) -> list[str]:
+        """What in the rows would mislead a run or its scores without refusing the data:
+        forget rows repeated or also in the retain set, VerbMem rows with nothing to
+        continue (:mod:`sga_core.data.row_warnings`). ``forget`` / ``retain``: the rows when
+        the caller has them already."""
+        from sga_core.data.row_warnings import row_warnings
+
+        sets = {name: load_dataset(path).rows for name, path in self.eval_sets().items()
+                if name == "forget_eval"}
+        return row_warnings(self.kind, self.forget() if forget is None else forget,
+                            self.retain() if retain is None else retain, sets)
+
     def eval_sets(self) -> dict[str, Path]:
         d = self.path / "eval"
         return {p.stem: p for p in sorted(d.glob("*.jsonl"))} if d.exists() else {}

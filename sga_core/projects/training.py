@@ -103,25 +103,30 @@ def parse_sweep_values(text: str, method: str = "sga") -> list[float]:
         start, stop, step = (_number(p, what) for p, what in zip(parts, ("start", "stop",
                                                                          "step")))
         if step == 0 or (stop - start) / step < 0:
-            raise ConfigError(f"sweep: step {step:g} never reaches {stop:g} from {start:g}")
+            raise ConfigError(f"sweep: step {step!r} never reaches {stop!r} from {start!r}")
         count = (stop - start) / step  # inf when it overflows
         n = int(round(count)) + 1 if count < MAX_SWEEP_RUNS else MAX_SWEEP_RUNS + 1
         if n > MAX_SWEEP_RUNS:
-            raise ConfigError(f"sweep: {start:g}:{stop:g}:{step:g} makes more than "
+            raise ConfigError(f"sweep: {start!r}:{stop!r}:{step!r} makes more than "
                               f"{MAX_SWEEP_RUNS} runs (at most {MAX_SWEEP_RUNS})")
         values = [round(start + i * step, 10) for i in range(n)]
     else:
         tokens = [tok for tok in re.split(r"[,\s;]+", text) if tok]
         values = list(dict.fromkeys(_number(tok, "value") for tok in tokens))
+        if not values:
+            example = sweep_default(method).split(", ")
+            raise ConfigError(f"sweep: {text[:60]!r} holds no {name} values; enter them as "
+                              f"'{', '.join(example[:3])}' or "
+                              f"'{example[0]}:{example[-1]}:...'")
         if len(values) > MAX_SWEEP_RUNS:
             raise ConfigError(f"sweep: {len(values)} runs is too many (at most "
                               f"{MAX_SWEEP_RUNS})")
     above = [v for v in values if hi is not None and v > hi]
     if above:
-        raise ConfigError(f"sweep: {name} must be <= {hi:g}, got {above[0]:g}")
+        raise ConfigError(f"sweep: {name} must be <= {hi!r}, got {above[0]!r}")
     below = [v for v in values if lo is not None and v < lo]
     if below:
-        raise ConfigError(f"sweep: {name} must be >= {lo:g}, got {below[0]:g}")
+        raise ConfigError(f"sweep: {name} must be >= {lo!r}, got {below[0]!r}")
     return list(dict.fromkeys(values))
 
 

@@ -94,6 +94,15 @@ def data_hashes(cfg) -> dict[str, str]:
     return out
 
 
+def check_probe_rows(probe_rows: list[int], n_forget: int) -> None:
+    """Every probe row a row of the forget set (0-based), else a ConfigError naming the row
+    and the set's size: a row out of range would silently probe nothing."""
+    bad = next((r for r in probe_rows or [] if not 0 <= r < n_forget), None)
+    if bad is not None:
+        raise ConfigError(f"training.probe_rows: row {bad} is not in the forget set, which "
+                          f"has {n_forget} rows (0 to {n_forget - 1})")
+
+
 def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
     """Copy the data files into ``run_dir/data`` so the folder is self-contained and can be
     moved to a cluster; the config then points at the copies (relative paths). Returns the
@@ -113,6 +122,8 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
         # a bad file is reported (file, row, field) before any run folder exists (SPEC 3)
         mapped = bool(field_map) and name != "normals"
         rows = _data_rows(cfg, name, src)
+        if name == "forget":
+            check_probe_rows(cfg.training.probe_rows, len(rows))
         dst = data_dir / (f"{name}.jsonl" if mapped else f"{name}{src.suffix}")
         if mapped:  # the snapshot holds the rows under the workbench's field names
             write_dataset(dst, rows)
@@ -219,11 +230,10 @@ def _config_of(path: Path) -> dict:
         return {}
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _CONFIGS:
-        import yaml
+        from sga_core.yamlsafe import load_yaml
 
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+            data = load_yaml(path.read_text(encoding="utf-8"), path.name, fast=True)
         except Exception:  # a broken config still lists, marked as such
             data = {}
         if len(_CONFIGS) > 4096:
