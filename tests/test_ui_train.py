@@ -164,7 +164,7 @@ def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model
     sga = [r for r in list_runs(ui_env / "runs") if r["method"] == "sga"]
     assert len(sga) == 1
     assert load_config(Path(sga[0]["path"]) / "config.yaml").model == str(original)
-    deadline = time.time() + 240
+    deadline = time.time() + 600  # a prepare and a run on a loaded 2-core machine
     while time.time() < deadline and read_run(Path(sga[0]["path"])).get("state") not in (
             "completed", "failed", "cancelled"):
         time.sleep(1)
