@@ -78,6 +78,8 @@ default = st.session_state.get("runs.selected") or next(  # else the running one
     (r["run_id"] for r in runs if r["state"] != "queued"), None)  # that ran (not a queued one)
 if st.session_state.pop("runs.want", None) in ids:  # a run this page just queued
     st.session_state["runs.select"] = default
+if st.session_state.pop("runs.deleted", None):  # the browser still shows the deleted run:
+    st.session_state["runs.select"] = default if default in ids else ids[0]  # set it anew
 selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,
                         key="runs.select", format_func=lambda i: f"{i} — {states[i]}")
 st.session_state["runs.selected"] = selected
@@ -170,13 +172,26 @@ if c2.button("Re-run with the same config", key="runs.rerun"):
         st.rerun()
     except Exception as exc:  # shown, never a crash
         show_error(exc, "cannot re-run")
+
+
+def delete_selected() -> None:
+    """Delete's on_click: runs before the next script run draws the widgets, so unticking
+    "confirm delete" and forgetting the picked run is allowed here (not after the checkbox
+    was drawn); the rerun that follows lists the runs without the deleted one."""
+    st.session_state["runs.confirm_delete"] = False
+    try:
+        wb.delete(run_dir)
+    except RuntimeError as exc:
+        st.session_state["runs.delete_error"] = str(exc)
+        return
+    st.session_state.pop("runs.selected", None)
+    st.session_state["runs.deleted"] = selected
+    st.session_state["runs.done"] = f"Deleted {selected}."
+
+
 with c3:
     confirm = st.checkbox("confirm delete", key="runs.confirm_delete")
-    if st.button("Delete", key="runs.delete", disabled=not confirm):
-        try:
-            wb.delete(run_dir)
-            st.session_state.pop("runs.selected", None)
-            st.session_state["runs.confirm_delete"] = False
-            st.rerun()
-        except RuntimeError as exc:
-            show_error(exc)
+    st.button("Delete", key="runs.delete", disabled=not confirm, on_click=delete_selected)
+    failed = st.session_state.pop("runs.delete_error", None)
+    if failed:
+        show_error(failed, "cannot delete")
