@@ -18,7 +18,7 @@ from sga_core.comparison import (
 from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.limits import MAX_K
-from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
+from sga_core.data.mapping import TARGETS, FieldReport, check_map, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
 from sga_core.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
 from sga_core.live import (
@@ -107,6 +107,7 @@ __all__ = [
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "cancel_eval",
+    "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
     "create_demo_project", "create_project", "curve_names", "default_eval", "delete",
