@@ -90,6 +90,7 @@ from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import (
+    awaiting_evaluation,
     cancel,
     cancel_eval,
     delete,
@@ -106,7 +107,8 @@ __all__ = [
     "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
-    "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "cancel_eval",
+    "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
+    "cancel", "cancel_eval",
     "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
