@@ -35,10 +35,15 @@ def apply_preset(preset: dict) -> None:
 
 
 def start_values() -> None:
-    """A project's first visit: the demo data starts from the settings behind the README's
-    figures (25 steps, probes of the French rows); any other project from the generic
-    defaults plus its own probe rows (its ★ rows, else its first rows)."""
-    if project.is_demo:
+    """A project's first visit in this session: the values its form had last time (kept on
+    disk, so a browser reload keeps them); else the demo data starts from the settings behind
+    the README's figures (25 steps, probes of the French rows), and any other project from
+    the generic defaults plus its own probe rows (its ★ rows, else its first rows)."""
+    stored, notes = wb.load_train_form(project)
+    st.session_state["train.form_notes"] = notes
+    if stored:
+        forms.restore(stored)
+    elif project.is_demo:
         apply_preset(wb.load_preset(wb.DEMO_PRESET))
         put("train.preset_choice", wb.DEMO_PRESET.name)
     else:
@@ -47,6 +52,8 @@ def start_values() -> None:
 
 
 forms.scope("train.", project.name, start_values)  # every field is kept per project
+for note in st.session_state.pop("train.form_notes", None) or []:
+    st.warning(plain(note))
 
 with st.expander("Presets (YAML)"):
     files = {p.name: p for p in wb.list_presets(project)}
@@ -179,3 +186,13 @@ if cls.sweep_param:
                            ", ".join(q.name for q in queued))
             except (wb.ConfigError, ValueError) as exc:
                 show_error(exc, "cannot queue sweep")
+
+# the form's values, kept on disk per project: a reload or a new session starts from them
+form_now = forms.values("train.")
+if st.session_state.get("train.form_saved") != form_now:
+    try:
+        wb.save_train_form(project, form_now)
+        st.session_state["train.form_saved"] = form_now
+    except OSError as exc:
+        st.warning(plain(f"The form's values are not kept on disk ({exc}); they last while "
+                         "this browser tab is open."))

@@ -53,6 +53,7 @@ from sga_core.projects import (
 )
 from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
+from sga_core.projects.train_form import load_train_form, save_train_form
 from sga_core.projects.training import (
     build_config,
     default_eval,
@@ -116,6 +117,7 @@ __all__ = [
     "describe_coefficients", "device_note", "display_names", "dump_config", "dumps_jsonl",
     "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
     "explain_method", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
+    "load_train_form", "save_train_form",
     "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "import_benchmark",
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
