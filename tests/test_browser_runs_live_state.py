@@ -77,7 +77,8 @@ def test_detail_picker_and_table_follow_a_run_into_its_evaluation(tmp_path):
             expect(picker.get_by_role("combobox")).to_have_value(
                 "live-run — completed · evaluating", timeout=60000)
             write_eval(run, stage="verbatim continuations", done=7, total=20)
-            page.get_by_text("evaluating: verbatim continuations 7/20").wait_for(timeout=60000)
+            page.get_by_text("evaluating: verbatim continuations 7/20 · elapsed").wait_for(
+                timeout=60000)  # the detail (the table's cell has no " · elapsed")
             page.screenshot(path=str(tmp_path / "evaluating.png"), full_page=True)
     finally:
         lock.close()
