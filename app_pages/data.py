@@ -8,7 +8,7 @@ from sga_core import workbench as wb
 from ui.benchmark_import import import_panel
 from ui.context import current_project, select_project
 from ui.eval_sets import eval_sets_section
-from ui.field_map import mapping_for
+from ui.field_map import mapping_for, valid
 from ui.show import created_flash, plain, show_error, show_flash
 
 st.title("Data")
@@ -36,7 +36,9 @@ with st.expander("New project from files", expanded=project is None):
         retain = st.file_uploader("retain data (optional)", type=types, key="data.retain")
         retain_map = mapping_for("retain", retain, kind, remembered=forget_map)
     overwrite = st.checkbox("replace a project with the same name", key="data.overwrite")
-    if st.button("Create project", type="primary", key="data.create"):
+    mapped = valid(forget_map) and valid(retain_map)  # else its error is shown above
+    if st.button("Create project", type="primary", key="data.create", disabled=not mapped,
+                 help=None if mapped else "fix the field mapping first"):
         if not forget:
             st.error("Choose a forget data file first.")
         else:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
-from ui import eval_steps
+from ui import run_detail
 from ui.context import current_project
 from ui.forms import kept
-from ui.show import plain, show_error, state_badge, state_text
+from ui.run_detail import eta
+from ui.show import plain, show_error, state_text
 
 st.title("Runs")
 root = wb.runs_root()
@@ -33,150 +34,144 @@ def evaluating(r: dict) -> bool:
     return r["state"] == "completed" and r.get("eval_state") in ("queued", "running")
 
 
-def eta(p: dict) -> str:
-    return f" · ETA {wb.fmt_seconds(p['eta_s'])}" if p.get("eta_s") is not None else ""
-
-
 def cell(v) -> str:
     """A setting as table text; blank where it does not apply (a prepare run has no r)."""
     return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
 
-active = any(r["state"] in ("queued", "running") or evaluating(r) for r in runs)
-owners = wb.run_projects(runs)
-
-
-@st.fragment(run_every=1.0 if active else None)
-def runs_table():
-    rows = wb.runs_of(mine, root)
+def read_states(rows: list[dict]) -> dict[str, tuple[dict, dict]]:
+    """One read of every listed run's state for this render: run id -> (its progress, its
+    evaluation's progress). The table, the picker's labels and the detail all show these, so
+    they never disagree (one of them said "running" while another said "evaluating")."""
     evals = wb.eval_status_of(rows)
+    return {r["run_id"]: (wb.progress(r["path"]), evals[r["run_id"]]) for r in rows}
+
+
+def evaluating_now(p: dict, ev: dict) -> bool:
+    return p["state"] == "completed" and ev["state"] in ("queued", "running")
+
+
+def shown_state(p: dict, ev: dict) -> str:
+    return p["state"] + (" · evaluating" if evaluating_now(p, ev) else "")
+
+
+def busy(rows: list[dict], states: dict | None = None) -> bool:
+    """Something will change by itself: a run queued or training, an evaluation queued or
+    running, or a completed run the runner is about to evaluate (training writes "completed"
+    a poll before the runner starts the evaluation: the page must keep refreshing then)."""
+    if states is None:
+        live = any(r["state"] in ("queued", "running") or evaluating(r) for r in rows)
+    else:
+        live = any(p["state"] in ("queued", "running") or evaluating_now(p, ev)
+                   for p, ev in states.values())
+    return live or wb.awaiting_evaluation(rows, root)
+
+
+active = busy(runs)
+
+
+def runs_table(rows: list[dict], states: dict) -> None:
+    owners = wb.run_projects(rows) if not mine else {}
     table = []
     for r in rows:
-        p = wb.progress(r["path"])
-        ev = evals[r["run_id"]]
-        table.append({"run": r["run_id"], "state": state_text(r["state"]) +
-                      (" · evaluating" if evaluating(r) else ""),
+        p, ev = states[r["run_id"]]
+        table.append({"run": r["run_id"], "state": state_text(p["state"]) +
+                      (" · evaluating" if evaluating_now(p, ev) else ""),
                       "project": owners.get(r["run_id"], "-"),
                       "method": r["method"], "r": cell(r["r"]), "K": cell(r["k"]),
                       "sweep": cell(r["sweep"]),
                       "started": (r.get("started_at") or "").replace("T", " ")[:19],
                       "duration": wb.fmt_seconds(p["elapsed_s"]),
-                      "progress": ev["text"] + eta(ev) if evaluating(r) else p["text"]})
+                      "progress": ev["text"] + eta(ev) if evaluating_now(p, ev)
+                      else p["text"]})
     st.dataframe(table, hide_index=True, width="stretch",
                  column_order=[c for c in table[0] if c != "project" or not mine])
-    if active and not any(r["state"] in ("queued", "running") or evaluating(r)
-                          for r in rows):
-        st.rerun()  # everything finished: re-render once, and stop refreshing
 
 
-runs_table()
+def pick(rows: list[dict], states: dict) -> str:
+    """The run picker, its labels from this render's states."""
+    ids = [r["run_id"] for r in rows]
+    labels = {i: f"{i} — {shown_state(*states[i])}" for i in ids}
+    default = st.session_state.get("runs.selected") or next(  # else the running one, else
+        (i for i in ids if states[i][0]["state"] == "running"), None) or next(  # the newest
+        (i for i in ids if states[i][0]["state"] != "queued"), None)  # that ran (not queued)
+    if st.session_state.pop("runs.want", None) in ids:  # a run this page just queued
+        st.session_state["runs.select"] = default
+    if st.session_state.pop("runs.deleted", None):  # the browser still shows the deleted run:
+        st.session_state["runs.select"] = default if default in ids else ids[0]  # set anew
+    current = st.session_state.get("runs.select")
+    if current in ids and st.session_state.get("runs.label") not in (None, labels[current]):
+        st.session_state["runs.select"] = current  # the browser keeps an option's old label
+    selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,
+                            key="runs.select", format_func=labels.get)
+    st.session_state["runs.selected"] = selected
+    st.session_state["runs.label"] = labels[selected]
+    return selected
 
-ids = [r["run_id"] for r in runs]
-states = {r["run_id"]: r["state"] + (" · evaluating" if evaluating(r) else "") for r in runs}
-default = st.session_state.get("runs.selected") or next(  # else the running one, else
-    (r["run_id"] for r in runs if r["state"] == "running"), None) or next(  # the newest
-    (r["run_id"] for r in runs if r["state"] != "queued"), None)  # that ran (not a queued one)
-if st.session_state.pop("runs.want", None) in ids:  # a run this page just queued
-    st.session_state["runs.select"] = default
-selected = st.selectbox("run", ids, index=ids.index(default) if default in ids else 0,
-                        key="runs.select", format_func=lambda i: f"{i} — {states[i]}")
-st.session_state["runs.selected"] = selected
-run_dir = root / selected
-sel = next(r for r in runs if r["run_id"] == selected)
-sel_active = sel["state"] in ("queued", "running") or evaluating(sel)
 
-
-@st.fragment(run_every=1.0 if sel_active else None)
-def live_view():
-    p = wb.progress(run_dir)
-    st.markdown(f"**{selected}** — {state_badge(p['state'])}")
-    st.progress(p["fraction"], text=f"{p['text']} · elapsed {wb.fmt_seconds(p['elapsed_s'])}"
-                                    f" · ETA {wb.fmt_seconds(p['eta_s'])}")
-    if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:
-        (st.error if p["state"] == "failed" else st.warning)(plain(p["error"]))
-    ev = wb.eval_status_of(runs, selected)[selected]  # ETA: from these runs' evaluations
-    if ev["state"] in ("queued", "running"):
-        st.progress(ev["fraction"], text=plain(
-            f"{ev['text']} · elapsed {wb.fmt_seconds(ev['elapsed_s'])}{eta(ev)}" +
-            ("" if ev["whole"] or ev["eta_s"] is None else " (this stage)")))
-    elif ev["state"] in ("failed", "cancelled") and ev["error"]:
-        (st.error if ev["state"] == "failed" else st.warning)(
-            plain(f"evaluation {ev['state']}: {ev['error']}"))
-    nll = p["status"]
-    if nll.get("nll_before"):
-        after = nll.get("nll_after") or {}
-        st.caption("mean answer NLL " + " · ".join(
-            f"{k}: {v:.3f}" + (f" → {after[k]:.3f}" if k in after else "")
-            for k, v in nll["nll_before"].items()))
-    m = wb.metrics(run_dir)
-    if m:
-        import plotly.graph_objects as go
-
-        fig = go.Figure()
-        curve = wb.curve_names(run_dir)  # e.g. a prepare run's forget_nll is its retain NLL
-        for key in ("loss", "forget_nll", "normal_nll", "retain_nll"):
-            ys = [row.get(key) for row in m]
-            if any(y is not None for y in ys):
-                fig.add_scatter(x=[row["step"] for row in m], y=ys, mode="lines",
-                                name=curve.get(key, key))
-        fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
-                          xaxis_title="step", title="losses")
-        st.plotly_chart(fig, key=f"loss-{selected}")
-    eval_steps.show(run_dir, selected)  # evaluation during training, if the run has it
-    probes = wb.latest_probes(run_dir)
-    if probes:
-        st.markdown("**Probe answers** (token colour = probability, red low, green high)")
-        steps = sorted({rec["step"] for recs in probes.values() for rec in recs})
-        step = steps[-1]
-        if p["state"] not in ("queued", "running") and len(steps) > 1:
-            step = st.select_slider("step", steps, value=steps[-1],
-                                    key=f"runs.probe_step.{selected}",
-                                    help="the probe answers as they were at this step")
-        for idx, recs in probes.items():
-            at_step = [rec for rec in recs if rec["step"] <= step]
-            if not at_step:
-                continue
-            rec = at_step[-1]
-            st.markdown(f"forget row {idx} · step {rec['step']}", help="hover a token for p")
-            st.html(wb.tokens_html(rec["tokens"], rec["probs"]))
-    with st.expander("log", expanded=p["state"] == "failed"):
-        st.code(wb.tail(run_dir / "train.log", 30) or "(empty)")
-    if sel_active and p["state"] not in ("queued", "running") and \
-            ev["state"] not in ("queued", "running"):
+@st.fragment(run_every=1.0 if active else None)
+def live() -> None:
+    """The table, the picker and the selected run's detail and actions, from one read of the
+    runs per refresh; it refreshes itself while something is busy."""
+    rows = wb.runs_of(mine, root)
+    if not rows:  # deleted elsewhere
         st.rerun()
+    states = read_states(rows)
+    runs_table(rows, states)
+    selected = pick(rows, states)
+    p, ev = states[selected]
+    run_detail.show(root / selected, selected, p, ev)
+    actions(selected, p, ev)
+    if busy(rows, states) != active:
+        st.rerun()  # start or stop refreshing
 
 
-live_view()
-
-done = st.session_state.pop("runs.done", None)
-if done:
-    st.success(plain(done))
-c1, c2, c3 = st.columns(3)
-if c1.button("Cancel", key="runs.cancel", disabled=not sel_active,
-             help="stops the run, or its evaluation (the trained model stays)"):
-    if sel["state"] in ("queued", "running"):
-        st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
-    else:
+def actions(selected: str, p: dict, ev: dict) -> None:
+    run_dir = root / selected
+    sel_active = p["state"] in ("queued", "running") or evaluating_now(p, ev)
+    done = st.session_state.pop("runs.done", None)
+    if done:
+        st.success(plain(done))
+    c1, c2, c3 = st.columns(3)
+    if c1.button("Cancel", key="runs.cancel", disabled=not sel_active,
+                 help="stops the run, or its evaluation (the trained model stays)"):
+        if p["state"] in ("queued", "running"):
+            st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
+        else:
+            try:
+                st.toast(f"evaluation: {wb.cancel_eval(run_dir).get('state')} (stopping)")
+            except RuntimeError as exc:  # it runs on another machine
+                show_error(exc)
+    if c2.button("Re-run with the same config", key="runs.rerun"):
         try:
-            st.toast(f"evaluation: {wb.cancel_eval(run_dir).get('state')} (stopping)")
-        except RuntimeError as exc:  # it runs on another machine
-            show_error(exc)
-if c2.button("Re-run with the same config", key="runs.rerun"):
-    try:
-        new = wb.rerun(run_dir, root)
-        st.session_state["runs.selected"] = st.session_state["runs.want"] = new.name
-        st.session_state["runs.done"] = (f"Queued {new.name}, a re-run of {selected} with the "
-                                         "same config; it is the run shown above now.")
-        st.rerun()
-    except Exception as exc:  # shown, never a crash
-        show_error(exc, "cannot re-run")
-with c3:
-    confirm = st.checkbox("confirm delete", key="runs.confirm_delete")
-    if st.button("Delete", key="runs.delete", disabled=not confirm):
+            new = wb.rerun(run_dir, root)
+            st.session_state["runs.selected"] = st.session_state["runs.want"] = new.name
+            st.session_state["runs.done"] = (f"Queued {new.name}, a re-run of {selected} with "
+                                             "the same config; it is the run shown above now.")
+            st.rerun()
+        except Exception as exc:  # shown, never a crash
+            show_error(exc, "cannot re-run")
+
+    def delete_selected() -> None:
+        """Delete's on_click: runs before the next script run draws the widgets, so unticking
+        "confirm delete" and forgetting the picked run is allowed here (not after the checkbox
+        was drawn); the rerun that follows lists the runs without the deleted one."""
+        st.session_state["runs.confirm_delete"] = False
         try:
             wb.delete(run_dir)
-            st.session_state.pop("runs.selected", None)
-            st.session_state["runs.confirm_delete"] = False
-            st.rerun()
         except RuntimeError as exc:
-            show_error(exc)
+            st.session_state["runs.delete_error"] = str(exc)
+            return
+        st.session_state.pop("runs.selected", None)
+        st.session_state["runs.deleted"] = selected
+        st.session_state["runs.done"] = f"Deleted {selected}."
+
+    with c3:
+        confirm = st.checkbox("confirm delete", key="runs.confirm_delete")
+        st.button("Delete", key="runs.delete", disabled=not confirm, on_click=delete_selected)
+        failed = st.session_state.pop("runs.delete_error", None)
+        if failed:
+            show_error(failed, "cannot delete")
+
+
+live()

@@ -11,6 +11,7 @@ from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
 from ui.show import plain, show_error
 from ui.train_model import OTHER, model_section
+from ui.train_sweep import sweep_panel
 
 st.title("Train")
 project = require_project()
@@ -35,10 +36,15 @@ def apply_preset(preset: dict) -> None:
 
 
 def start_values() -> None:
-    """A project's first visit: the demo data starts from the settings behind the README's
-    figures (25 steps, probes of the French rows); any other project from the generic
-    defaults plus its own probe rows (its ★ rows, else its first rows)."""
-    if project.is_demo:
+    """A project's first visit in this session: the values its form had last time (kept on
+    disk, so a browser reload keeps them); else the demo data starts from the settings behind
+    the README's figures (25 steps, probes of the French rows), and any other project from
+    the generic defaults plus its own probe rows (its ★ rows, else its first rows)."""
+    stored, notes = wb.load_train_form(project)
+    st.session_state["train.form_notes"] = notes
+    if stored:
+        forms.restore(stored)
+    elif project.is_demo:
         apply_preset(wb.load_preset(wb.DEMO_PRESET))
         put("train.preset_choice", wb.DEMO_PRESET.name)
     else:
@@ -47,6 +53,8 @@ def start_values() -> None:
 
 
 forms.scope("train.", project.name, start_values)  # every field is kept per project
+for note in st.session_state.pop("train.form_notes", None) or []:
+    st.warning(plain(note))
 
 with st.expander("Presets (YAML)"):
     files = {p.name: p for p in wb.list_presets(project)}
@@ -169,25 +177,14 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
         show_error(exc, "cannot launch")
 
 if cls.sweep_param:
-    # the open state lives in the session (key): a rerun that redraws the page above it
-    # (Enter in its field, a preview) does not fold the panel away under the person
-    with st.expander(f"Sweep over {cls.sweep_param}", key="train.sweep_open",
-                     on_change="rerun"):
-        # each method's own values, within its setting's bounds (SGA's box keeps its key)
-        sweep_key = "train.sweep_values" + ("" if method == "sga" else f".{method}")
-        text = kept(st.text_input, sweep_key, wb.sweep_default(method),
-                    label=f"{cls.sweep_param} values: a list ({wb.sweep_default(method)}) or "
-                          "a range start:stop:step", help="each value runs once per seed of "
-                                                          "'repeat over seeds' (Training, "
-                                                          "above)")
-        sweep_name = kept(st.text_input, "train.sweep_name", "sweep", label="sweep name")
-        if st.button("Queue sweep", key="train.sweep"):
-            try:
-                group, queued = wb.queue_sweep(lambda g, v: make_cfg("", g, v),
-                                               wb.parse_sweep_values(text, method),
-                                               sweep_name, root)
-                st.success(f"Queued {wb.plural(len(queued), 'run')} as sweep "
-                           f"**{plain(group)}**: " +
-                           ", ".join(q.name for q in queued))
-            except (wb.ConfigError, ValueError) as exc:
-                show_error(exc, "cannot queue sweep")
+    sweep_panel(method, cls.sweep_param, make_cfg, root)
+
+# the form's values, kept on disk per project: a reload or a new session starts from them
+form_now = forms.values("train.")
+if st.session_state.get("train.form_saved") != form_now:
+    try:
+        wb.save_train_form(project, form_now)
+        st.session_state["train.form_saved"] = form_now
+    except OSError as exc:
+        st.warning(plain(f"The form's values are not kept on disk ({exc}); they last while "
+                         "this browser tab is open."))

@@ -21,7 +21,7 @@ from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_confi
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.errors import printable
 from sga_core.data.limits import MAX_K
-from sga_core.data.mapping import TARGETS, FieldReport, inspect_fields
+from sga_core.data.mapping import TARGETS, FieldReport, check_map, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
 from sga_core.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
 from sga_core.live import (
@@ -57,6 +57,7 @@ from sga_core.projects import (
 from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
 from sga_core.projects.eval_sets import suggest_set_name
+from sga_core.projects.train_form import load_train_form, save_train_form
 from sga_core.projects.training import (
     build_config,
     default_eval,
@@ -94,6 +95,7 @@ from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import RunIdTaken, list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import (
+    awaiting_evaluation,
     cancel,
     cancel_eval,
     delete,
@@ -111,13 +113,16 @@ __all__ = [
     "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
-    "TrainingArgs", "add_eval_set", "best_values", "build_config", "cancel", "cancel_eval",
+    "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
+    "cancel", "cancel_eval",
+    "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
     "create_demo_project", "create_project", "curve_names", "default_eval", "delete",
     "describe_coefficients", "device_note", "display_names", "dump_config", "dumps_jsonl",
     "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
     "explain_method", "export_csv", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
+    "load_train_form", "save_train_form",
     "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "import_benchmark",
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",

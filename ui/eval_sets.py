@@ -9,7 +9,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.context import project_note
-from ui.field_map import mapping_for
+from ui.field_map import mapping_for, valid
 from ui.show import plain, show_error
 
 DONE = "data.set_done"  # the last action's confirmation, shown after the rerun
@@ -80,7 +80,8 @@ def _add_form(project, info) -> None:
         mapping = mapping_for("set", up, kind, remembered=project.field_map)
         replace = st.checkbox("replace a set with the same name", key="data.set_replace")
         project_note(project, "adds to")
-        if st.button("Add evaluation set", key="data.set_add", disabled=up is None):
+        if st.button("Add evaluation set", key="data.set_add",
+                     disabled=up is None or not valid(mapping)):
             try:
                 entry = wb.add_eval_set(project, name, up.name, up.getvalue(), mapping,
                                         replace=replace)

@@ -31,10 +31,23 @@ def _report(upload, kind: str):
     return cache[key]
 
 
-def mapping_for(role: str, upload, kind: str = "auto",
-                remembered: dict[str, str] | None = None) -> dict[str, str]:
+def valid(mapping) -> bool:
+    """Whether a mapping from :func:`mapping_for` can be used (the library's own check: one
+    file field chosen for two workbench fields is not)."""
+    try:
+        wb.check_map(mapping)
+    except wb.DataError:
+        return False
+    return True
+
+
+def mapping_for(role: str, upload, kind: str = "auto", remembered=None
+                ) -> dict[str, str] | list[tuple[str, str]]:
     """Draw the mapping step for ``upload`` (nothing when it has the fields already) and
-    return the mapping {file field: workbench field} chosen ({} when none is needed)."""
+    return the mapping {file field: workbench field} chosen ({} when none is needed). When a
+    file field is chosen for two workbench fields (an error is shown), the choices come back
+    as (file field, workbench field) pairs, which the library refuses (see :func:`valid`),
+    instead of a dict that would silently keep one of the two."""
     if upload is None:
         return {}
     report = _report(upload, kind)
@@ -49,7 +62,7 @@ def mapping_for(role: str, upload, kind: str = "auto",
         st.info(plain(f"{report.file} has fields that look like optional workbench fields "
                       f"({', '.join(f'{s} → {t}' for s, t in report.suggested.items())}). "
                       "Check the mapping below (choose (none) to leave a field out):"))
-    remembered = {s: t for s, t in (remembered or {}).items() if s in report.fields}
+    remembered = {s: t for s, t in dict(remembered or {}).items() if s in report.fields}
     defaults = {t: s for s, t in {**report.suggested, **remembered}.items()}
     targets = wb.TARGETS[report.target]
     cols = st.columns(len(targets))
@@ -64,8 +77,12 @@ def mapping_for(role: str, upload, kind: str = "auto",
             chosen[target] = source
     twice = sorted({s for s in chosen.values() if list(chosen.values()).count(s) > 1})
     if twice:
+        uses = ", ".join(f"{s} is chosen for " + " and ".join(
+            t for t, x in chosen.items() if x == s) for s in twice)
         st.error(plain(f"{', '.join(twice)}: each field of the file can be read as one "
-                       "workbench field only"))
+                       f"workbench field only ({uses}); choose another field for one of "
+                       "them (nothing is imported until then)."))
+        return [(s, t) for t, s in chosen.items()]
     mapping = {s: t for t, s in chosen.items() if s != t}  # a field under its own name: as is
     if mapping:
         st.caption(plain("mapping: " + ", ".join(f"{s} → {t}" for s, t in mapping.items()) +

@@ -80,13 +80,36 @@ def scope(prefix: str, owner: str, start) -> bool:
     return True
 
 
+def restore(values: dict) -> None:
+    """Put kept values back (e.g. a project's Train form from disk, on a new session); each
+    widget starts from its value when drawn, or from its default where it does not fit."""
+    _store().update(values)
+
+
+def values(prefix: str) -> dict:
+    """Every kept value under ``prefix`` (what a form holds now)."""
+    return {k: v for k, v in _store().items() if k.startswith(prefix)}
+
+
+def _same_kind(value, default) -> bool:
+    """Whether a kept value can go into a widget whose default is ``default`` (a value kept
+    on disk may be text where a number belongs)."""
+    if default is None or isinstance(default, bool) or isinstance(value, bool):
+        return default is None or type(value) is type(default)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
 def kept(widget, key: str, default=None, **kwargs):
     """Draw ``widget(key=key, **kwargs)`` starting from the value it had on the last visit
     (else ``default``); a kept value that no longer fits (an option that went away, a
-    number out of bounds) falls back to the default."""
+    number out of bounds, a value of another type) falls back to the default."""
     prepare(key)
     if key not in st.session_state:
         value = _store().get(key, default)
+        if not _same_kind(value, default):
+            value = default
         options = kwargs.get("options")
         if options is not None and value not in list(options):
             value = default if default in list(options) else None

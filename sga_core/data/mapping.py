@@ -44,14 +44,23 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_map(mapping: Mapping[str, str] | None, kind: str | None = None) -> dict[str, str]:
-    """A clean mapping ``{file field: workbench field}`` (identity entries dropped); a target
-    that is not a workbench field (of ``kind``, when given), or two fields mapped to one
-    target, is a :class:`DataError` naming the field."""
+def check_map(mapping: Mapping[str, str] | Iterable[tuple[str, str]] | None,
+              kind: str | None = None) -> dict[str, str]:
+    """A clean mapping ``{file field: workbench field}`` (identity entries dropped) from a
+    dict or from ``(file field, workbench field)`` pairs (what a person chose per workbench
+    field, where one file field may have been chosen twice). A target that is not a workbench
+    field (of ``kind``, when given), two fields mapped to one target, or one file field
+    chosen for two targets is a :class:`DataError` naming the fields."""
     out: dict[str, str] = {}
     known = TARGETS.get(kind or "", tuple(dict.fromkeys(t for ts in TARGETS.values()
                                                         for t in ts)))
-    for source, target in (mapping or {}).items():
+    pairs = list(mapping.items()) if isinstance(mapping, Mapping) else list(mapping or [])
+    chosen: dict[str, str] = {}  # file field -> the first workbench field it was chosen for
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise DataError(f"field mapping: expected (file field, workbench field) pairs, "
+                            f"got {short(pair)}")
+        source, target = pair
         if not isinstance(source, str) or not source.strip():
             raise DataError(f"field mapping: a source field name must be a non-empty string, "
                             f"got {short(source)}")
@@ -62,6 +71,10 @@ def check_map(mapping: Mapping[str, str] | None, kind: str | None = None) -> dic
         if not isinstance(target, str) or target not in known:
             raise DataError(f"field mapping: {short(target)} is not a field the workbench "
                             f"reads; use one of {', '.join(known)}", field=source)
+        if chosen.setdefault(source, target) != target:
+            raise DataError(f"field mapping: the file field '{source}' is chosen for both "
+                            f"'{chosen[source]}' and '{target}'; each field of the file can "
+                            "be read as one workbench field only", field=source)
         if source == target:
             continue
         clash = next((s for s, t in out.items() if t == target), None)
@@ -110,14 +123,14 @@ def translate(err: DataError, mapping: Mapping[str, str] | None) -> DataError:
 def parse_map(items: Iterable[str] | None) -> dict[str, str]:
     """``["prompt=question", "response=answer"]`` (the CLI's ``--map`` flags) as a mapping;
     a malformed item is a :class:`DataError`."""
-    out: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []  # a file field given twice is refused, not replaced
     for item in items or []:
         source, sep, target = str(item).partition("=")
         if not sep or not source.strip() or not target.strip():
             raise DataError(f"--map {short(item)}: expected FILE_FIELD=WORKBENCH_FIELD, e.g. "
                             "prompt=question")
-        out[source.strip()] = target.strip()
-    return check_map(out)
+        pairs.append((source.strip(), target.strip()))
+    return check_map(pairs)
 
 
 def file_fields(records: Sequence[dict[str, Any]]) -> list[str]:

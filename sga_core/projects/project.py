@@ -312,13 +312,22 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     (role or set name -> name) names a file in its errors instead of its base name (a
     benchmark folder's ``raw/forget.jsonl``).
     ``field_maps`` renames each file's fields first (``{"forget": {"prompt": "question"},
-    "retain": {...}, "<eval set>": {...}}``, :mod:`sga_core.data.mapping`) and is kept in
-    project.json, so the project's later files are offered the same mapping."""
+    "retain": {...}, "<eval set>": {...}}``, :mod:`sga_core.data.mapping`; a role's mapping
+    may also be ``(file field, workbench field)`` pairs, and one file field in two pairs is
+    refused) and is kept in project.json, so the project's later files are offered the same
+    mapping."""
     from sga_core.data.mapping import check_map
     from sga_core.projects.eval_sets import check_set_name, load_set
 
     name = check_name(name)
-    maps = {role: check_map(m) for role, m in (field_maps or {}).items()}
+    files = {"forget": forget, "retain": retain, **(eval_sets or {})}
+    maps = {}
+    for role, m in (field_maps or {}).items():
+        try:
+            maps[role] = check_map(m)
+        except DataError as exc:  # say which file's mapping
+            raise DataError(exc.reason, Path(files[role]).name if files.get(role) else
+                            exc.file, exc.row, exc.field) from None
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ProjectError(f"K={k!r}: K must be an integer from 1 to {MAX_K}")
     root = workspace_root(root)

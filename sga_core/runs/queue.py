@@ -54,6 +54,19 @@ def runner_alive(root: Path) -> bool:
         return False
 
 
+def awaiting_evaluation(runs: list[dict], root: str | os.PathLike | None = None) -> bool:
+    """Whether the runner is about to evaluate one of ``runs`` (rows of :func:`list_runs`):
+    a completed run with no evaluation state yet that asks for one
+    (:func:`~sga_core.runs.launch.should_evaluate`), while a runner is alive. Training writes
+    "completed" and the runner starts the evaluation when it next reaps the run, so a page
+    that stopped following the run in between would miss the evaluation."""
+    from sga_core.runs.launch import should_evaluate
+
+    pending = [r for r in runs if r.get("state") == "completed" and not r.get("eval_state")]
+    return bool(pending) and runner_alive(runs_root(root)) and \
+        any(should_evaluate(r["path"]) for r in pending)
+
+
 def ensure_runner(root: str | os.PathLike | None = None, max_parallel: int = 1,
                   idle_exit_s: float = 120.0) -> int | None:
     """Start a detached runner for ``root`` unless one is alive; returns its pid if started.
@@ -173,6 +186,7 @@ def eval_requested(run_dir: str | os.PathLike) -> bool:
     return (Path(run_dir) / EVAL_REQUEST).exists()
 
 
-__all__ = ["CANCEL_FILE", "cancel", "cancel_eval", "delete", "ensure_runner", "eval_requested",
+__all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
+           "ensure_runner", "eval_requested",
            "queued_runs", "request_eval", "rerun", "runner_alive", "runner_info", "submit",
            "wait_until"]
