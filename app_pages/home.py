@@ -4,6 +4,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.context import current_project
+from ui.damaged import warn_damaged
 from ui.show import plain, state_badge
 
 st.title("SGA Workbench")
@@ -17,6 +18,7 @@ root = wb.runs_root()
 runs = wb.list_runs(root)
 mine = wb.runs_of(project, root)  # the project's (same forget rows), else every run
 n_runs = sum(r["method"] not in ("finetune", None) for r in mine)
+warn_damaged(runs)
 
 st.subheader("Steps")
 table = wb.normals_problems(project)[1] if project else ["no project"]

@@ -7,10 +7,12 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.context import project_note, require_project
+from ui.damaged import warn_damaged
 from ui.show import follow_job, job_progress, plain, show_error
 
 st.title("Before / after probe")
 project = require_project()
+warn_damaged(wb.project_runs(project))
 candidates = wb.probe_models(project)
 if not candidates:
     st.info("No trained models yet: prepare the project and launch runs on the Train page.")

@@ -10,6 +10,7 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui import intervals, run_compare
 from ui.context import project_note, require_project
+from ui.damaged import unless_damaged, warn_damaged
 from ui.paper_table import show_paper_table
 from ui.results_table import show_results_table
 from ui.show import plain
@@ -22,6 +23,7 @@ rows = wb.results_table(project, root, kind)
 specs = wb.row_columns(rows, kind)
 columns = [c.label for c in specs] + wb.extra_columns(rows)
 all_runs = wb.project_runs(project, root)
+warn_damaged(all_runs)
 
 if not rows:
     st.info("No evaluated run of this project yet. Runs are evaluated automatically when they "
@@ -63,11 +65,12 @@ metric = st.selectbox("curve", ["forget_nll", "loss", "normal_nll", "retain_nll"
 if chosen:
     fig = go.Figure()
     for run_id in chosen:
-        m = wb.metrics(root / run_id)
-        ys = [p.get(metric) for p in m]
-        if any(y is not None for y in ys):
-            fig.add_scatter(x=[p["step"] for p in m], y=ys, mode="lines",
-                            name=names.get(run_id, run_id))
+        with unless_damaged(run_id):
+            m = wb.metrics(root / run_id)
+            ys = [p.get(metric) for p in m]
+            if any(y is not None for y in ys):
+                fig.add_scatter(x=[p["step"] for p in m], y=ys, mode="lines",
+                                name=names.get(run_id, run_id))
     if fig.data:
         fig.update_layout(height=320, xaxis_title="step", yaxis_title=metric,
                           margin=dict(l=10, r=10, t=30, b=10))
@@ -83,8 +86,14 @@ if len(ids) >= 2:
     a = c1.selectbox("run A", ids, key="results.diff_a", format_func=lambda i: names.get(i, i))
     b = c2.selectbox("run B", ids, index=1, key="results.diff_b",
                      format_func=lambda i: names.get(i, i))
-    diff = wb.config_diff(root / a, root / b)
-    if diff:  # values as text: one column can hold a bool, a number and a missing value
+    try:
+        diff = wb.config_diff(root / a, root / b)
+    except wb.Damaged as exc:
+        diff = None
+        st.warning(plain(f"cannot compare the settings: {exc}"))
+    if diff is None:
+        pass
+    elif diff:  # values as text: one column can hold a bool, a number and a missing value
         st.dataframe([{k: "—" if v is None else str(v) for k, v in d.items()} for d in diff],
                      hide_index=True)
     else:

@@ -8,6 +8,7 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui import intervals
 from ui.context import project_note, require_project
+from ui.damaged import warn_damaged
 from ui.show import follow_job, job_progress, plain, show_error
 
 job = wb.rstar
@@ -45,6 +46,7 @@ if problems:
                      ". Fix them on the Normal answers page first."))
 
 done = wb.results_table(project, root, project.kind)  # evaluated runs: sweeps so far
+warn_damaged(wb.project_runs(project, root))
 with st.expander("Results of your sweeps: metrics versus r, across seeds",
                  expanded=bool(wb.r_groups(done))):
     intervals.metric_vs_r(done, project.kind, "rstar.results")

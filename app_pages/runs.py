@@ -8,6 +8,7 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui import run_detail
 from ui.context import current_project
+from ui.damaged import warn_damaged
 from ui.forms import kept
 from ui.run_detail import eta
 from ui.show import plain, show_error, state_text
@@ -116,6 +117,7 @@ def live() -> None:
     rows = wb.runs_of(mine, root)
     if not rows:  # deleted elsewhere
         st.rerun()
+    warn_damaged(rows)
     states = read_states(rows)
     runs_table(rows, states)
     selected = pick(rows, states)

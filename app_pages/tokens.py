@@ -10,14 +10,16 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.context import require_project
+from ui.damaged import unless_damaged, warn_damaged
 from ui.show import plain
 
 st.title("Token probabilities")
 project = require_project()
 root = wb.runs_root()
 forget = project.forget()
-runs = [r for r in wb.project_runs(project, root)
-        if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
+everything = wb.project_runs(project, root)
+warn_damaged(everything)
+runs = [r for r in everything if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
 original = root / wb.original_run_id(project)
 if not runs:
     st.info("No evaluated runs with token tables yet: runs are evaluated when they complete "
@@ -44,7 +46,10 @@ chosen = st.multiselect("models (the Original first)", ids, default=default,
                         key="tokens.runs", format_func=lambda i: names.get(i, i),
                         help="starts with the Original and the three newest evaluated runs "
                              "of this project; add or remove any")
-tables = {run_id: wb.token_table(root / run_id).get(row) for run_id in chosen}
+tables = {}
+for run_id in chosen:
+    with unless_damaged(run_id):
+        tables[run_id] = wb.token_table(root / run_id).get(row)
 tables = {k: v for k, v in tables.items() if v}
 if not tables:
     st.warning("No token table for this row in the chosen runs.")
@@ -80,7 +85,9 @@ for label, t in zip(labels, tables.values()):
 st.subheader(f"{plain(repr(tokens[mark].strip()))} across training steps")
 fig = go.Figure()
 for run_id in tables:
-    pts = wb.follow_token(root / run_id, row, mark)
+    pts = []
+    with unless_damaged(run_id):
+        pts = wb.follow_token(root / run_id, row, mark)
     if pts and run_id != original.name:
         fig.add_scatter(x=[s for s, _ in pts], y=[p for _, p in pts], mode="lines+markers",
                         name=names.get(run_id, run_id))
@@ -95,7 +102,10 @@ st.subheader("Greedy answers side by side")
 which = st.radio("set", ["forget", "retain"], horizontal=True, key="tokens.set")
 answers = {}
 for run_id in chosen:
-    for rec in wb.per_sample(root / run_id):
+    recs = []
+    with unless_damaged(run_id):
+        recs = wb.per_sample(root / run_id)
+    for rec in recs:
         if rec["set"] == which:
             answers.setdefault(rec["index"], {"question": rec["question"],
                                               "reference": rec["answer"]})[

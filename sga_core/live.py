@@ -118,12 +118,11 @@ def _eval_seconds(run_dir: Path) -> float | None:
 
 @functools.lru_cache(maxsize=1024)
 def _summary_seconds(run_dir: str, mtime_ns: int) -> float | None:
-    from sga_core.fileio import read_json
+    from sga_core.runs.validate import Damaged, summary
 
     try:
-        value = (read_json(Path(run_dir) / "eval" / "summary.json", default={}) or {}).get(
-            "elapsed_s")
-    except (OSError, ValueError):
+        value = (summary(run_dir) or {}).get("elapsed_s")
+    except Damaged:
         return None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
@@ -131,17 +130,15 @@ def _summary_seconds(run_dir: str, mtime_ns: int) -> float | None:
 def curve_names(run_dir: str | Path) -> dict[str, str]:
     """metrics.jsonl key -> the name its chart should show, for this run's method (a
     prepare run logs its retain loss under forget_nll: ``Method.curve_names``)."""
-    import yaml
-
     from sga_core.methods import REGISTRY
-    from sga_core.yamlsafe import load_yaml
+    from sga_core.runs.validate import Damaged, config
 
     try:
-        cfg = load_yaml((Path(run_dir) / "config.yaml").read_text()) or {}
-        method = REGISTRY.get(cfg.get("method") or "")
-        args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
-    except (OSError, yaml.YAMLError, AttributeError):
+        cfg = config(run_dir)
+    except Damaged:
         return {}
+    method = REGISTRY.get(cfg.get("method") or "")
+    args = cfg.get("method_args") or {}
     return method.curve_names(args) if method else {}
 
 

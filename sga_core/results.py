@@ -14,7 +14,6 @@ from pathlib import Path
 
 from sga_core import comparison
 from sga_core.comparison import column_labels, extra_columns, row_columns, run_fields
-from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics.catalog import (
     HIGHER,
     LOWER,
@@ -22,6 +21,7 @@ from sga_core.metrics.catalog import (
     spec_of,
     table_columns,
 )
+from sga_core.runs import validate
 from sga_core.runs.folder import list_runs, manifest, runs_root
 from sga_core.runs.prepared_ids import original_id, reference_id
 from sga_core.words import plural
@@ -51,7 +51,12 @@ def project_runs(project, root=None) -> list[dict]:
 
 
 def summary_of(run_dir: Path) -> dict | None:
-    return read_json(Path(run_dir) / "eval" / "summary.json", default=None)
+    """A run's evaluation summary, checked; None when it has none, or when it is damaged
+    (its listing says so: ``list_runs``' ``damaged``), so tables simply leave it out."""
+    try:
+        return validate.summary(run_dir)
+    except validate.Damaged:
+        return None
 
 
 def metric_value(summary: dict | None, name: str):
@@ -281,16 +286,11 @@ def run_settings(run_dir) -> dict:
 
 @functools.lru_cache(maxsize=1024)
 def _run_settings(run_dir: str, mtime_ns: int) -> tuple:
-    import yaml
-
     from sga_core.methods import REGISTRY
-    from sga_core.yamlsafe import load_yaml
 
     try:
-        cfg = load_yaml((Path(run_dir) / "config.yaml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return ()
-    if not isinstance(cfg, dict):
+        cfg = validate.config(run_dir)
+    except validate.Damaged:
         return ()
     method = REGISTRY.get(cfg.get("method") or "")
     sweep = getattr(method, "sweep_param", None) or "r"
@@ -428,11 +428,9 @@ def _data_facts(run_dir: Path) -> dict:
 
 def config_diff(run_a: Path, run_b: Path) -> list[dict]:
     """The settings that differ between two runs (flattened keys), the data they were
-    trained on included (:func:`_data_facts`)."""
-    from sga_core.yamlsafe import load_yaml
-
-    a = _flatten(load_yaml((Path(run_a) / "config.yaml").read_text()) or {})
-    b = _flatten(load_yaml((Path(run_b) / "config.yaml").read_text()) or {})
+    trained on included (:func:`_data_facts`). A damaged config raises
+    :class:`sga_core.runs.validate.Damaged`."""
+    a, b = _flatten(validate.config(run_a)), _flatten(validate.config(run_b))
     a, b = {**a, **_data_facts(run_a)}, {**b, **_data_facts(run_b)}
     skip = {"run_id"}
     return [{"setting": k, Path(run_a).name: a.get(k), Path(run_b).name: b.get(k)}
@@ -440,13 +438,14 @@ def config_diff(run_a: Path, run_b: Path) -> list[dict]:
 
 
 def token_table(run_dir: Path, set_name: str = "forget") -> dict[int, dict]:
-    """``eval/tokens.jsonl`` of a run: per row index, its token probabilities."""
-    return {r["index"]: r for r in read_jsonl(Path(run_dir) / "eval" / "tokens.jsonl")
-            if r.get("set") == set_name}
+    """``eval/tokens.jsonl`` of a run: per row index, its token probabilities
+    (:class:`sga_core.runs.validate.Damaged` when the file is damaged)."""
+    return {r["index"]: r for r in validate.tokens(run_dir) if r.get("set") == set_name}
 
 
 def per_sample(run_dir: Path) -> list[dict]:
-    return read_jsonl(Path(run_dir) / "eval" / "per_sample.jsonl")
+    """``eval/per_sample.jsonl``, checked (every evaluated row there, or Damaged)."""
+    return validate.per_sample(run_dir)
 
 
 def word_token_index(tokens: list[str], word: str) -> int | None:
@@ -465,7 +464,7 @@ def word_token_index(tokens: list[str], word: str) -> int | None:
 def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[int, float]]:
     """(step, probability) of the answer token at ``position`` across a run's probes."""
     pts = []
-    for rec in read_jsonl(Path(run_dir) / "probes.jsonl"):
+    for rec in validate.probes(run_dir):
         if rec.get("forget_index") == forget_index and position < len(rec.get("probs", [])):
             pts.append((rec["step"], rec["probs"][position]))
     return pts

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from sga_core.fileio import read_json, read_jsonl
 from sga_core.metrics.catalog import metrics_for
+from sga_core.runs import validate
 from sga_core.stats import (
     bootstrap_mean,
     clean,
@@ -90,10 +90,12 @@ def _label(name: str, kind: str) -> str:
 def run_intervals(run_dir, n_boot: int = 2000) -> list[dict]:
     """One dict per per-row metric of a run's evaluation: ``metric``, ``label``, ``value``
     (the mean over rows), ``lo``/``hi`` (95% percentile bootstrap over rows), ``n`` rows,
-    and the ``summary`` value it reproduces. [] when the run has no evaluation."""
+    and the ``summary`` value it reproduces. [] when the run has no evaluation; a damaged
+    summary or per-row file (rows missing: the intervals would be over fewer rows than the
+    value) raises :class:`sga_core.runs.validate.Damaged` naming it."""
     run_dir = Path(run_dir)
-    records = read_jsonl(run_dir / PER_SAMPLE)
-    summary = read_json(run_dir / SUMMARY, default=None) or {}
+    summary = validate.summary(run_dir) or {}
+    records = validate.per_sample(run_dir)
     kind = summary.get("task", "qa")
     metrics = summary.get("metrics") or {}
     out = []
@@ -171,9 +173,10 @@ def _pairs(a: list[dict], b: list[dict]) -> tuple[dict, int]:
 def compare_runs(run_a, run_b, n_boot: int = 2000) -> dict:
     """Each per-row metric of run A minus run B on the rows both evaluated: ``rows`` (dicts:
     metric, label, a, b, diff, lo, hi, n, clear = the interval excludes 0) and ``mismatched``
-    (rows whose question differs: left out)."""
-    ra, rb = read_jsonl(Path(run_a) / PER_SAMPLE), read_jsonl(Path(run_b) / PER_SAMPLE)
-    kind = (read_json(Path(run_a) / SUMMARY, default=None) or {}).get("task", "qa")
+    (rows whose question differs: left out). Damaged files raise
+    :class:`sga_core.runs.validate.Damaged`."""
+    ra, rb = validate.per_sample(run_a), validate.per_sample(run_b)
+    kind = (validate.summary(run_a) or {}).get("task", "qa")
     pairs, mismatched = _pairs(ra, rb)
     rows = []
     for name, (a, b) in pairs.items():

@@ -22,7 +22,7 @@ from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalT
 from sga_core.data.errors import printable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, check_map, inspect_fields
-from sga_core.fileio import atomic_write_text, dumps_jsonl, read_jsonl
+from sga_core.fileio import atomic_write_text, dumps_jsonl
 from sga_core.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
 from sga_core.live import (
     curve_names,
@@ -105,12 +105,13 @@ from sga_core.runs.queue import (
     submit,
 )
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
+from sga_core.runs.validate import Damaged
 from sga_core.stats import parse_seeds
 from sga_core.words import plural
 
 __all__ = [
     "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
-    "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
+    "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
@@ -451,6 +452,6 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
 
 def eval_steps(run_dir) -> list[dict]:
     """A run's evaluations during training (``eval_steps.jsonl``), oldest first."""
-    from sga_core.train.eval_steps import EVAL_STEPS_FILE
+    from sga_core.runs.validate import eval_steps as checked
 
-    return read_jsonl(Path(run_dir) / EVAL_STEPS_FILE)
+    return checked(run_dir)

@@ -12,7 +12,10 @@ from ui.show import plain
 
 
 def show(run_dir, key: str) -> None:
-    recs = wb.eval_steps(run_dir)
+    try:
+        recs = wb.eval_steps(run_dir)
+    except wb.Damaged:
+        return  # the run is shown as damaged above, naming the file
     if not recs:
         return
     steps = [r["step"] for r in recs]

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.damaged import damaged_text
 from ui.show import plain
 
 
@@ -51,7 +52,11 @@ def one_run(run_ids: list[str], names: dict, root) -> None:
     """Bootstrap intervals over rows for the chosen run, and FQ's resolution."""
     run_id = st.selectbox("run", run_ids, key="results.unc_run",
                           format_func=lambda i: names.get(i, i))
-    rows = wb.run_intervals(root / run_id)
+    try:
+        rows = wb.run_intervals(root / run_id)
+    except wb.Damaged as exc:  # e.g. rows missing: intervals over fewer rows would mislead
+        st.warning(plain(damaged_text(run_id, exc) + " — no intervals for this run."))
+        return
     if not rows:
         st.caption("This run has no per-row evaluation (eval/per_sample.jsonl).")
         return
@@ -81,7 +86,11 @@ def compare_two(run_ids: list[str], names: dict, root) -> None:
     if a == b:
         st.caption("Choose two different runs.")
         return
-    out = wb.compare_runs(root / a, root / b)
+    try:
+        out = wb.compare_runs(root / a, root / b)
+    except wb.Damaged as exc:
+        st.warning(plain(f"cannot compare: {exc}"))
+        return
     if not out["rows"]:
         st.caption("These runs share no evaluated rows.")
         return

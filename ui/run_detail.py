@@ -9,6 +9,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import eval_steps
+from ui.damaged import unless_damaged
 from ui.show import plain, state_badge
 
 
@@ -39,7 +40,9 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
         st.caption("mean answer NLL " + " · ".join(
             f"{k}: {v:.3f}" + (f" → {after[k]:.3f}" if k in after else "")
             for k, v in nll["nll_before"].items()))
-    m = wb.metrics(run_dir)
+    m = []
+    with unless_damaged(selected):
+        m = wb.metrics(run_dir)
     if m:
         import plotly.graph_objects as go
 
@@ -54,7 +57,9 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
                           xaxis_title="step", title="losses")
         st.plotly_chart(fig, key=f"loss-{selected}")
     eval_steps.show(run_dir, selected)  # evaluation during training, if the run has it
-    probes = wb.latest_probes(run_dir)
+    probes = {}
+    with unless_damaged(selected):
+        probes = wb.latest_probes(run_dir)
     if probes:
         st.markdown("**Probe answers** (token colour = probability, red low, green high)")
         steps = sorted({rec["step"] for recs in probes.values() for rec in recs})

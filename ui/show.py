@@ -16,6 +16,7 @@ STATES = {  # text first, so a state reads right even where an icon cannot be dr
     "failed": ("failed", ":material/error:"),
     "cancelled": ("cancelled", ":material/cancel:"),
     "diverged": ("diverged", ":material/warning:"),
+    "damaged": ("damaged", ":material/broken_image:"),  # a status file that cannot be used
 }
 
 

@@ -8,7 +8,7 @@ from sga_core.params import ConfigError
 
 
 def cmd_runs(args) -> int:
-    from sga_core.runs import folder, queue
+    from sga_core.runs import folder, queue, validate
     from sga_core.runs import status as run_status
 
     root = folder.runs_root(args.runs_dir)
@@ -21,6 +21,8 @@ def cmd_runs(args) -> int:
             print(f"{r['run_id']:48s} {r['state']:10s} {r['method'] or '':9s} "
                   f"r={r['r'] if r['r'] is not None else '-':<6} "
                   f"{'eval:' + (r.get('eval_state') or '-'):16s} {prog}".rstrip())
+            if r.get("damaged"):
+                print(f"  damaged: {r['damaged']}")
         return 0
     if not args.run_id:
         raise ConfigError(f"runs {args.action}: give a RUN_ID")
@@ -30,7 +32,12 @@ def cmd_runs(args) -> int:
     if args.action == "show":
         # the run's effective status with its evaluation's (eval_state, eval_error, ...)
         print(json.dumps(run_status.run_view(run_dir), indent=2))
-        m = folder.metrics(run_dir)
+        for d in validate.damage(run_dir):
+            print(f"damaged: {d}")
+        try:
+            m = folder.metrics(run_dir)
+        except validate.Damaged:
+            m = []  # reported above
         if m:
             print("last metrics:", json.dumps(m[-1]))
         return 0

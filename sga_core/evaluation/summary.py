@@ -6,15 +6,17 @@ import os
 from pathlib import Path
 
 from sga_core.evaluation.common import EVAL_DIR, SUMMARY_FILE
-from sga_core.fileio import read_json
 
 
 def read_summary(path: str | os.PathLike) -> dict | None:
-    """A run folder's (or an eval folder's) summary.json, or None."""
+    """A run folder's (or an eval folder's) summary.json, checked, or None; a damaged one
+    raises :class:`sga_core.runs.validate.Damaged` naming it."""
+    from sga_core.runs.validate import SUMMARY_FIELDS, read_json_file
+
     p = Path(path)
     for cand in (p / EVAL_DIR / SUMMARY_FILE, p / SUMMARY_FILE, p):
         if cand.is_file():
-            return read_json(cand)
+            return read_json_file(cand.parent, cand.name, SUMMARY_FIELDS, ("metrics",))
     return None
 
 

@@ -18,8 +18,9 @@ from datetime import datetime
 from pathlib import Path
 
 from sga_core.config import RUN_ID_RE, ConfigError, TrainConfig, dump_config, valid_run_id
-from sga_core.fileio import atomic_write_json, atomic_write_text, now_iso, read_jsonl
+from sga_core.fileio import atomic_write_json, atomic_write_text, now_iso
 from sga_core.runs import status as run_status
+from sga_core.runs import validate
 from sga_core.runs.command import write_command_sh
 
 CANCEL_FILE = "CANCEL"
@@ -212,33 +213,30 @@ def request_cancel(run_dir: str | os.PathLike) -> None:
 
 
 def manifest(run_dir: str | os.PathLike) -> dict:
-    """``data/manifest.json`` of a run ({} for runs made before it existed)."""
-    from sga_core.fileio import read_json
-
+    """``data/manifest.json`` of a run ({} for runs made before it existed, and for a
+    damaged one: :func:`list_runs` reports the damage)."""
     try:
-        return read_json(Path(run_dir) / MANIFEST, default={}) or {}
-    except (OSError, ValueError):
+        return validate.manifest(run_dir)
+    except validate.Damaged:
         return {}
 
 
 def _config_of(path: Path) -> dict:
-    """A run's config.yaml as a mapping ({} when unreadable), parsed once per file version:
-    the Runs and Results pages list every run each second."""
+    """A run's config.yaml as a mapping ({} when unreadable or damaged), parsed once per
+    file version: the Runs and Results pages list every run each second."""
     try:
         st = path.stat()
     except OSError:
         return {}
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _CONFIGS:
-        from sga_core.yamlsafe import load_yaml
-
         try:
-            data = load_yaml(path.read_text(encoding="utf-8"), path.name, fast=True)
-        except Exception:  # a broken config still lists, marked as such
+            data = validate.config(path.parent)
+        except validate.Damaged:  # a broken config still lists, marked as damaged
             data = {}
         if len(_CONFIGS) > 4096:
             _CONFIGS.clear()
-        _CONFIGS[key] = data if isinstance(data, dict) else {}
+        _CONFIGS[key] = data
     return _CONFIGS[key]
 
 
@@ -246,7 +244,9 @@ _CONFIGS: dict[tuple, dict] = {}
 
 
 def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
-    """Every run folder with its status and key settings, newest first."""
+    """Every run folder with its status and key settings, newest first. A run with a
+    damaged file is listed too, with ``damaged`` saying which file and why (None for a
+    sound run) and the settings of its damaged files left out."""
     root = runs_root(root)
     out = []
     if not root.exists():
@@ -269,7 +269,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d)})
+                    "eval_state": _eval_state(d), "damaged": validate.run_damage(d)})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
 
@@ -321,11 +321,13 @@ def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> 
 
 
 def metrics(run_dir: str | os.PathLike) -> list[dict]:
-    return read_jsonl(Path(run_dir) / "metrics.jsonl")
+    """metrics.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
+    return validate.metrics(run_dir)
 
 
 def probes(run_dir: str | os.PathLike) -> list[dict]:
-    return read_jsonl(Path(run_dir) / "probes.jsonl")
+    """probes.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
+    return validate.probes(run_dir)
 
 
 def wait_for_final(run_dir: str | os.PathLike, timeout: float = 600.0) -> dict:

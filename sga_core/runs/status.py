@@ -20,9 +20,8 @@ from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
 from sga_core.runs.procs import pid_alive, start_fields
+from sga_core.runs.validate import FINAL_STATES, STATES  # noqa: F401  (read from here)
 
-STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
-FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
 RUN_FILE = "status.json"
 EVAL_FILE = Path("eval") / "status.json"
 # the processes whose life a running record stands for
@@ -77,8 +76,21 @@ def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
 
 # --- runs ------------------------------------------------------------------------------------
 
+def damaged(exc: Exception) -> dict:
+    """The status a run (or evaluation) with a damaged status file is shown with: state
+    "damaged", the file and what is wrong in ``damaged`` and ``error``; no process ids, so
+    nothing is ever signalled on the strength of a damaged file."""
+    return {"state": "damaged", "damaged": str(exc), "error": str(exc)}
+
+
 def read_run(run_dir: str | os.PathLike) -> dict:
-    return read(Path(run_dir) / RUN_FILE)
+    """status.json, checked ({} when there is none; :func:`damaged` when it is damaged)."""
+    from sga_core.runs.validate import Damaged, run_status
+
+    try:
+        return run_status(run_dir)
+    except Damaged as exc:
+        return damaged(exc)
 
 
 def write_run(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
@@ -94,7 +106,13 @@ def effective_run(run_dir: str | os.PathLike) -> dict:
 # --- evaluations ----------------------------------------------------------------------------
 
 def read_eval(run_dir: str | os.PathLike) -> dict:
-    return read(Path(run_dir) / EVAL_FILE)
+    """eval/status.json, checked like :func:`read_run`."""
+    from sga_core.runs.validate import Damaged, eval_status
+
+    try:
+        return eval_status(run_dir)
+    except Damaged as exc:
+        return damaged(exc)
 
 
 def write_eval(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:

@@ -1,0 +1,476 @@
+"""Reading a run folder's files back *checked*: every reader of a run-folder file goes through
+here and gets either data of the shape the workbench wrote, or :class:`Damaged` naming the
+file and what is wrong with it ("eval/summary.json: metrics must be an object of metric
+entries, got 5").
+
+A damaged file damages its run only: listings keep the run, marked with the reason
+(:func:`run_damage`), and everything else of the project keeps working.
+
+JSON Lines logs (metrics, probes, evaluation during training) are appended while a run
+trains, so the last line of a *running* run may be a record still being written: only that
+unterminated tail line is ignored, and only while the run runs. Any other line that is not
+a record, or a finished run whose log stops before the step its status.json records, is
+damage, reported with its line number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RUN_STATUS = "status.json"
+EVAL_STATUS = "eval/status.json"
+CONFIG = "config.yaml"
+MANIFEST = "data/manifest.json"
+SUMMARY = "eval/summary.json"
+PER_SAMPLE = "eval/per_sample.jsonl"
+TOKENS = "eval/tokens.jsonl"
+METRICS = "metrics.jsonl"
+PROBES = "probes.jsonl"
+EVAL_STEPS = "eval_steps.jsonl"
+
+STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
+FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
+MAX_INT = 2**63 - 1
+MAX_PID = 2**22  # Linux's largest pid_max
+
+
+class Damaged(ValueError):
+    """A run-folder file that cannot be used: ``file`` (relative to the run folder) and
+    ``reason``; ``str()`` reads "eval/summary.json: metrics must be ..."."""
+
+    def __init__(self, file: str | os.PathLike, reason: str):
+        self.file, self.reason = str(file), reason
+        super().__init__(f"{self.file}: {reason}")
+
+
+# --- value checks: each returns None when the value is fine, else what is wrong --------------
+
+def _show(v: Any) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, str) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_INT
+
+
+def is_num(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) <= MAX_INT if isinstance(v, int) else math.isfinite(v)
+
+
+def _too_big(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT
+
+
+def opt(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    """``check``, with None (JSON null) allowed."""
+    return lambda v: None if v is None else check(v)
+
+
+def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Callable[[Any], str | None]:
+    def check(v):
+        if not is_int(v) or not lo <= v <= hi:
+            return f"must be a whole number from {lo} to {hi}, got {_show(v)}"
+        return None
+    return check
+
+
+def number(v: Any) -> str | None:
+    if _too_big(v):
+        return f"is too large (over 2^63), got {_show(v)}"
+    return None if is_num(v) else f"must be a number, got {_show(v)}"
+
+
+def text(v: Any) -> str | None:
+    return None if isinstance(v, str) else f"must be text, got {_show(v)}"
+
+
+def mapping(v: Any) -> str | None:
+    return None if isinstance(v, dict) else f"must be an object, got {_show(v)}"
+
+
+def one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    def check(v):
+        return None if v in choices else f"must be one of {', '.join(choices)}, got {_show(v)}"
+    return check
+
+
+def list_of(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    def each(v):
+        if not isinstance(v, list):
+            return f"must be a list, got {_show(v)}"
+        for i, item in enumerate(v):
+            err = check(item)
+            if err:
+                return f"item {i} {err}"
+        return None
+    return each
+
+
+def map_of(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    def each(v):
+        if not isinstance(v, dict):
+            return f"must be an object, got {_show(v)}"
+        for k, item in v.items():
+            err = check(item)
+            if err:
+                return f"entry {k!r} {err}"
+        return None
+    return each
+
+
+def fields(obj: Any, spec: dict[str, Callable], required: tuple[str, ...] = (),
+           where: str = "") -> str | None:
+    """What is wrong with the mapping ``obj`` against ``spec`` (key -> check; keys not in
+    ``spec`` are left alone), or None."""
+    if not isinstance(obj, dict):
+        return f"{where.rstrip('.') + ' ' if where else ''}must be an object, got {_show(obj)}"
+    for key in required:
+        if key not in obj:
+            return f"{where}{key} is missing"
+    for key, check in spec.items():
+        if key in obj:
+            err = check(obj[key])
+            if err:
+                return f"{where}{key} {err}"
+    return None
+
+
+# --- the shapes of the run-folder files ------------------------------------------------------
+
+PID = opt(integer(1, MAX_PID))
+COUNT = opt(integer(0))
+STAMP = opt(text)
+NUM = opt(number)
+
+RUN_STATUS_FIELDS = {
+    "state": one_of(STATES), "run_id": STAMP, "created_at": STAMP, "mode": STAMP,
+    "queued_ns": COUNT, "updated_at": STAMP, "launcher_pid": PID, "pid": PID,
+    "runner_pid": PID, "started_at": STAMP, "ended_at": STAMP, "host": STAMP,
+    "num_processes": COUNT, "error": STAMP, "total_steps": COUNT, "steps_per_epoch": COUNT,
+    "step": COUNT, "n_units": COUNT, "best_step": COUNT, "best_metric": STAMP,
+    "best_value": NUM, "best_model": STAMP, "epoch": NUM, "exit_code": opt(integer()),
+    "elapsed_s": NUM, "nll_before": opt(map_of(NUM)), "nll_after": opt(map_of(NUM)),
+}
+EVAL_STATUS_FIELDS = {
+    "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
+    "error": STAMP, "stage": STAMP, "done": COUNT, "total": COUNT, "updated_at": STAMP,
+    "stage_started_at": STAMP, "elapsed_s": NUM, "host": STAMP,
+}
+CONFIG_FIELDS = {
+    "run_id": STAMP, "method": STAMP, "model": STAMP, "sweep": STAMP, "group": STAMP,
+    "method_args": opt(mapping), "training": opt(mapping), "data": opt(mapping),
+    "eval": opt(mapping), "launch": opt(mapping),
+}
+CONFIG_ARGS = {"r": NUM, "k": COUNT}
+CONFIG_TRAINING = {"seed": opt(integer()), "max_steps": COUNT, "epochs": NUM}
+METRIC_ENTRY = opt(lambda v: fields(v, {"value": NUM, "reason": STAMP}))
+SUMMARY_FIELDS = {
+    "task": one_of(("qa", "text")), "metrics": map_of(METRIC_ENTRY), "elapsed_s": NUM,
+    "rows": opt(map_of(COUNT)), "forget_truth_ratios": opt(list_of(NUM)),
+    "protocol": opt(lambda v: fields(v, {"name": STAMP})),
+    "reference": opt(lambda v: fields(v, {"path": STAMP, "n_truth_ratios": COUNT})),
+    "data": opt(lambda v: fields(v, {"sets": opt(mapping)})),
+    "model_utility_components": opt(mapping),
+}
+MANIFEST_ENTRY = lambda v: fields(v, {"file": STAMP, "source": STAMP, "rows": COUNT,  # noqa: E731
+                                      "rows_hash": STAMP, "field_map": opt(mapping)})
+METRICS_ROW = {"step": integer(0), **{k: NUM for k in (
+    "epoch", "loss", "forget_nll", "normal_nll", "retain_nll", "r", "r_star", "lr",
+    "grad_norm", "tokens_per_s", "elapsed_s")}}
+PROBES_ROW = {"step": integer(0), "forget_index": integer(0), "tokens": list_of(text),
+              "probs": list_of(number)}
+TOKENS_ROW = {"set": text, "index": integer(0), "tokens": list_of(text),
+              "probs": list_of(number)}
+PER_SAMPLE_ROW = {"set": text, "index": integer(0), "question": STAMP, "prompt": STAMP,
+                  "answer": STAMP, "generated": STAMP, **{k: NUM for k in (
+                      "probability", "truth_ratio", "rouge_l_recall", "rouge_l_f1")}}
+EVAL_STEPS_ROW = {"step": integer(0), "best": opt(lambda v: None if isinstance(v, bool)
+                                                  else f"must be true or false, got {v!r}"),
+                  "eval_s": NUM, "reasons": opt(mapping)}
+
+
+# --- reading --------------------------------------------------------------------------------
+
+def _bytes(run_dir: Path, rel: str) -> bytes | None:
+    """The file's bytes, None when it does not exist."""
+    try:
+        return (Path(run_dir) / rel).read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise Damaged(rel, "is a folder, not a file") from None
+    except OSError as exc:
+        raise Damaged(rel, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _decode(rel: str, data: bytes, line: int | None = None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"line {line}: " if line else ""
+        raise Damaged(rel, f"{where}not UTF-8 text (byte {exc.start})") from None
+
+
+def read_json_file(run_dir, rel: str, spec: dict | None = None,
+                   required: tuple[str, ...] = ()) -> Any:
+    """A JSON file of the run folder, checked against ``spec``; None when absent."""
+    data = _bytes(Path(run_dir), rel)
+    if data is None:
+        return None
+    body = _decode(rel, data)
+    if not body.strip():
+        raise Damaged(rel, "is empty")
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise Damaged(rel, f"is not valid JSON (line {exc.lineno}: {exc.msg}; cut off?)") \
+            from None
+    except RecursionError:
+        raise Damaged(rel, "is nested too deeply") from None
+    if spec is not None:
+        err = fields(obj, spec, required) if isinstance(obj, dict) else \
+            f"must hold a JSON object, got {_show(obj)}"
+        if err:
+            raise Damaged(rel, err)
+    return obj
+
+
+def read_jsonl_file(run_dir, rel: str, row: dict, live: bool = False) -> list[dict]:
+    """A JSON Lines file of the run folder, each record checked against ``row``; [] when
+    absent. ``live``: the writer may still be appending, so an unterminated last line that
+    is not yet a whole record is left out (never any other line)."""
+    data = _bytes(Path(run_dir), rel)
+    if data is None:
+        return []
+    lines = data.split(b"\n")
+    out = []
+    for n, raw in enumerate(lines, 1):
+        tail = n == len(lines)  # no newline after it: possibly cut off
+        try:
+            line = _decode(rel, raw, n)
+        except Damaged:
+            if live and tail:
+                break
+            raise
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if live and tail:
+                break
+            why = "cut off mid-record" if tail else getattr(exc, "msg", "nested too deeply")
+            raise Damaged(rel, f"line {n} is not a JSON record ({why})") from None
+        err = fields(rec, row, where="")
+        if err:
+            raise Damaged(rel, f"line {n}: {err}")
+        out.append(rec)
+    return out
+
+
+def run_status(run_dir) -> dict:
+    """status.json ({} when absent)."""
+    return read_json_file(run_dir, RUN_STATUS, RUN_STATUS_FIELDS, ("state",)) or {}
+
+
+def eval_status(run_dir) -> dict:
+    """eval/status.json ({} when absent)."""
+    return read_json_file(run_dir, EVAL_STATUS, EVAL_STATUS_FIELDS, ("state",)) or {}
+
+
+def config(run_dir) -> dict:
+    """config.yaml as a mapping ({} when absent), the fields readers use checked."""
+    import yaml
+
+    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+
+    data = _bytes(Path(run_dir), CONFIG)
+    if data is None:
+        return {}
+    body = _decode(CONFIG, data)
+    try:  # bounded: a few hundred bytes of nested aliases never expand into a billion values
+        cfg = load_yaml(body, CONFIG, fast=True)
+    except YAMLTooLarge as exc:
+        raise Damaged(CONFIG, str(exc).removeprefix(f"{CONFIG}: ")) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise Damaged(CONFIG, f"is not valid YAML{where}: "
+                              f"{getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise Damaged(CONFIG, "is nested too deeply") from None
+    if cfg is None:
+        raise Damaged(CONFIG, "is empty")
+    if not isinstance(cfg, dict):
+        raise Damaged(CONFIG, f"must hold a mapping of settings, got {_show(cfg)}")
+    err = (fields(cfg, CONFIG_FIELDS)
+           or fields(cfg.get("method_args") or {}, CONFIG_ARGS, where="method_args.")
+           or fields(cfg.get("training") or {}, CONFIG_TRAINING, where="training."))
+    if err:
+        raise Damaged(CONFIG, err)
+    return cfg
+
+
+def manifest(run_dir) -> dict:
+    """data/manifest.json ({} when absent: runs made before manifests existed)."""
+    data = read_json_file(run_dir, MANIFEST)
+    if data is None:
+        return {}
+    err = (map_of(MANIFEST_ENTRY)(data) if isinstance(data, dict)
+           else f"must hold a JSON object, got {_show(data)}")
+    if err:
+        raise Damaged(MANIFEST, err)
+    return data
+
+
+def summary(run_dir) -> dict | None:
+    """eval/summary.json, None when the run has no evaluation."""
+    return read_json_file(run_dir, SUMMARY, SUMMARY_FIELDS, ("metrics",))
+
+
+def _live(run_dir) -> tuple[bool, dict]:
+    """Whether the run still trains (its logs may end in a line being written), and its
+    checked status ({} when damaged: then it is not live)."""
+    from sga_core.runs.status import derive
+
+    try:
+        st = run_status(run_dir)
+    except Damaged:
+        return False, {}
+    st = derive(st, ("launcher_pid", "pid"), "training")
+    return st.get("state") in ("queued", "running"), st
+
+
+def _log(run_dir, rel: str, row: dict, live: bool) -> list[dict]:
+    """An append-only log: the trainer creates it with its first record, so one that exists
+    with no record was emptied (or cut off before its first line ended)."""
+    rows = read_jsonl_file(run_dir, rel, row, live)
+    if not rows and not live and (Path(run_dir) / rel).exists():
+        raise Damaged(rel, "holds no record (emptied or cut off?)")
+    return rows
+
+
+def config_sections(run_dir) -> dict:
+    """config.yaml as :func:`config`, and complete: a run folder's config names every
+    section (a cut-off one lacks the last ones). Only the damage report asks this."""
+    cfg = config(run_dir)
+    if cfg:
+        missing = [k for k in CONFIG_SECTIONS if k not in cfg]
+        if missing:
+            raise Damaged(CONFIG, f"{', '.join(missing)} missing (cut off?)")
+    return cfg
+
+
+CONFIG_SECTIONS = ("method", "model", "data", "training", "launch", "eval")
+
+
+def metrics(run_dir) -> list[dict]:
+    """metrics.jsonl; a finished run's log must reach the step its status.json records."""
+    live, st = _live(run_dir)
+    rows = _log(run_dir, METRICS, METRICS_ROW, live)
+    step = st.get("step")
+    if not live and st.get("state") in FINAL_STATES and step and (
+            (rows[-1]["step"] if rows else 0) < step):
+        last = rows[-1]["step"] if rows else None
+        raise Damaged(METRICS, f"ends at step {last} ({len(rows)} records) but status.json "
+                               f"says the run reached step {step}: cut off?")
+    return rows
+
+
+def probes(run_dir) -> list[dict]:
+    return _log(run_dir, PROBES, PROBES_ROW, _live(run_dir)[0])
+
+
+def eval_steps(run_dir) -> list[dict]:
+    return _log(run_dir, EVAL_STEPS, EVAL_STEPS_ROW, _live(run_dir)[0])
+
+
+def _evaluated_rows(run_dir) -> tuple[dict, str]:
+    """Rows per set that eval/summary.json says were evaluated ({} when it cannot say),
+    and the task."""
+    try:
+        summ = summary(run_dir) or {}
+    except Damaged:
+        return {}, "qa"  # the summary's own damage is reported for it
+    return ({s: n for s, n in (summ.get("rows") or {}).items() if n is not None},
+            summ.get("task", "qa"))
+
+
+def _short(rel: str, rows: list[dict], expected: dict) -> None:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["set"]] = counts.get(r["set"], 0) + 1
+    short = {s: (counts.get(s, 0), n) for s, n in expected.items() if counts.get(s, 0) < n}
+    if short:
+        missing = sum(n - have for have, n in short.values())
+        sets = ", ".join(f"{s}: {have} of {n}" for s, (have, n) in short.items())
+        raise Damaged(rel, f"{missing} evaluated rows are missing ({sets} rows, as "
+                           f"eval/summary.json counts them): cut off?")
+
+
+def tokens(run_dir) -> list[dict]:
+    """eval/tokens.jsonl: a QA evaluation writes one token table per forget row."""
+    rows = read_jsonl_file(run_dir, TOKENS, TOKENS_ROW)
+    if (Path(run_dir) / TOKENS).exists():
+        expected, task = _evaluated_rows(run_dir)
+        if task == "qa" and "forget" in expected:
+            _short(TOKENS, rows, {"forget": expected["forget"]})
+    return rows
+
+
+def per_sample(run_dir) -> list[dict]:
+    """eval/per_sample.jsonl (written whole, never appended): every row of every set the
+    summary says was evaluated must be there."""
+    rows = read_jsonl_file(run_dir, PER_SAMPLE, PER_SAMPLE_ROW)
+    if (Path(run_dir) / PER_SAMPLE).exists():
+        _short(PER_SAMPLE, rows, _evaluated_rows(run_dir)[0])
+    return rows
+
+
+#: every checked reader of a run folder, in the order damage is reported
+READERS = (run_status, config_sections, eval_status, manifest, summary, metrics, per_sample, tokens,
+           probes, eval_steps)
+FILES = (RUN_STATUS, CONFIG, EVAL_STATUS, MANIFEST, SUMMARY, METRICS, PER_SAMPLE, TOKENS,
+         PROBES, EVAL_STEPS)
+_DAMAGE: dict[tuple, list[Damaged]] = {}
+
+
+def damage(run_dir) -> list[Damaged]:
+    """Every damaged file of a run (each reader above tried once), [] for a sound run.
+    Remembered per version of the run's files, so listing runs each second stays cheap."""
+    run_dir = Path(run_dir)
+    key: list = [str(run_dir)]
+    for rel in FILES:
+        try:
+            s = os.stat(run_dir / rel)
+            key.append((s.st_mtime_ns, s.st_size))
+        except OSError:
+            key.append(None)
+    key.append(_live(run_dir)[0])
+    key_t = tuple(key)
+    if key_t not in _DAMAGE:
+        found = []
+        for reader in READERS:
+            try:
+                reader(run_dir)
+            except Damaged as exc:
+                found.append(exc)
+        if len(_DAMAGE) > 4096:
+            _DAMAGE.clear()
+        _DAMAGE[key_t] = found
+    return _DAMAGE[key_t]
+
+
+def run_damage(run_dir) -> str | None:
+    """What is damaged in a run ("eval/summary.json: metrics must be ..."; several files
+    joined by "; "), None for a sound run."""
+    found = damage(run_dir)
+    return "; ".join(str(d) for d in found) or None
