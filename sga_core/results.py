@@ -22,7 +22,7 @@ from sga_core.metrics.catalog import (
     table_columns,
 )
 from sga_core.runs import validate
-from sga_core.runs.folder import list_runs, manifest, runs_root
+from sga_core.runs.folder import list_runs, manifest, probes, runs_root
 from sga_core.runs.prepared_ids import original_id, reference_id
 from sga_core.words import plural
 
@@ -464,7 +464,7 @@ def word_token_index(tokens: list[str], word: str) -> int | None:
 def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[int, float]]:
     """(step, probability) of the answer token at ``position`` across a run's probes."""
     pts = []
-    for rec in validate.probes(run_dir):
+    for rec in probes(run_dir):
         if rec.get("forget_index") == forget_index and position < len(rec.get("probs", [])):
             pts.append((rec["step"], rec["probs"][position]))
     return pts

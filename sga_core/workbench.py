@@ -452,6 +452,6 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
 
 def eval_steps(run_dir) -> list[dict]:
     """A run's evaluations during training (``eval_steps.jsonl``), oldest first."""
-    from sga_core.runs.validate import eval_steps as checked
+    from sga_core.runs.folder import eval_steps as checked
 
     return checked(run_dir)

@@ -32,7 +32,7 @@ def cmd_runs(args) -> int:
     if args.action == "show":
         # the run's effective status with its evaluation's (eval_state, eval_error, ...)
         print(json.dumps(run_status.run_view(run_dir), indent=2))
-        for d in validate.damage(run_dir):
+        for d in folder.damage(run_dir):
             print(f"damaged: {d}")
         try:
             m = folder.metrics(run_dir)

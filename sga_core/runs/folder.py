@@ -269,7 +269,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d), "damaged": validate.run_damage(d)})
+                    "eval_state": _eval_state(d), "damaged": run_damage(d, st)})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
 
@@ -322,12 +322,73 @@ def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> 
 
 def metrics(run_dir: str | os.PathLike) -> list[dict]:
     """metrics.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
-    return validate.metrics(run_dir)
+    return validate.metrics(run_dir, run_status.effective_run(run_dir))
 
 
 def probes(run_dir: str | os.PathLike) -> list[dict]:
     """probes.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
-    return validate.probes(run_dir)
+    return validate.probes(run_dir, run_status.effective_run(run_dir))
+
+
+def eval_steps(run_dir: str | os.PathLike) -> list[dict]:
+    """eval_steps.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
+    return validate.eval_steps(run_dir, run_status.effective_run(run_dir))
+
+
+def _status_damage(read):
+    """A checked status reader (``read_run``/``read_eval``) as one that raises Damaged."""
+    def check(run_dir, status):
+        st = read(run_dir)
+        if st.get("damaged"):
+            raise validate.Damaged(*st["damaged"].split(": ", 1))
+    return check
+
+
+#: every checked reader of a run folder (run_dir, effective status), in the order damage is
+#: reported, and the files they read
+_READERS = (
+    _status_damage(run_status.read_run), lambda d, st: validate.config_sections(d),
+    _status_damage(run_status.read_eval), lambda d, st: validate.manifest(d),
+    lambda d, st: validate.summary(d), validate.metrics, lambda d, st: validate.per_sample(d),
+    lambda d, st: validate.tokens(d), validate.probes, validate.eval_steps)
+_FILES = (run_status.RUN_FILE, validate.CONFIG, str(run_status.EVAL_FILE), validate.MANIFEST,
+          validate.SUMMARY, validate.METRICS, validate.PER_SAMPLE, validate.TOKENS,
+          validate.PROBES, validate.EVAL_STEPS)
+_DAMAGE: dict[tuple, list] = {}
+
+
+def damage(run_dir: str | os.PathLike, status: dict | None = None) -> list:
+    """Every damaged file of a run, as :class:`sga_core.runs.validate.Damaged` ([] for a
+    sound run; each reader tried once); ``status``: its effective status when the caller
+    has it. Remembered per version of the run's files, so listing runs each second stays
+    cheap."""
+    run_dir = Path(run_dir)
+    status = run_status.effective_run(run_dir) if status is None else status
+    key: list = [str(run_dir), status.get("state")]
+    for rel in _FILES:
+        try:
+            s = os.stat(run_dir / rel)
+            key.append((s.st_mtime_ns, s.st_size))
+        except OSError:
+            key.append(None)
+    key_t = tuple(key)
+    if key_t not in _DAMAGE:
+        found = []
+        for reader in _READERS:
+            try:
+                reader(run_dir, status)
+            except validate.Damaged as exc:
+                found.append(exc)
+        if len(_DAMAGE) > 4096:
+            _DAMAGE.clear()
+        _DAMAGE[key_t] = found
+    return _DAMAGE[key_t]
+
+
+def run_damage(run_dir: str | os.PathLike, status: dict | None = None) -> str | None:
+    """What is damaged in a run ("eval/summary.json: metrics must be ..."; several files
+    joined by "; "), None for a sound run."""
+    return "; ".join(str(d) for d in damage(run_dir, status)) or None
 
 
 def wait_for_final(run_dir: str | os.PathLike, timeout: float = 600.0) -> dict:

@@ -85,10 +85,10 @@ def damaged(exc: Exception) -> dict:
 
 def read_run(run_dir: str | os.PathLike) -> dict:
     """status.json, checked ({} when there is none; :func:`damaged` when it is damaged)."""
-    from sga_core.runs.validate import Damaged, run_status
+    from sga_core.runs.validate import RUN_STATUS_FIELDS, Damaged, read_json_file
 
     try:
-        return run_status(run_dir)
+        return read_json_file(run_dir, RUN_FILE, RUN_STATUS_FIELDS, ("state",)) or {}
     except Damaged as exc:
         return damaged(exc)
 
@@ -107,10 +107,10 @@ def effective_run(run_dir: str | os.PathLike) -> dict:
 
 def read_eval(run_dir: str | os.PathLike) -> dict:
     """eval/status.json, checked like :func:`read_run`."""
-    from sga_core.runs.validate import Damaged, eval_status
+    from sga_core.runs.validate import EVAL_STATUS_FIELDS, Damaged, read_json_file
 
     try:
-        return eval_status(run_dir)
+        return read_json_file(run_dir, str(EVAL_FILE), EVAL_STATUS_FIELDS, ("state",)) or {}
     except Damaged as exc:
         return damaged(exc)
 

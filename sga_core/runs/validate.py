@@ -22,8 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-RUN_STATUS = "status.json"
-EVAL_STATUS = "eval/status.json"
 CONFIG = "config.yaml"
 MANIFEST = "data/manifest.json"
 SUMMARY = "eval/summary.json"
@@ -276,16 +274,6 @@ def read_jsonl_file(run_dir, rel: str, row: dict, live: bool = False) -> list[di
     return out
 
 
-def run_status(run_dir) -> dict:
-    """status.json ({} when absent)."""
-    return read_json_file(run_dir, RUN_STATUS, RUN_STATUS_FIELDS, ("state",)) or {}
-
-
-def eval_status(run_dir) -> dict:
-    """eval/status.json ({} when absent)."""
-    return read_json_file(run_dir, EVAL_STATUS, EVAL_STATUS_FIELDS, ("state",)) or {}
-
-
 def config(run_dir) -> dict:
     """config.yaml as a mapping ({} when absent), the fields readers use checked."""
     import yaml
@@ -336,17 +324,9 @@ def summary(run_dir) -> dict | None:
     return read_json_file(run_dir, SUMMARY, SUMMARY_FIELDS, ("metrics",))
 
 
-def _live(run_dir) -> tuple[bool, dict]:
-    """Whether the run still trains (its logs may end in a line being written), and its
-    checked status ({} when damaged: then it is not live)."""
-    from sga_core.runs.status import derive
-
-    try:
-        st = run_status(run_dir)
-    except Damaged:
-        return False, {}
-    st = derive(st, ("launcher_pid", "pid"), "training")
-    return st.get("state") in ("queued", "running"), st
+def _live(status: dict) -> bool:
+    """Whether a run with this (effective) status may still be appending to its logs."""
+    return status.get("state") in ("queued", "running")
 
 
 def _log(run_dir, rel: str, row: dict, live: bool) -> list[dict]:
@@ -372,10 +352,13 @@ def config_sections(run_dir) -> dict:
 CONFIG_SECTIONS = ("method", "model", "data", "training", "launch", "eval")
 
 
-def metrics(run_dir) -> list[dict]:
-    """metrics.jsonl; a finished run's log must reach the step its status.json records."""
-    live, st = _live(run_dir)
+def metrics(run_dir, status: dict) -> list[dict]:
+    """metrics.jsonl; a finished run's log must reach the step its status.json records.
+    ``status``: the run's effective status (``sga_core.runs.status.effective_run``), which
+    tells whether the trainer may still be writing the last line."""
+    live = _live(status)
     rows = _log(run_dir, METRICS, METRICS_ROW, live)
+    st = status if "damaged" not in status else {}
     step = st.get("step")
     if not live and st.get("state") in FINAL_STATES and step and (
             (rows[-1]["step"] if rows else 0) < step):
@@ -385,12 +368,14 @@ def metrics(run_dir) -> list[dict]:
     return rows
 
 
-def probes(run_dir) -> list[dict]:
-    return _log(run_dir, PROBES, PROBES_ROW, _live(run_dir)[0])
+def probes(run_dir, status: dict) -> list[dict]:
+    """probes.jsonl (``status`` as for :func:`metrics`)."""
+    return _log(run_dir, PROBES, PROBES_ROW, _live(status))
 
 
-def eval_steps(run_dir) -> list[dict]:
-    return _log(run_dir, EVAL_STEPS, EVAL_STEPS_ROW, _live(run_dir)[0])
+def eval_steps(run_dir, status: dict) -> list[dict]:
+    """eval_steps.jsonl (``status`` as for :func:`metrics`)."""
+    return _log(run_dir, EVAL_STEPS, EVAL_STEPS_ROW, _live(status))
 
 
 def _evaluated_rows(run_dir) -> tuple[dict, str]:
@@ -433,44 +418,3 @@ def per_sample(run_dir) -> list[dict]:
     if (Path(run_dir) / PER_SAMPLE).exists():
         _short(PER_SAMPLE, rows, _evaluated_rows(run_dir)[0])
     return rows
-
-
-#: every checked reader of a run folder, in the order damage is reported
-READERS = (run_status, config_sections, eval_status, manifest, summary, metrics, per_sample, tokens,
-           probes, eval_steps)
-FILES = (RUN_STATUS, CONFIG, EVAL_STATUS, MANIFEST, SUMMARY, METRICS, PER_SAMPLE, TOKENS,
-         PROBES, EVAL_STEPS)
-_DAMAGE: dict[tuple, list[Damaged]] = {}
-
-
-def damage(run_dir) -> list[Damaged]:
-    """Every damaged file of a run (each reader above tried once), [] for a sound run.
-    Remembered per version of the run's files, so listing runs each second stays cheap."""
-    run_dir = Path(run_dir)
-    key: list = [str(run_dir)]
-    for rel in FILES:
-        try:
-            s = os.stat(run_dir / rel)
-            key.append((s.st_mtime_ns, s.st_size))
-        except OSError:
-            key.append(None)
-    key.append(_live(run_dir)[0])
-    key_t = tuple(key)
-    if key_t not in _DAMAGE:
-        found = []
-        for reader in READERS:
-            try:
-                reader(run_dir)
-            except Damaged as exc:
-                found.append(exc)
-        if len(_DAMAGE) > 4096:
-            _DAMAGE.clear()
-        _DAMAGE[key_t] = found
-    return _DAMAGE[key_t]
-
-
-def run_damage(run_dir) -> str | None:
-    """What is damaged in a run ("eval/summary.json: metrics must be ..."; several files
-    joined by "; "), None for a sound run."""
-    found = damage(run_dir)
-    return "; ".join(str(d) for d in found) or None
