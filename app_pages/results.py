@@ -89,15 +89,13 @@ if len(ids) >= 2:
     try:
         diff = wb.config_diff(root / a, root / b)
     except wb.Damaged as exc:
-        diff = None
         st.warning(plain(f"cannot compare the settings: {exc}"))
-    if diff is None:
-        pass
-    elif diff:  # values as text: one column can hold a bool, a number and a missing value
-        st.dataframe([{k: "—" if v is None else str(v) for k, v in d.items()} for d in diff],
-                     hide_index=True)
     else:
-        st.write("Same settings.")
+        if diff:  # values as text: one column can hold a bool, a number and a missing value
+            st.dataframe([{k: "—" if v is None else str(v) for k, v in d.items()}
+                          for d in diff], hide_index=True)
+        else:
+            st.write("Same settings.")
 
 pending = [r for r in all_runs if r["state"] == "completed" and
            not (root / r["run_id"] / "eval" / "summary.json").exists()]

@@ -77,16 +77,12 @@ def top_values(rows: list[dict], kind: str = "qa", n: int = 2) -> dict[str, list
 
 
 def _method_args(root: Path, run_id: str) -> dict:
-    import yaml
-
-    from sga_core.yamlsafe import load_yaml
+    from sga_core.runs.validate import Damaged, config
 
     try:
-        cfg = load_yaml((root / run_id / "config.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        return config(root / run_id).get("method_args") or {}
+    except Damaged:
         return {}
-    args = cfg.get("method_args") if isinstance(cfg, dict) else None
-    return args if isinstance(args, dict) else {}
 
 
 def _order(row: dict) -> tuple:

@@ -129,6 +129,10 @@ def test_wrong_typed_status_shows_damaged(runs, change, words):
      "metrics entry 'forget_quality' value must be a number"),
     ('{"metrics": {"forget_quality": {"val', "is not valid JSON"),
     ("", "is empty"),
+    ('{"metrics": {"forget_quality": {"value": 0.5, "per_sample": ["D"]}}}',
+     "metrics entry 'forget_quality' per_sample item 0 must be a number"),
+    ('{"metrics": {}, "model_utility_components": {"components": 7}}',
+     "model_utility_components components must be an object"),
 ])
 def test_damaged_summary(runs, content, words):
     from sga_core.results import summary_of

@@ -137,9 +137,12 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
 def _cached_value(ref: Reference, kind: str, key: str) -> tuple[Any, str | None]:
     """A reference value from its own summary, or from its cache file; (value, source)."""
     if ref.summary_path is not None and ref.summary_path.exists():
-        try:
-            summ = read_json(ref.summary_path, default={}) or {}
-        except (OSError, ValueError):
+        from sga_core.runs.validate import SUMMARY_FIELDS, Damaged, mapping, opt, read_json_file
+
+        try:  # a damaged reference summary is no source: the value is computed afresh
+            summ = read_json_file(ref.summary_path.parent, ref.summary_path.name,
+                                  {**SUMMARY_FIELDS, "cache_keys": opt(mapping)}) or {}
+        except Damaged:
             summ = {}
         if (summ.get("cache_keys") or {}).get(kind) == key:
             if kind == "forget_truth_ratios" and summ.get("forget_truth_ratios"):

@@ -169,14 +169,16 @@ CONFIG_FIELDS = {
 }
 CONFIG_ARGS = {"r": NUM, "k": COUNT}
 CONFIG_TRAINING = {"seed": opt(integer()), "max_steps": COUNT, "epochs": NUM}
-METRIC_ENTRY = opt(lambda v: fields(v, {"value": NUM, "reason": STAMP}))
+METRIC_ENTRY = opt(lambda v: fields(v, {"value": NUM, "reason": STAMP,
+                                         "per_sample": opt(list_of(lambda x: None))}))
+FQ_ENTRY = opt(lambda v: fields(v, {"per_sample": opt(list_of(NUM))}))
 SUMMARY_FIELDS = {
     "task": one_of(("qa", "text")), "metrics": map_of(METRIC_ENTRY), "elapsed_s": NUM,
     "rows": opt(map_of(COUNT)), "forget_truth_ratios": opt(list_of(NUM)),
     "protocol": opt(lambda v: fields(v, {"name": STAMP})),
     "reference": opt(lambda v: fields(v, {"path": STAMP, "n_truth_ratios": COUNT})),
     "data": opt(lambda v: fields(v, {"sets": opt(mapping)})),
-    "model_utility_components": opt(mapping),
+    "model_utility_components": opt(lambda v: fields(v, {"components": opt(mapping)})),
 }
 MANIFEST_ENTRY = lambda v: fields(v, {"file": STAMP, "source": STAMP, "rows": COUNT,  # noqa: E731
                                       "rows_hash": STAMP, "field_map": opt(mapping)})
@@ -321,7 +323,11 @@ def manifest(run_dir) -> dict:
 
 def summary(run_dir) -> dict | None:
     """eval/summary.json, None when the run has no evaluation."""
-    return read_json_file(run_dir, SUMMARY, SUMMARY_FIELDS, ("metrics",))
+    summ = read_json_file(run_dir, SUMMARY, SUMMARY_FIELDS, ("metrics",))
+    err = summ and FQ_ENTRY(summ["metrics"].get("forget_quality"))
+    if err:  # its KS statistic is shown as a number
+        raise Damaged(SUMMARY, f"metrics entry 'forget_quality' {err}")
+    return summ
 
 
 def _live(status: dict) -> bool:
