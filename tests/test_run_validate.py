@@ -110,6 +110,7 @@ def test_running_run_may_end_in_a_line_being_written(runs):
     ({"launcher_pid": 10**30, "state": "running"}, "launcher_pid must be a whole number"),
     ({"state": 5}, "state must be one of"),
     ({"step": "two"}, "step must be a whole number"),
+    ({"pid_start": "yesterday", "state": "running"}, "pid_start must be a whole number"),
 ])
 def test_wrong_typed_status_shows_damaged(runs, change, words):
     path = runs / "a" / "status.json"

@@ -156,11 +156,14 @@ RUN_STATUS_FIELDS = {
     "step": COUNT, "n_units": COUNT, "best_step": COUNT, "best_metric": STAMP,
     "best_value": NUM, "best_model": STAMP, "epoch": NUM, "exit_code": opt(integer()),
     "elapsed_s": NUM, "nll_before": opt(map_of(NUM)), "nll_after": opt(map_of(NUM)),
+    # each pid's start time (clock ticks since boot): with the pid, which process it was
+    "pid_start": COUNT, "launcher_pid_start": COUNT, "runner_pid_start": COUNT,
 }
 EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
     "error": STAMP, "stage": STAMP, "done": COUNT, "total": COUNT, "updated_at": STAMP,
-    "stage_started_at": STAMP, "elapsed_s": NUM, "host": STAMP,
+    "stage_started_at": STAMP, "elapsed_s": NUM, "host": STAMP, "pid_start": COUNT,
+    "cancel_requested_at": STAMP,
 }
 CONFIG_FIELDS = {
     "run_id": STAMP, "method": STAMP, "model": STAMP, "sweep": STAMP, "group": STAMP,
