@@ -175,3 +175,14 @@ def test_intervals_refuse_over_missing_rows(runs):
                                       r"\(forget: 4 of 6 rows"):
         run_intervals(runs / "a", n_boot=50)
     assert "eval/per_sample.jsonl" in damage_of(runs, "a")
+
+
+def test_config_alias_bomb_is_damage_not_a_hang(runs):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n"
+        for i in range(8))
+    (runs / "a" / "config.yaml").write_text(bomb)
+    assert damage_of(runs, "a").startswith("config.yaml: ")
+    assert "expands to more than" in damage_of(runs, "a")
+    assert damage_of(runs, "b") is None
+
