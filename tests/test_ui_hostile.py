@@ -15,6 +15,8 @@ from tests.hostile_corpus import hostile_files, representative
 from tests.ui import open_page, shown
 
 pytestmark = pytest.mark.slow
+PAGES = sorted(f"app_pages/{p.name}" for p in (Path(__file__).resolve().parent.parent /
+                                               "app_pages").glob("*.py"))
 
 
 def tree(root: Path) -> dict[str, int]:
@@ -27,8 +29,11 @@ def corpus(tmp_path_factory):
     return hostile_files(tmp_path_factory.mktemp("hostile"))
 
 
-def test_data_page_new_project(ui_env, corpus):
+def test_data_page_new_project(ui_env, corpus, capsys):
+    """Each accepted file's project renders on all nine pages: an accepted input never
+    breaks a page."""
     at = open_page("app_pages/data.py")
+    pages = 0
     ws = ui_env / "workspace"
     files = [f for f in representative(corpus) if f.target == "dataset"]
     assert len(files) >= 20
@@ -48,9 +53,16 @@ def test_data_page_new_project(ui_env, corpus):
         else:
             assert not errors, (f.path.name, errors)
             assert (ws / name / "project.json").exists()
-            at.switch_page("app_pages/normals.py").run()  # the new project loads everywhere
-            assert not at.exception, (f.path.name, at.exception)
+            for page in PAGES:  # the new project (now the current one) loads on every page
+                at.switch_page(page).run()
+                assert not at.exception, (f.path.name, page, at.exception)
+                pages += 1
             at.switch_page("app_pages/data.py").run()
+    with capsys.disabled():
+        print(f"\nhostile pages: {len(files)} datasets through the Data page "
+              f"({sum(f.expect == 'error' for f in files)} clear errors, nothing written), "
+              f"{sum(f.expect == 'load' for f in files)} accepted, each rendered on every "
+              f"page: {pages} page renders, 0 exceptions")
 
 
 def test_normals_page_import(ui_env, corpus):
