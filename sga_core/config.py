@@ -12,6 +12,7 @@ from pathlib import Path
 from sga_core.model.device import DEVICES, PRECISIONS, fold_legacy_cpu
 from sga_core.model.fusedloss import MODES as FUSED_MODES
 from sga_core.params import ConfigError, from_dict, param, to_dict
+from sga_core.protocols import protocol_names
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -181,7 +182,7 @@ class EvalConfig:
     protocol: str = param("demo", "Evaluation protocol: 'demo' (fast settings of its own, "
                                   "not comparable with published tables), 'tofu', 'muse' or "
                                   "'copyright' (the benchmarks' own protocols; README).",
-                          choices=("demo", "tofu", "muse", "copyright"))
+                          choices=protocol_names())
     max_new_tokens: int = param(48, "Demo protocol: tokens generated per QA answer (greedy). "
                                     "The benchmark protocols use their own (TOFU 200, MUSE "
                                     "KnowMem 32; VerbMem always 128).", min=1, max=4096)

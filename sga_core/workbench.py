@@ -289,7 +289,7 @@ def import_copyright_upload(name: str, book: tuple[str, bytes], retain: tuple[st
 def protocol_note(rows: list[dict]) -> str | None:
     """What the Results table's numbers were evaluated under: each protocol's one line (the
     demo's says its settings are its own, not comparable with published tables)."""
-    from sga_core.evaluation.protocols import get_protocol
+    from sga_core.protocols import get_protocol
 
     names = sorted({r.get("protocol") or "demo" for r in rows})
     return " · ".join(get_protocol(n).describe() for n in names) if names else None

@@ -14,11 +14,11 @@ import math
 
 import pytest
 
-from sga_core.evaluation.protocols import PROTOCOLS, get_protocol
 from sga_core.metrics import catalog
 from sga_core.metrics.catalog import QA, TEXT, spec_of
 from sga_core.metrics.context import MetricInputs, SetData
 from sga_core.metrics.result import MetricResult
+from sga_core.protocols import PROTOCOLS, get_protocol
 
 TOL = 1e-4
 TOFU = get_protocol("tofu").settings() | {"name": "tofu"}

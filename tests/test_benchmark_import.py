@@ -257,7 +257,7 @@ def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, l
     retained = build_tiny_model(tmp_path / "retained", seed=1)
     from dataclasses import replace
 
-    from sga_core.evaluation import protocols
+    from sga_core import protocols
 
     full = protocols.PROTOCOLS["copyright"]
     assert full.completion_new_tokens == 400 and len(full.lm_eval_tasks) == 10

@@ -8,8 +8,9 @@ import argparse
 import sys
 
 from sga_core.params import ConfigError, field_specs
+from sga_core.protocols import protocol_names
 
-PROTOCOL_CHOICES = ["demo", "tofu", "muse", "copyright"]  # sga_core.evaluation.protocols
+PROTOCOL_CHOICES = list(protocol_names())  # every registered evaluation protocol
 
 
 def _flag(name: str) -> str:

@@ -131,7 +131,7 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     ``model_utility``, ``forget_quality``) to ``{"name", "value", "reason"}``;
     ``summary["forget_truth_ratios"]`` is the raw per-row list (the values a later run
     compares against when this model is its reference). ``options``: the evaluation
-    protocol's settings (:mod:`sga_core.evaluation.protocols`; default: the demo's).
+    protocol's settings (:mod:`sga_core.protocols`; default: the demo's).
     """
     options = dict(options or {})
     tasks, extra = utility_tasks(options)

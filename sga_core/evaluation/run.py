@@ -36,13 +36,6 @@ from sga_core.evaluation.common import (
     is_qa_rows,
     report,
 )
-from sga_core.evaluation.protocols import (
-    PROMPT_FORMATS,
-    WIKITEXT_TASK,
-    Protocol,
-    check_prompt_format,
-    get_protocol,
-)
 from sga_core.evaluation.qa import evaluate_qa, reference_truth_ratios
 from sga_core.evaluation.reference import (
     completions_key,
@@ -62,6 +55,13 @@ from sga_core.evaluation.text import (
 )
 from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso
 from sga_core.metrics.catalog import MIN_K
+from sga_core.protocols import (
+    PROMPT_FORMATS,
+    WIKITEXT_TASK,
+    Protocol,
+    check_prompt_format,
+    get_protocol,
+)
 
 
 def choose_device(device: str | None = "auto") -> str:
@@ -103,7 +103,7 @@ def _load_rows(src, kind: str = "auto") -> tuple[list[dict], str | None, str]:
 @dataclass
 class EvalSettings:
     """How one evaluation runs. ``protocol`` names the preset
-    (:mod:`~sga_core.evaluation.protocols`); ``max_new_tokens`` / ``max_retain_rows`` left
+    (:mod:`~sga_core.protocols`); ``max_new_tokens`` / ``max_retain_rows`` left
     None take the protocol's, and the protocol's text limit (``max_length``) replaces this
     one when it has its own. ``lm_eval_tasks`` are extra lm-eval utility tasks."""
 

@@ -12,7 +12,7 @@ set (``EACH_QA_SET``: every extra QA set; ``EACH_TEXT_SET``: every extra text se
 extra lm-evaluation-harness task (``EACH_LM_TASK``).
 
 An entry may be limited to some evaluation protocols (``protocols``; see
-:mod:`sga_core.evaluation.protocols`): the copyright task's BLEU and FQ gap exist only under
+:mod:`sga_core.protocols`): the copyright task's BLEU and FQ gap exist only under
 ``copyright``, MUSE's VerbMem / KnowMem / PrivLeak not there. Every entry names the
 reference it follows (``reference``: the benchmark, then the file that defines it).
 
@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from sga_core.protocols import protocol_names
 
 from . import copyright, memorization, muse, rouge, tofu
 from .context import (
@@ -48,8 +50,10 @@ EACH_QA_SET, EACH_TEXT_SET = "*qa", "*text"  # a family's set: each extra QA / t
 EACH_LM_TASK = "*lm"  # a family's "set": each extra lm-evaluation-harness task
 WILDCARDS = (EACH_QA_SET, EACH_TEXT_SET, EACH_LM_TASK)
 MIN_K = 0.4  # MUSE / open-unlearning Min-K%
-PROTOCOL_NAMES = ("demo", "tofu", "muse", "copyright")  # sga_core.evaluation.protocols
-NOT_COPYRIGHT = ("demo", "tofu", "muse")
+PROTOCOL_NAMES = protocol_names()  # every registered evaluation protocol
+# the QA answer metrics (ROUGE of greedy answers) exist under every protocol but the copyright
+# task's, which scores book completions instead
+NOT_COPYRIGHT = tuple(p for p in PROTOCOL_NAMES if p != "copyright")
 
 TOFU = "TOFU, Maini et al. 2024; open-unlearning"
 MUSE = "MUSE, Shi et al. 2024; open-unlearning"

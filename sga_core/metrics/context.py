@@ -83,7 +83,7 @@ class MetricInputs:
     metrics computed before it (by summary name), ``reference`` the retain reference's value
     (None, with ``reference_reason``, when there is none); ``self_reference``: the evaluated
     model is the retain reference itself; ``options`` the evaluation protocol's settings
-    (:class:`sga_core.evaluation.protocols.Protocol`, as a dict)."""
+    (:class:`sga_core.protocols.Protocol`, as a dict)."""
 
     name: str
     sets: dict[str, SetData]

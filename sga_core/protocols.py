@@ -20,6 +20,11 @@ KnowMem, text lengths, utility tasks), each following a benchmark's own code.
   200-token prompts), BLEU (sacrebleu) and ROUGE-L recall, the FQ gap against the retained
   model, Wikitext perplexity and the paper's 9 zero-shot tasks through lm-evaluation-harness.
 
+Each protocol is one :func:`register_protocol` call below; the config's choices
+(``eval.protocol``), the CLI's ``--protocol`` / ``--eval-protocol`` and the metric catalog's
+protocol names are read from :data:`PROTOCOLS`. (A leaf module, so that the config and the
+catalog can read it without importing the evaluation.)
+
 Where a protocol differs from its reference, :data:`DEVIATIONS` says what, why and how much
 (the README lists them too).
 """
@@ -80,24 +85,48 @@ class Protocol:
         return f"{self.title}: follows {self.reference}"
 
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
-    Protocol("demo", "Demo protocol", "this workbench (fast CPU settings)", fast=True),
-    Protocol("tofu", "TOFU protocol",
-             "TOFU (Maini et al. 2024) as open-unlearning evaluates it: "
-             "configs/eval/tofu.yaml, tofu_metrics/*, configs/generation/default.yaml",
-             qa_new_tokens=200, max_retain_rows=0, max_length=512, tr_denominator="tofu",
-             epsilon=OPEN_UNLEARNING_EPSILON),
-    Protocol("muse", "MUSE protocol",
-             "MUSE (Shi et al. 2024): swj0419/muse_bench eval.py and metrics/*.py; "
-             "open-unlearning configs/eval/muse_metrics/*",
-             qa_new_tokens=32, max_retain_rows=0, max_length=2048, rouge_stemmer=False,
-             verbmem_gt_tokens=128, knowmem_new_tokens=32, knowmem_icl=True,
-             stop_strings=MUSE_STOP_STRINGS),
-    Protocol("copyright", "Copyright protocol (FLAT)",
-             "FLAT (Wang et al. 2025) evaluate.py: eval_leakage_rate, eval_ppl, "
-             "eval_few_shots", max_retain_rows=0, max_length=1024,
-             completion_new_tokens=400, lm_eval_tasks=(WIKITEXT_TASK, *ZERO_SHOT_TASKS)),
-)}
+#: Every protocol by name, in the order registered (the order the CLI and forms offer them).
+#: The config's choices, the CLI's ``--protocol`` / ``--eval-protocol`` choices and the metric
+#: catalog's protocol names are all read from here: a new protocol is one
+#: :func:`register_protocol` call below.
+PROTOCOLS: dict[str, Protocol] = {}
+
+
+def register_protocol(protocol: Protocol) -> Protocol:
+    """Add ``protocol`` to :data:`PROTOCOLS` (its name must be new and lower-case)."""
+    if not protocol.name or protocol.name != protocol.name.strip().lower():
+        raise ValueError(f"protocol name {protocol.name!r}: a lower-case word is required")
+    if protocol.name in PROTOCOLS:
+        raise ValueError(f"protocol {protocol.name!r} is registered twice")
+    PROTOCOLS[protocol.name] = protocol
+    return protocol
+
+
+def protocol_names() -> tuple[str, ...]:
+    """The registered protocols' names, in registration order."""
+    return tuple(PROTOCOLS)
+
+
+register_protocol(Protocol("demo", "Demo protocol", "this workbench (fast CPU settings)",
+                           fast=True))
+register_protocol(Protocol(
+    "tofu", "TOFU protocol",
+    "TOFU (Maini et al. 2024) as open-unlearning evaluates it: "
+    "configs/eval/tofu.yaml, tofu_metrics/*, configs/generation/default.yaml",
+    qa_new_tokens=200, max_retain_rows=0, max_length=512, tr_denominator="tofu",
+    epsilon=OPEN_UNLEARNING_EPSILON))
+register_protocol(Protocol(
+    "muse", "MUSE protocol",
+    "MUSE (Shi et al. 2024): swj0419/muse_bench eval.py and metrics/*.py; "
+    "open-unlearning configs/eval/muse_metrics/*",
+    qa_new_tokens=32, max_retain_rows=0, max_length=2048, rouge_stemmer=False,
+    verbmem_gt_tokens=128, knowmem_new_tokens=32, knowmem_icl=True,
+    stop_strings=MUSE_STOP_STRINGS))
+register_protocol(Protocol(
+    "copyright", "Copyright protocol (FLAT)",
+    "FLAT (Wang et al. 2025) evaluate.py: eval_leakage_rate, eval_ppl, eval_few_shots",
+    max_retain_rows=0, max_length=1024, completion_new_tokens=400,
+    lm_eval_tasks=(WIKITEXT_TASK, *ZERO_SHOT_TASKS)))
 
 #: Every known difference from the references: (protocol, what, why, how large).
 DEVIATIONS: tuple[tuple[str, str, str, str], ...] = (
