@@ -38,7 +38,8 @@ from sga_core.metrics.catalog import DIRECTIONS
 from sga_core.metrics.utility_parts import component_label
 from sga_core.model.loading import is_model_folder
 from sga_core.model.losses import describe_coefficients
-from sga_core.normals import BACKEND_DESCRIPTIONS
+from sga_core.normals import backends as normal_backends
+from sga_core.normals import get_backend as normal_backend
 from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
@@ -110,7 +111,7 @@ from sga_core.stats import parse_seeds
 from sga_core.words import plural
 
 __all__ = [
-    "BACKEND_DESCRIPTIONS", "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
+    "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
@@ -129,7 +130,7 @@ __all__ = [
     "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "RunIdTaken", "method_names", "metrics",
-    "new_project",
+    "new_project", "normal_backend", "normal_backends",
     "parse_seeds", "plural",
     "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
     "parse_r_values", "parse_sweep_values", "pending_model", "per_sample", "prepared_model",

@@ -186,11 +186,13 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
 
 
 def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int = 3,
-                   advanced: bool | None = None) -> dict:
+                   advanced: bool | None = None, choices: dict | None = None) -> dict:
     """Inputs for the fields of dataclass ``cls`` (help, bounds and choices from the field
     metadata); returns {field: value}. ``values`` are the starting values (else the field
-    defaults); ``advanced``: None = all fields, True/False = only fields with that flag."""
+    defaults); ``advanced``: None = all fields, True/False = only fields with that flag;
+    ``choices``: {field: options} known only when the page is drawn (files on disk)."""
     values = values or {}
+    choices = choices or {}
     out = {}
     specs = [s for s in wb.field_specs(cls) if not s.get("hidden")
              and (advanced is None or bool(s.get("advanced")) == advanced)]
@@ -205,9 +207,9 @@ def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int 
         common = {"label": _label(spec), "help": spec.get("help")}
         wkey = f"{key}.{name}"
         with cols[i % columns]:
-            if spec.get("choices"):
-                out[name] = kept(st.selectbox, wkey, default, options=list(spec["choices"]),
-                                 **common)
+            options = choices.get(name) or spec.get("choices")
+            if options:
+                out[name] = kept(st.selectbox, wkey, default, options=list(options), **common)
             elif kind == "bool":
                 out[name] = kept(st.checkbox, wkey, default, **common)
             elif kind in ("int", "float"):

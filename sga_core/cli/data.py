@@ -8,7 +8,9 @@ from pathlib import Path
 
 from sga_core.assets import DEMO_DIR
 from sga_core.cli.flags import (
+    add_choice_flags,
     add_map_flag,
+    collect,
     field_map,
     parse_sets,
 )
@@ -29,6 +31,28 @@ def cmd_demo_data(args) -> int:
     return 0
 
 
+NORMALS_PREFIX = "normals_"  # dest prefix of the backends' setting flags
+
+
+def normals_options(args) -> dict:
+    """The chosen backend's settings given on the command line (checked and typed by its
+    ``Config``) and its seed; the retain rows for a backend that searches the retain set."""
+    from sga_core.normals import get_backend
+    from sga_core.params import from_dict
+
+    backend = get_backend(args.backend)
+    given = {k: v for k, v in collect(args, NORMALS_PREFIX).items()
+             if k in backend.settings()}  # other backends' flags do not apply
+    config = from_dict(backend.config, given)
+    options: dict = {"seed": args.seed, **{k: getattr(config, k) for k in given}}
+    if backend.needs_retain:
+        if not args.retain:
+            raise ConfigError(f"--backend {backend.name} needs --retain (the retain set to "
+                              "search)")
+        options["retain_rows"] = args.retain
+    return options
+
+
 def cmd_normals(args) -> int:
     import time
 
@@ -37,21 +61,10 @@ def cmd_normals(args) -> int:
 
     fmap = field_map(args)
     forget = load_dataset(args.forget, kind=args.task, field_map=fmap)
-    options: dict = {"seed": args.seed}
-    if args.backend == "retrieval":
-        if not args.retain:
-            raise ConfigError("--backend retrieval needs --retain (the retain set to search)")
-        options.update(retain_rows=load_dataset(args.retain, kind=forget.kind,
-                                                field_map=fmap).rows,
-                       embedding_model=args.embedding_model, threshold=args.threshold)
-    elif args.backend in ("openai", "local"):
-        options.update(model=args.model, template=args.template)
-        if args.backend == "openai":
-            # the key only ever comes from the environment (OPENAI_API_KEY), never a flag
-            options.update(base_url=args.base_url, max_concurrency=args.max_concurrency,
-                           timeout=args.timeout)
-        else:
-            options.update(max_new_tokens=args.max_new_tokens)
+    options = normals_options(args)
+    if "retain_rows" in options:
+        options["retain_rows"] = load_dataset(options["retain_rows"], kind=forget.kind,
+                                              field_map=fmap).rows
     state: dict = {"last": 0.0, "shown": None}
 
     def progress(done: int, total: int) -> None:
@@ -152,6 +165,8 @@ def cmd_project(args) -> int:
 
 def add_parsers(sub, argv: list[str] | None = None) -> None:
     """Add this module's commands to the subparsers ``sub``."""
+    from sga_core.normals import backends as normal_backends
+
     s = sub.add_parser("demo-data", help="write the demo corpus")
     s.add_argument("out_dir")
     s.set_defaults(func=cmd_demo_data)
@@ -160,33 +175,19 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                        description="Generate K-1 normal answers per forget row. The openai "
                                    "backend reads its API key from the environment variable "
                                    "OPENAI_API_KEY only.")
-    s.add_argument("--backend", choices=["retrieval", "openai", "local", "idk"], default="idk",
-                   help="retrieval: answers of similar retain rows; openai: an "
-                        "OpenAI-compatible chat API; local: a local instruct model; idk: "
-                        "'I don't know' templates (default: idk)")
+    backends = normal_backends()
+    s.add_argument("--backend", choices=[b.name for b in backends], default="idk",
+                   help="; ".join(f"{b.name}: {b.description}" for b in backends) +
+                        " (default: idk)")
     s.add_argument("--forget", required=True)
-    s.add_argument("--retain", help="retain set to search (retrieval)")
+    s.add_argument("--retain", help="retain set to search (" + ", ".join(
+        b.name for b in backends if b.needs_retain) + ")")
     s.add_argument("--task", choices=["auto", "qa", "text"], default="auto")
     s.add_argument("--k", type=int, default=4, help="K (K-1 normal answers per row)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", required=True, help="output JSONL")
-    s.add_argument("--embedding-model", help="retrieval: sentence-transformers model folder "
-                                             "or cached name (default: the embedded "
-                                             "all-MiniLM-L6-v2)")
-    s.add_argument("--threshold", type=float, default=0.5,
-                   help="retrieval: a neighbour's cosine similarity must be above this "
-                        "(default: 0.5)")
-    s.add_argument("--model", help="openai: model name (default gpt-4o-mini); local: model "
-                                   "spec (default embedded:smollm2)")
-    s.add_argument("--base-url", help="openai: base URL of an OpenAI-compatible server")
-    s.add_argument("--template", help="openai/local: prompt template name in assets/prompts "
-                                      "or a YAML path (default: by data kind)")
-    s.add_argument("--max-concurrency", type=int, default=4,
-                   help="openai: parallel requests (default: 4)")
-    s.add_argument("--timeout", type=float, default=60.0,
-                   help="openai: seconds per request (default: 60)")
-    s.add_argument("--max-new-tokens", type=int, default=64,
-                   help="local: tokens generated per answer (default: 64)")
+    # one flag per backend setting (its Config); API keys are never flags
+    add_choice_flags(s, {b.name: b.config for b in backends}, NORMALS_PREFIX)
     add_map_flag(s)
     s.set_defaults(func=cmd_normals)
 

@@ -17,6 +17,18 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _add_flag(parser, flag: str, dest: str, specs: list[dict], help_text: str) -> None:
+    """One flag for the fields ``specs`` (one field, or one per owner of a shared name)."""
+    kwargs = {"dest": dest, "default": None, "help": help_text}
+    if all(spec["kind"] == "bool" for spec in specs):
+        parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+        return
+    choices = {tuple(spec.get("choices") or ()) for spec in specs}
+    if len(choices) == 1 and () not in choices:
+        kwargs["choices"] = list(choices.pop())
+    parser.add_argument(flag, metavar=specs[0]["name"].upper(), **kwargs)
+
+
 def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = "") -> None:
     """One flag per field of dataclass ``cls``, its help and default from the field's
     metadata; unset flags stay None. A field whose flag another option already uses gets
@@ -33,13 +45,29 @@ def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = ""
                 raise ValueError(f"{cls.__name__}.{name}: flag {flag} is already taken")
             flag = _flag(f"{clash_prefix}_{name}")
         help_text = f"{spec.get('help') or ''} (default: {spec['default']!r})"
-        kwargs = {"dest": f"{dest_prefix}{name}", "default": None, "help": help_text}
-        if spec["kind"] == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
-        else:
-            if spec.get("choices"):
-                kwargs["choices"] = list(spec["choices"])
-            parser.add_argument(flag, metavar=name.upper(), **kwargs)
+        _add_flag(parser, flag, f"{dest_prefix}{name}", [spec], help_text)
+
+
+def add_choice_flags(parser, configs: dict[str, type], dest_prefix: str) -> None:
+    """One flag per setting of several alternatives' dataclasses (``configs``: name ->
+    dataclass, e.g. the normals backends'), for a command where one of them is chosen: a
+    setting several share (``model``) is one flag, its help saying what each one reads it as
+    and its default there. Unset flags stay None (each alternative's own default applies);
+    a flag another option already uses is a programming error."""
+    taken = parser._option_string_actions if hasattr(parser, "_option_string_actions") else {}
+    shared: dict[str, list[tuple[str, dict]]] = {}
+    for owner, cls in configs.items():
+        for spec in field_specs(cls):
+            if spec["kind"] != "dict":
+                shared.setdefault(spec["name"], []).append((owner, spec))
+    for name, owners in shared.items():
+        flag = _flag(name)
+        if flag in taken:
+            raise ValueError(f"{', '.join(o for o, _ in owners)}: setting {name!r}: flag "
+                             f"{flag} is already taken")
+        help_text = "; ".join(f"{owner}: {spec.get('help') or ''} (default: "
+                              f"{spec['default']!r})" for owner, spec in owners)
+        _add_flag(parser, flag, f"{dest_prefix}{name}", [s for _, s in owners], help_text)
 
 
 def chosen_method(argv: list[str] | None) -> str:

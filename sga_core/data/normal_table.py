@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,31 @@ from sga_core.data.formats import PathLike, read_raw
 from sga_core.data.limits import MAX_K, MAX_ROWS
 from sga_core.fileio import atomic_write_jsonl, now_iso
 
-NORMAL_SOURCES = ("retrieval", "openai", "local", "idk", "manual")
+
+class _NormalSources(Sequence):
+    """The sources a normal answer may name: every registered normals backend
+    (:mod:`sga_core.normals.registry`), then ``manual`` (an answer written by hand). Read from
+    the registry when used, so a backend registered later counts too."""
+
+    def _names(self) -> tuple[str, ...]:
+        from sga_core.normals.registry import backend_names
+
+        return (*backend_names(), "manual")
+
+    def __getitem__(self, index):
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name) -> bool:
+        return name in self._names()
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+
+NORMAL_SOURCES = _NormalSources()
 
 
 def _as_int(value: Any, key: str, lo: int, hi: int, bound: str, file: str | None,

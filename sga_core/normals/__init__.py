@@ -6,7 +6,9 @@ One entry point serves the command line and the browser::
     result = generate_normals("retrieval", forget_rows, "qa", 4, retain_rows=retain_rows)
     result.table.save("normals.jsonl")
 
-Backends (heavy libraries are imported only when one is used):
+Backends: one module per backend in this folder, each registering itself (its name, a
+``param()`` settings dataclass, a ``generate`` function; :mod:`sga_core.normals.registry`).
+Heavy libraries are imported only when one is used. Shipped:
 
 - ``retrieval``: answers of the most similar retain rows (sentence embeddings, the paper's
   TOFU recipe), "I don't know" templates where no neighbour is similar enough;
@@ -18,39 +20,35 @@ Backends (heavy libraries are imported only when one is used):
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from sga_core.normals.registry import (
+    REGISTRY,
+    Backend,
+    backend_names,
+    backends,
+    get_backend,
+    register_backend,
+)
 from sga_core.normals.result import GenerationResult, Progress
 
 __all__ = [
     "BACKENDS",
-    "BACKEND_DESCRIPTIONS",
+    "Backend",
     "GenerationResult",
     "Progress",
+    "backend_names",
+    "backends",
     "generate_normals",
+    "get_backend",
+    "register_backend",
 ]
 
-BACKENDS = frozenset({"retrieval", "openai", "local", "idk"})
-BACKEND_DESCRIPTIONS = {
-    "retrieval": "answers of the most similar retain rows (sentence embeddings); "
-                 "'I don't know' below the similarity threshold",
-    "openai": "a chat model behind an OpenAI-compatible API, with a prompt template",
-    "local": "a local instruct model (default: the embedded SmolLM2), with a prompt template",
-    "idk": "K-1 distinct 'I don't know' refusals per row",
-}
+backends()  # discover the backend modules of this folder
+#: the registered backends' names (a live view of the registry)
+BACKENDS = REGISTRY.keys()
 
-# the keyword options each backend accepts (beyond forget_rows, kind, k)
-_OPTIONS = {
-    "retrieval": {"retain_rows", "embedding_model", "threshold", "batch_size", "device",
-                  "seed", "idk_templates", "progress"},
-    "openai": {"template", "model", "base_url", "api_key", "temperature", "top_p",
-               "max_tokens", "timeout", "max_retries", "retry_base_delay", "retry_max_delay",
-               "max_concurrency", "use_n", "seed", "progress", "client"},
-    "local": {"template", "model", "max_new_tokens", "temperature", "top_p", "seed",
-              "batch_size", "device", "dtype", "max_prompt_tokens", "progress"},
-    "idk": {"seed", "idk_templates", "progress"},
-}
+
 
 
 def _rows_and_kind(forget_rows: Any, kind: str | None) -> tuple[list[dict[str, Any]], str]:
@@ -67,44 +65,20 @@ def generate_normals(backend: str, forget_rows: Any, kind: str | None, k: int,
     """Generate K-1 normal answers per forget row with ``backend``.
 
     ``forget_rows`` is a list of validated rows (or a :class:`sga_core.data.Dataset`, whose
-    kind is used when ``kind`` is None); ``k`` is K. ``options`` are the backend's keyword
-    arguments (see ``retrieval_normals``, ``openai_normals``, ``local_normals``), all
+    kind is used when ``kind`` is None); ``k`` is K. ``options`` are the backend's settings
+    (the fields of its ``Config``) and runtime options (see its ``generate``), all backends
     accepting ``progress=callable(done, total)``. Unknown options raise ``ValueError``.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown normals backend {backend!r}; choose one of "
-                         f"{', '.join(sorted(BACKENDS))}")
-    unknown = sorted(set(options) - _OPTIONS[backend])
+    entry = get_backend(backend)
+    allowed = entry.options()
+    unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError(f"backend {backend!r} has no option {unknown[0]!r} (its options: "
-                         f"{', '.join(sorted(_OPTIONS[backend]))})")
+                         f"{', '.join(sorted(allowed))})")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"K must be an integer >= 1, got {k!r}")
     rows, kind = _rows_and_kind(forget_rows, kind)
     options = {key: value for key, value in options.items() if value is not None}
-    if backend == "retrieval":
-        from sga_core.normals.retrieval import retrieval_normals
-
-        if "retain_rows" not in options:
-            raise ValueError("the retrieval backend needs retain_rows (the retain set)")
-        retain = options.pop("retain_rows")
-        retain_rows = getattr(retain, "rows", retain)
-        return retrieval_normals(rows, retain_rows, kind, k, **options)
-    if backend == "openai":
-        from sga_core.normals.openai_backend import openai_normals
-
-        return openai_normals(rows, kind, k, **options)
-    if backend == "local":
-        from sga_core.normals.local import local_normals
-
-        return local_normals(rows, kind, k, **options)
-    from sga_core.normals.idk import idk_normals
-
-    start = time.perf_counter()
-    progress = options.pop("progress", None)
-    if "idk_templates" in options:
-        options["templates"] = options.pop("idk_templates")
-    table = idk_normals(len(rows), k, **options)
-    if progress is not None:
-        progress(len(rows), len(rows))
-    return GenerationResult("idk", table, len(rows), elapsed_s=time.perf_counter() - start)
+    if entry.needs_retain and "retain_rows" not in options:
+        raise ValueError(f"the {backend} backend needs retain_rows (the retain set)")
+    return entry.generate(rows, kind, k, **options)

@@ -44,11 +44,14 @@ def start(project, backend: str, k: int, options: dict | None = None,
           rows: list[int] | None = None, api_key: str | None = None) -> Path:
     """Start generating for all forget rows (or ``rows``); refuses while one is running.
     The API key goes to the child's environment only, never to a file."""
+    from sga_core.normals.registry import get_backend
+
+    key_env = get_backend(backend).api_key_env  # where the backend reads its key from
     options = {k_: v for k_, v in (options or {}).items() if k_ not in SECRET_OPTIONS}
     table = project.normals_path
     return bgjob.start(project, NAME, "sga_core.normals.job",
                        {"backend": backend, "k": int(k), "options": options, "rows": rows},
-                       env={"OPENAI_API_KEY": api_key} if api_key else None,
+                       env={key_env: api_key} if api_key and key_env else None,
                        clear=("result.jsonl",),
                        files={BASE: table.read_bytes() if table.exists() else b""})
 
@@ -139,18 +142,18 @@ def generate(project, spec: dict) -> dict:
     happened: ``applied`` (saved or not), ``outcome`` ("replaced", "merged" or "kept"),
     ``replaced_rows`` and ``failed_rows`` (forget indices), ``errors`` (row -> reason) and a
     one-line ``message``."""
-    from sga_core.normals import generate_normals
+    from sga_core.normals import generate_normals, get_backend
 
     forget = project.forget()
     idx = spec.get("rows") or list(range(len(forget)))
     backend = spec["backend"]
-    bgjob.update(project, NAME, stage="loading the model" if backend in ("local", "retrieval")
-                 else "starting")
+    entry = get_backend(backend)
+    bgjob.update(project, NAME, stage="loading the model" if entry.loads_model else "starting")
     bad = [i for i in idx if not 0 <= i < len(forget)]
     if bad:
         raise ValueError(f"forget row {bad[0]} does not exist")
     options = dict(spec.get("options") or {})
-    if backend == "retrieval":
+    if entry.needs_retain:
         options["retain_rows"] = project.retain()
     res = generate_normals(backend, [forget[i] for i in idx], project.kind, spec["k"],
                            progress=bgjob.progress_callback(project, NAME, stage="generating"),
@@ -195,12 +198,19 @@ def generate(project, spec: dict) -> dict:
             "kept_edits": kept, "version": version.name, "message": message}
 
 
-def main(argv=None) -> int:
+def _scrub_keys(msg: str) -> str:
+    """``msg`` with every backend's API key (from its environment variable) masked."""
     from sga_core.normals.openai_backend import scrub
+    from sga_core.normals.registry import backends
 
+    for env in sorted({b.api_key_env for b in backends() if b.api_key_env}):
+        msg = scrub(msg, os.environ.get(env) or "")
+    return msg
+
+
+def main(argv=None) -> int:
     # the key is scrubbed from any error text the page shows
-    return bgjob.run_job(NAME, generate, argv,
-                         scrub=lambda msg: scrub(msg, os.environ.get("OPENAI_API_KEY") or ""))
+    return bgjob.run_job(NAME, generate, argv, scrub=_scrub_keys)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from sga_core.data import NormalAnswer, NormalTable
 from sga_core.model.loading import DEFAULT_MODEL
+from sga_core.normals.registry import register_backend
 from sga_core.normals.result import GenerationResult, Progress
 from sga_core.normals.templates import Template, default_template, load_template, render
+from sga_core.params import param
 
 __all__ = ["clear_cache", "local_normals"]
 
@@ -161,3 +164,34 @@ def local_normals(
                for i in sorted(results) for slot, text in enumerate(results[i][:need], start=1)]
     return GenerationResult("local", NormalTable(answers, k), total, errors=errors,
                             elapsed_s=time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------ registration ------------
+@dataclass
+class LocalConfig:
+    """Settings of the local backend."""
+
+    template: str | None = param(None, "Prompt template: a name in assets/prompts or a YAML "
+                                       "path (empty = by data kind).",
+                                 label="prompt template (assets/prompts/, editable)")
+    model: str = param(DEFAULT_MODEL, "Local model spec: a folder, a cached hub id or "
+                                      "embedded:smollm2.", label="local model")
+    max_new_tokens: int = param(64, "Tokens generated per answer.", min=1,
+                                label="max new tokens")
+    temperature: float = param(0.8, "Sampling temperature.", min=0.0, advanced=True)
+    top_p: float = param(0.95, "Nucleus sampling.", min=0.0, max=1.0, advanced=True)
+    batch_size: int = param(8, "Forget rows per generate call.", min=1, advanced=True)
+    device: str | None = param(None, "Device (empty = cuda if available, else cpu).",
+                               advanced=True)
+    dtype: str = param("float32", "Weights' dtype.", advanced=True)
+    max_prompt_tokens: int = param(1024, "Prompt tokens kept at most.", min=1, advanced=True)
+
+
+@register_backend("local", LocalConfig, rank=1, loads_model=True,
+                  description="a local instruct model (default: the embedded SmolLM2), with "
+                              "a prompt template")
+def generate(forget_rows: list[dict[str, Any]], kind: str, k: int,
+             **options: Any) -> GenerationResult:
+    """K-1 sampled answers per forget row from a local instruct model; see
+    :func:`local_normals`."""
+    return local_normals(forget_rows, kind, k, **options)

@@ -23,11 +23,14 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any
 
 from sga_core.data import NormalAnswer, NormalTable
+from sga_core.normals.registry import register_backend
 from sga_core.normals.result import GenerationResult, Progress
 from sga_core.normals.templates import Template, default_template, load_template, render
+from sga_core.params import param
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -315,3 +318,44 @@ def openai_normals(
                for i in sorted(results) for slot, text in enumerate(results[i], start=1)]
     return GenerationResult("openai", NormalTable(answers, k), total, errors=errors,
                             tokens=dict(runner.tokens), elapsed_s=time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------ registration ------------
+@dataclass
+class OpenAIConfig:
+    """Settings of the OpenAI backend (the API key is not one: it comes from the environment
+    variable OPENAI_API_KEY, or the page's password box, and is never written)."""
+
+    template: str | None = param(None, "Prompt template: a name in assets/prompts or a YAML "
+                                       "path (empty = by data kind).",
+                                 label="prompt template (assets/prompts/, editable)")
+    model: str = param(DEFAULT_OPENAI_MODEL, "Chat model name.", label="model")
+    base_url: str | None = param(None, "Base URL of an OpenAI-compatible server (empty = "
+                                       "OpenAI; vLLM, Ollama, llama.cpp ...).",
+                                 label="base URL (empty = OpenAI; any OpenAI-compatible "
+                                       "server: vLLM, Ollama, llama.cpp)")
+    max_concurrency: int = param(4, "Parallel requests.", min=1, label="concurrent requests")
+    temperature: float = param(1.0, "Sampling temperature.", min=0.0, max=2.0, advanced=True)
+    top_p: float | None = param(None, "Nucleus sampling (empty = the server's).", min=0.0,
+                                max=1.0, advanced=True, hidden=True)
+    max_tokens: int = param(256, "Tokens per answer at most.", min=1, advanced=True)
+    timeout: float = param(60.0, "Seconds per request.", min=0.0, advanced=True)
+    max_retries: int = param(4, "Retries per request after the first attempt.", min=0,
+                             advanced=True)
+    retry_base_delay: float = param(1.0, "First backoff delay in seconds.", min=0.0,
+                                    advanced=True)
+    retry_max_delay: float = param(30.0, "Longest backoff delay (and Retry-After) in "
+                                         "seconds.", min=0.0, advanced=True)
+    use_n: bool = param(True, "Ask for the K-1 answers in one request (n=K-1) where the "
+                              "server honours it.", advanced=True)
+
+
+@register_backend("openai", OpenAIConfig, rank=2, api_key_env="OPENAI_API_KEY",
+                  description="a chat model behind an OpenAI-compatible API, with a prompt "
+                              "template",
+                  runtime_options=("seed", "progress", "api_key", "client"))
+def generate(forget_rows: list[dict[str, Any]], kind: str, k: int,
+             **options: Any) -> GenerationResult:
+    """K-1 answers per forget row from a chat model behind an OpenAI-compatible API; see
+    :func:`openai_normals`."""
+    return openai_normals(forget_rows, kind, k, **options)

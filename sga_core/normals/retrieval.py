@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sga_core.data import NormalAnswer, NormalTable
 from sga_core.model.loading import ModelError
+from sga_core.normals.registry import register_backend
 from sga_core.normals.result import GenerationResult, Progress
+from sga_core.params import param
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -217,3 +220,33 @@ def retrieval_normals(
         progress(total, total)
     return GenerationResult("retrieval", NormalTable(answers, k), n_forget, details=details,
                             elapsed_s=time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------ registration ------------
+@dataclass
+class RetrievalConfig:
+    """Settings of the retrieval backend."""
+
+    embedding_model: str | None = param(
+        None, "Sentence-transformers model folder or cached name (empty = the embedded "
+              "all-MiniLM-L6-v2; or a folder such as bge-large-en-v1.5).",
+        label="embedding model")
+    threshold: float = param(DEFAULT_THRESHOLD, "A neighbour's cosine similarity must be "
+                                                "above this; 'I don't know' fills the rest.",
+                             min=-1.0, max=1.0, slider=(0.0, 1.0),
+                             label="similarity threshold")
+    batch_size: int = param(64, "Rows embedded per batch.", min=1, advanced=True)
+    device: str | None = param(None, "Device of the embedding model (empty = automatic).",
+                               advanced=True)
+
+
+@register_backend("retrieval", RetrievalConfig, rank=0, needs_retain=True, loads_model=True,
+                  description="answers of the most similar retain rows (sentence "
+                              "embeddings); 'I don't know' below the similarity threshold",
+                  runtime_options=("retain_rows", "seed", "idk_templates", "progress"))
+def generate(forget_rows: list[dict[str, Any]], kind: str, k: int, *, retain_rows,
+             **options: Any) -> GenerationResult:
+    """Answers of the most similar retain rows (``retain_rows``: the retain set's rows or a
+    Dataset); see :func:`retrieval_normals`."""
+    return retrieval_normals(forget_rows, list(getattr(retain_rows, "rows", retain_rows)),
+                             kind, k, **options)
