@@ -111,7 +111,7 @@ from sga_core.stats import parse_seeds
 from sga_core.words import plural
 
 __all__ = [
-    "BENCHMARK_CHOICES", "ConfigError", "DEMO_PRESET", "DIRECTIONS",
+    "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
@@ -126,8 +126,8 @@ __all__ = [
     "explain_method", "export_csv", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
     "load_train_form", "save_train_form",
     "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
-    "group_display", "has_seed_groups", "idk_fallback", "import_benchmark",
-    "import_copyright_upload", "import_normals", "inspect_upload", "last_generation",
+    "group_display", "has_seed_groups", "idk_fallback", "benchmark_importers", "import_benchmark",
+    "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "RunIdTaken", "method_names", "metrics",
     "new_project", "normal_backend", "normal_backends",
@@ -253,38 +253,31 @@ def eval_status_of(runs: list[dict], only: str | None = None) -> dict[str, dict]
 
 # --- benchmarks (sga_core.data.hub, sga_core.projects.benchmarks) ----------------------------
 
-BENCHMARK_CHOICES = {"tofu": "TOFU (locuslab/TOFU)",
-                     "muse-news": "MUSE-News (muse-bench/MUSE-News)",
-                     "copyright": "Copyright task (your own book + retain text)"}
+def benchmark_importers() -> list:
+    """Every importable benchmark (:mod:`sga_core.projects.benchmarks`' registry), in the
+    order the Data page offers them."""
+    from sga_core.projects.benchmarks import IMPORTERS
+
+    return list(IMPORTERS.values())
 
 
-def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | None = None,
-                     folder: str | None = None, online: bool = False,
+def import_benchmark(benchmark: str, name: str | None = None, options: dict | None = None, *,
+                     uploads: dict[str, tuple[str, bytes]] | None = None,
                      overwrite: bool = False) -> Project:
-    """A ready TOFU / MUSE-News project (:func:`sga_core.projects.benchmarks.
-    import_benchmark`); ``datasets`` is imported only when it runs."""
-    from sga_core.projects.benchmarks import import_benchmark as run
+    """A ready project from a registered benchmark with its import ``options``; ``uploads``
+    ({option: (file name, bytes)}) are its text files, written to a temporary folder for the
+    import (the copyright task's book and retain text). ``datasets`` is imported only when a
+    hub benchmark runs."""
+    from sga_core.projects.benchmarks import import_with
 
-    return run(benchmark, name or None, variant=variant, folder=folder or None,
-               online=online, overwrite=overwrite)
-
-
-def import_copyright_upload(name: str, book: tuple[str, bytes], retain: tuple[str, bytes], *,
-                            model: str = "embedded:smollm2", segment_tokens: int = 512,
-                            prompt_tokens: int = 200, overwrite: bool = False) -> Project:
-    """A copyright-task project from two uploaded text files ((file name, bytes) each)."""
-    from sga_core.projects.benchmarks import import_copyright
-
+    options = dict(options or {})
     with temp_dir("upload") as tmp:
-        paths = []
-        for role, (filename, data) in (("book", book), ("retain", retain)):
+        for role, (filename, data) in (uploads or {}).items():
             path = Path(tmp) / role / Path(filename).name
             path.parent.mkdir()
             path.write_bytes(data)
-            paths.append(path)
-        return import_copyright(name, paths[0], paths[1], model=model,
-                                segment_tokens=segment_tokens, prompt_tokens=prompt_tokens,
-                                overwrite=overwrite)
+            options[role] = str(path)
+        return import_with(benchmark, name or None, options, overwrite=overwrite)
 
 
 def protocol_note(rows: list[dict]) -> str | None:

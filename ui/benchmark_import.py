@@ -1,12 +1,15 @@
-"""The Data page's "Import a benchmark" panel: TOFU or MUSE-News by name (the hub when
-online, the local Hugging Face cache, or a folder of their files), or the copyright task from
-your own book and retain text. Layout only: the work is ``sga_core.workbench``'s."""
+"""The Data page's "Import a benchmark" panel: every registered benchmark
+(:mod:`sga_core.projects.benchmarks`), its import options as a form from its Config, its text
+files as uploads; a hub benchmark (TOFU, MUSE-News) from the hub when online, the local
+Hugging Face cache, or a folder of its files. Layout only: the work is
+``sga_core.workbench``'s."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.forms import dataclass_form
 from ui.show import created_flash, show_error
 
 SOURCES = {"cache": "the local Hugging Face cache (offline)",
@@ -14,18 +17,16 @@ SOURCES = {"cache": "the local Hugging Face cache (offline)",
            "folder": "a folder with the benchmark's files"}
 
 
-def _benchmark_form(bench: str) -> dict:
-    c1, c2 = st.columns(2)
-    split = c1.selectbox("forget split", ["forget10", "forget05", "forget01"],
-                         key="bench.split") if bench == "tofu" else None
-    source = c2.radio("from", list(SOURCES), format_func=SOURCES.get, key="bench.source")
+def _source_form() -> dict:
+    """Where a hub benchmark's files come from (its Config's ``online`` / ``from_folder``)."""
+    source = st.radio("from", list(SOURCES), format_func=SOURCES.get, key="bench.source")
     folder = st.text_input("folder", key="bench.folder",
                            help="files named <config>.json (TOFU: forget10_perturbed.json, "
                                 "...) or <config>/<split>.jsonl (MUSE: raw/forget.jsonl, ...), or "
                                 "the hub's parquet shards <config>/<split>-00000-of-00002"
                                 ".parquet ...; one file per split"
                            ) if source == "folder" else None
-    return {"variant": split, "online": source == "hub", "folder": folder}
+    return {"online": source == "hub", "from_folder": folder or None}
 
 
 def import_panel(select_project) -> None:
@@ -33,35 +34,33 @@ def import_panel(select_project) -> None:
     with st.expander("Import a benchmark"):
         st.caption("Writes a ready project: forget and retain data, the evaluation sets and "
                    "the benchmark's evaluation protocol (README: Evaluation protocols).")
-        bench = st.radio("benchmark", list(wb.BENCHMARK_CHOICES), horizontal=True,
-                         format_func=wb.BENCHMARK_CHOICES.get, key="bench.kind")
+        importers = {b.name: b for b in wb.benchmark_importers()}
+        bench = st.radio("benchmark", list(importers), horizontal=True,
+                         format_func=lambda b: importers[b].label, key="bench.kind")
+        entry = importers[bench]
         name = st.text_input("project name (empty: tofu-forget10 / muse-news)",
                              key="bench.name")
-        if bench == "copyright":
-            c1, c2 = st.columns(2)
-            book = c1.file_uploader("book (.txt)", type=["txt"], key="bench.book")
-            retain = c2.file_uploader("retain corpus (.txt)", type=["txt"], key="bench.retain")
-            c1, c2, c3 = st.columns(3)
-            seg = c1.number_input("tokens per segment", 16, 4096, 512, key="bench.seg")
-            prompt = c2.number_input("prompt tokens", 8, 4095, 200, key="bench.prompt")
-            model = c3.text_input("tokenizer of", "embedded:smollm2", key="bench.model")
-        else:
-            opts = _benchmark_form(bench)
+        labels = {s["name"]: s.get("label") or s["name"] for s in wb.field_specs(entry.config)}
+        uploads = {}
+        if entry.files:
+            for col, field in zip(st.columns(len(entry.files)), entry.files, strict=True):
+                uploads[field] = col.file_uploader(labels[field], type=["txt"],
+                                                   key=f"bench.{field}")
+        options = dataclass_form(entry.config, key=f"bench.{bench}", columns=2)
+        if entry.from_hub:
+            options |= _source_form()
         overwrite = st.checkbox("replace a project with the same name", key="bench.overwrite")
         if not st.button("Import", key="bench.go"):
             return
+        if (entry.needs_name and not name) or not all(uploads.values()):
+            st.error("Give " + ", ".join((["a project name"] if entry.needs_name else []) +
+                                         [f"the {labels[f]}" for f in entry.files]) + ".")
+            return
         try:
             with st.spinner("importing..."):
-                if bench == "copyright":
-                    if not (book and retain and name):
-                        st.error("Give a project name, the book and the retain text.")
-                        return
-                    p = wb.import_copyright_upload(
-                        name, (book.name, book.getvalue()), (retain.name, retain.getvalue()),
-                        model=model, segment_tokens=int(seg), prompt_tokens=int(prompt),
-                        overwrite=overwrite)
-                else:
-                    p = wb.import_benchmark(bench, name or None, overwrite=overwrite, **opts)
+                p = wb.import_benchmark(
+                    bench, name or None, options, overwrite=overwrite,
+                    uploads={f: (u.name, u.getvalue()) for f, u in uploads.items()})
         except (wb.DataError, wb.ProjectError, ValueError, RuntimeError, OSError) as exc:
             show_error(exc, "Nothing was imported")
             return

@@ -85,25 +85,26 @@ def cmd_normals(args) -> int:
     return 1 if result.errors else 0
 
 
+IMPORT_PREFIX = "import_"  # dest prefix of the benchmarks' import option flags
+
+
+def import_options(args) -> dict:
+    """The chosen benchmark's import options given on the command line."""
+    from sga_core.projects.benchmarks import get_importer
+
+    settings = get_importer(args.benchmark).settings()
+    return {k: v for k, v in collect(args, IMPORT_PREFIX).items() if k in settings}
+
+
 def cmd_import(args) -> int:
     """A ready project from a benchmark (TOFU, MUSE-News) or your own book (copyright)."""
     import os
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from sga_core.projects.benchmarks import import_benchmark, import_copyright
+    from sga_core.projects.benchmarks import import_with
 
-    if args.benchmark == "copyright":
-        if not args.book or not args.retain_text or not args.name:
-            raise ConfigError("import copyright needs --book BOOK.txt, --retain RETAIN.txt and "
-                              "--name NAME (your own text files: nothing copyrighted ships)")
-        project = import_copyright(args.name, args.book, args.retain_text, model=args.model,
-                                   segment_tokens=args.segment_tokens,
-                                   prompt_tokens=args.prompt_tokens, root=args.workspace,
-                                   overwrite=args.overwrite)
-    else:
-        project = import_benchmark(args.benchmark, args.name, variant=args.split,
-                                   folder=args.from_folder, online=args.online,
-                                   root=args.workspace, overwrite=args.overwrite)
+    project = import_with(args.benchmark, args.name, import_options(args),
+                          root=args.workspace, overwrite=args.overwrite)
     meta = project.meta
     print(f"project {project.name}: {project.path}")
     print(f"  forget rows: {meta.get('n_forget')} ({meta.get('forget_source')}), retain rows: "
@@ -166,6 +167,10 @@ def cmd_project(args) -> int:
 def add_parsers(sub, argv: list[str] | None = None) -> None:
     """Add this module's commands to the subparsers ``sub``."""
     from sga_core.normals import backends as normal_backends
+    from sga_core.projects.benchmarks import IMPORTERS
+
+    def benchmark_importers():
+        return list(IMPORTERS.values())
 
     s = sub.add_parser("demo-data", help="write the demo corpus")
     s.add_argument("out_dir")
@@ -198,26 +203,15 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                     "Face datasets (--online: the hub; default: the local HF cache only; "
                     "--from-folder: files you downloaded), or the copyright task from your "
                     "own text files (copyright --book --retain).")
-    s.add_argument("benchmark", choices=["tofu", "muse-news", "copyright"])
+    importers = benchmark_importers()
+    s.add_argument("benchmark", choices=[b.name for b in importers],
+                   help="; ".join(f"{b.name}: {b.label}" for b in importers))
     s.add_argument("--name", help="project name (default: tofu-<split> / muse-news)")
-    s.add_argument("--split", choices=["forget01", "forget05", "forget10"],
-                   help="TOFU's forget split (default forget10; the matching retain split)")
-    s.add_argument("--from-folder", help="a folder with the benchmark's files "
-                                         "(<config>.json or <config>/<split>.jsonl ...)")
-    s.add_argument("--online", action="store_true",
-                   help="allow downloading from the Hugging Face hub")
-    s.add_argument("--book", help="copyright: the book as a UTF-8 text file")
-    s.add_argument("--retain", dest="retain_text", help="copyright: a retain corpus as a "
-                                                         "UTF-8 text file")
-    s.add_argument("--model", default="embedded:smollm2",
-                   help="copyright: whose tokenizer counts the segments' tokens")
-    s.add_argument("--segment-tokens", type=int, default=512,
-                   help="copyright: tokens per segment at most (default 512)")
-    s.add_argument("--prompt-tokens", type=int, default=200,
-                   help="copyright: tokens of each segment's prompt (default 200, FLAT's)")
     s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
                                        "./workspace)")
     s.add_argument("--overwrite", action="store_true", help="replace a project of that name")
+    # one flag per import option of each benchmark (its Config)
+    add_choice_flags(s, {b.name: b.config for b in importers}, IMPORT_PREFIX)
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("project", help="create a project, add evaluation sets (the Data page)",

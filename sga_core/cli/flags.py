@@ -65,8 +65,11 @@ def add_choice_flags(parser, configs: dict[str, type], dest_prefix: str) -> None
         if flag in taken:
             raise ValueError(f"{', '.join(o for o, _ in owners)}: setting {name!r}: flag "
                              f"{flag} is already taken")
-        help_text = "; ".join(f"{owner}: {spec.get('help') or ''} (default: "
-                              f"{spec['default']!r})" for owner, spec in owners)
+        said: dict[str, list[str]] = {}  # owners that say the same share one sentence
+        for owner, spec in owners:
+            said.setdefault(f"{spec.get('help') or ''} (default: {spec['default']!r})",
+                            []).append(owner)
+        help_text = "; ".join(f"{', '.join(who)}: {text}" for text, who in said.items())
         _add_flag(parser, flag, f"{dest_prefix}{name}", [s for _, s in owners], help_text)
 
 

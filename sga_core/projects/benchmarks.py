@@ -2,14 +2,24 @@
 :mod:`sga_core.data.hub`), and the copyright task from your own text files
 (:mod:`sga_core.data.book`). Each writes a ready project: forget and retain data, the
 evaluation sets, and the benchmark's evaluation protocol (``project.json`` ``protocol``,
-which the project's runs evaluate with)."""
+which the project's runs evaluate with).
+
+Each importable benchmark registers itself below (:func:`register_importer`: its name, the
+page's label, its protocol, variants and a ``param()`` Config of its import options); the
+``import`` command (choices, one flag per option) and the Data page's import panel (choice,
+options form, uploads of its text files) read the registry."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from sga_core.data.hub import BENCHMARKS, TOFU_SPLITS
+from sga_core.params import ConfigError, from_dict, param
 from sga_core.projects.project import Project, check_name, create_project
 
 
@@ -80,3 +90,128 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
                         segment_tokens=segment_tokens, prompt_tokens=prompt_tokens,
                         tokenizer=model)
     return project
+
+
+# ------------------------------------------------------------------ the registry ------------
+@dataclass(frozen=True)
+class Importer:
+    """One importable benchmark: the ``import`` command's choice and the Data page's."""
+
+    name: str
+    label: str  # the page's choice
+    protocol: str  # the evaluation protocol its projects get (a registered one)
+    variants: tuple[str, ...]  # () = one variant
+    config: type  # its import options: a dataclass of param() fields
+    run: Callable[..., Project]  # run(name, config, *, root, overwrite) -> Project
+    files: tuple[str, ...] = ()  # settings that are text files: the page uploads them
+    from_hub: bool = False  # its files come from the hub, the HF cache or a folder
+    needs_name: bool = False  # no default project name
+
+    def settings(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self.config)]
+
+
+IMPORTERS: dict[str, Importer] = {}
+
+
+def register_importer(name: str, config: type, *, label: str, protocol: str,
+                      variants: tuple[str, ...] = (), files: tuple[str, ...] = (),
+                      from_hub: bool = False, needs_name: bool = False):
+    """Decorate a benchmark's ``run(name, config, *, root, overwrite)``: register it."""
+    def decorate(run: Callable[..., Project]) -> Callable[..., Project]:
+        if name in IMPORTERS and IMPORTERS[name].run is not run:
+            raise ValueError(f"benchmark {name!r} is registered twice")
+        IMPORTERS[name] = Importer(name, label, protocol, variants, config, run, files,
+                                   from_hub, needs_name)
+        return run
+
+    return decorate
+
+
+def importer_names() -> list[str]:
+    return list(IMPORTERS)
+
+
+def get_importer(name: str) -> Importer:
+    if name not in IMPORTERS:
+        raise ConfigError(f"unknown benchmark {name!r} (known: {', '.join(IMPORTERS)})")
+    return IMPORTERS[name]
+
+
+def import_with(benchmark: str, name: str | None, options: dict | None = None, *,
+                root=None, overwrite: bool = False) -> Project:
+    """Import ``benchmark`` with ``options`` (its Config's fields, checked and typed by it)."""
+    entry = get_importer(benchmark)
+    config = from_dict(entry.config, options or {})
+    return entry.run(name or None, config, root=root, overwrite=overwrite)
+
+
+@dataclass
+class HubImport:
+    """Where a benchmark's files come from: the local Hugging Face cache (default), the hub
+    (``online``) or a folder of its files."""
+
+    from_folder: str | None = param(
+        None, "A folder with the benchmark's files (<config>.json or <config>/<split>.jsonl "
+              "...).", hidden=True)
+    online: bool = param(False, "Allow downloading from the Hugging Face hub.", hidden=True)
+
+
+@dataclass
+class TofuImport(HubImport):
+    """TOFU's import options: its source and the forget split."""
+
+    split: str = param(TOFU_SPLITS[-1], "TOFU's forget split (with the matching retain "
+                                        "split).", choices=TOFU_SPLITS[::-1],
+                       label="forget split")
+
+
+@register_importer("tofu", TofuImport, label="TOFU (locuslab/TOFU)",
+                   protocol=BENCHMARKS["tofu"].protocol, variants=BENCHMARKS["tofu"].variants,
+                   from_hub=True)
+def _import_tofu(name: str | None, config: TofuImport, *, root=None,
+                 overwrite: bool = False) -> Project:
+    """TOFU through Hugging Face ``datasets`` (the hub, the local cache or a folder)."""
+    return import_benchmark("tofu", name, variant=config.split, folder=config.from_folder,
+                            online=config.online, root=root, overwrite=overwrite)
+
+
+@register_importer("muse-news", HubImport, label="MUSE-News (muse-bench/MUSE-News)",
+                   protocol=BENCHMARKS["muse-news"].protocol,
+                   variants=BENCHMARKS["muse-news"].variants, from_hub=True)
+def _import_muse_news(name: str | None, config: HubImport, *, root=None,
+                      overwrite: bool = False) -> Project:
+    """MUSE-News through Hugging Face ``datasets`` (the hub, the local cache or a folder)."""
+    return import_benchmark("muse-news", name, folder=config.from_folder,
+                            online=config.online, root=root, overwrite=overwrite)
+
+
+@dataclass
+class CopyrightImport:
+    """The copyright task's import options: your own two text files and how they are cut."""
+
+    book: str | None = param(None, "The book as a UTF-8 text file.", hidden=True,
+                             label="book (.txt)")
+    retain: str | None = param(None, "A retain corpus as a UTF-8 text file.", hidden=True,
+                               label="retain corpus (.txt)")
+    model: str = param("embedded:smollm2", "Whose tokenizer counts the segments' tokens.",
+                       label="tokenizer of")
+    # bounds: check_token_counts (a DataError naming the count) at import
+    segment_tokens: int = param(512, "Tokens per segment at most (at least 2).",
+                                label="tokens per segment")
+    prompt_tokens: int = param(200, "Tokens of each segment's prompt, fewer than a segment's "
+                                    "(FLAT's 200).", label="prompt tokens")
+
+
+@register_importer("copyright", CopyrightImport,
+                   label="Copyright task (your own book + retain text)", protocol="copyright",
+                   files=("book", "retain"), needs_name=True)
+def _import_copyright(name: str | None, config: CopyrightImport, *, root=None,
+                      overwrite: bool = False) -> Project:
+    """The copyright task from your own book and retain text (nothing copyrighted ships)."""
+    if not config.book or not config.retain or not name:
+        raise ConfigError("import copyright needs --book BOOK.txt, --retain RETAIN.txt and "
+                          "--name NAME (your own text files: nothing copyrighted ships)")
+    return import_copyright(name, config.book, config.retain, model=config.model,
+                            segment_tokens=config.segment_tokens,
+                            prompt_tokens=config.prompt_tokens, root=root, overwrite=overwrite)
