@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             "eval_state": st.get("eval_state")}
         print(key, json.dumps(report[key]), flush=True)
 
-    from sga_core.results import results_table
+    from sga_core.report.table import results_table
 
     table = results_table(project, root)
     report["table"] = table

@@ -41,8 +41,8 @@ def method_plan(names: str, r_values: list[float]) -> list[tuple[str, dict]]:
     """(method, method_args) of every run: each distinct unlearning method at its defaults
     (in the paper's order), then SGA at each r."""
     from sga_core.methods import REGISTRY, method_names
-    from sga_core.paper_table import ORDER
     from sga_core.params import to_dict
+    from sga_core.report.paper import ORDER
 
     wanted = [n for n in method_names(unlearning_only=True) if n != "sga"]
     if names != "all":
@@ -105,7 +105,7 @@ def finished_runs(root: Path, group: str) -> dict[str, dict]:
     """The runs of ``group`` that completed and were evaluated, by their table label: what
     ``--resume`` keeps (the newest where a label appears twice)."""
     from sga_core.config import load_config
-    from sga_core.paper_table import paper_label
+    from sga_core.report.paper import paper_label
     from sga_core.runs.folder import list_runs
     from sga_core.runs.status import read_run
 
@@ -145,7 +145,7 @@ def settings_differ(run_dir: Path, cfg) -> list[str]:
 
 
 def main(argv=None) -> int:
-    from sga_core.paper_table import PAPER_R
+    from sga_core.report.paper import PAPER_R
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--project", default="demo", help="a prepared project (default: demo)")
@@ -179,9 +179,9 @@ def main(argv=None) -> int:
 def report(name: str, group: str) -> int:
     """Print the table of ``group``'s runs evaluated so far (the Original and Retained rows
     included); its last line says how many of the plan's rows it has."""
-    from sga_core.paper_table import PAPER_R, format_table, paper_table
     from sga_core.projects import load_project
-    from sga_core.results import results_table
+    from sga_core.report.paper import PAPER_R, format_table, paper_table
+    from sga_core.report.table import results_table
     from sga_core.runs.folder import runs_root
 
     project, root = load_project(name), runs_root()
@@ -197,10 +197,10 @@ def report(name: str, group: str) -> int:
 
 def run(args, plan, tmp: Path) -> int:
     from sga_core.config import TrainConfig
-    from sga_core.paper_table import GROUP_PREFIX, format_table, paper_label, paper_table
     from sga_core.projects import create_demo_project, list_projects, load_project
     from sga_core.projects.training import default_eval, prepared_model
-    from sga_core.results import results_table
+    from sga_core.report.paper import GROUP_PREFIX, format_table, paper_label, paper_table
+    from sga_core.report.table import results_table
     from sga_core.runs.folder import create_run, list_runs, runs_root
     from sga_core.runs.launch import run_foreground
     from sga_core.yamlsafe import load_yaml

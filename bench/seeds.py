@@ -42,19 +42,19 @@ def parse_args(argv=None):
 
 
 def report(demo: Demo, sweep: str) -> dict:
-    from sga_core import comparison, results
-    from sga_core.results import results_table
+    from sga_core.report import seeds, sweeps
+    from sga_core.report.table import results_table
     from sga_core.stats import compare_by_seed
 
     rows = [r for r in results_table(demo.project, demo.root) if r.get("sweep") == sweep]
-    groups = sorted(comparison.groups(rows), key=lambda g: g["r"])
+    groups = sorted(seeds.groups(rows), key=lambda g: g["r"])
     cols = [c for c in METRICS if any(g.get(c) and g[c].mean is not None for g in groups)]
     print(f"\nsweep {sweep}: {len(rows)} evaluated runs\n")
     print("| r | n | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     for g in groups:
         print(f"| {g['r']:g} | {g['n']} | " + " | ".join(
-            comparison.fmt_interval(g[c]) or "-" for c in cols) + " |")
+            seeds.fmt_interval(g[c]) or "-" for c in cols) + " |")
     print("\ncells: mean [95% t-interval over seeds] sd\n")
     print("differences between r values, paired by seed (95% t-interval):")
     clear, pairs, out = 0, 0, {"table": [], "differences": []}
@@ -75,7 +75,7 @@ def report(demo: Demo, sweep: str) -> dict:
                                        **iv.to_dict(), "clear": iv.excludes(0.0)})
     for c in ("FQ", "MU"):
         if c in cols:
-            print("\n" + comparison.suggestion_text(results.suggest_r(rows, sweep, c)))
+            print("\n" + sweeps.suggestion_text(sweeps.suggest_r(rows, sweep, c)))
     out["table"] = [{"r": g["r"], "n": g["n"], **{c: g[c].to_dict() for c in cols}}
                     for g in groups]
     out.update(runs=len(rows), clear=clear, pairs=pairs,

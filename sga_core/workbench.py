@@ -10,13 +10,6 @@ from pathlib import Path
 import yaml
 
 from sga_core.assets import DEMO_PRESET, PRESETS_DIR
-from sga_core.comparison import (
-    export_csv,
-    export_rows,
-    group_display,
-    has_seed_groups,
-    suggestion_text,
-)
 from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.errors import printable
@@ -34,7 +27,7 @@ from sga_core.live import (
     typical_eval_seconds,
 )
 from sga_core.methods import get_method, method_names
-from sga_core.metrics.catalog import DIRECTIONS
+from sga_core.metrics.catalog import DIRECTIONS, table_columns
 from sga_core.metrics.utility_parts import component_label
 from sga_core.model.loading import is_model_folder
 from sga_core.model.losses import describe_coefficients
@@ -43,7 +36,6 @@ from sga_core.normals import get_backend as normal_backend
 from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
-from sga_core.paper_table import paper_columns, paper_groups, paper_table, top_values
 from sga_core.params import ConfigError, field_specs, from_dict
 from sga_core.prepare import PREPARE_DEFAULTS
 from sga_core.presets import load_preset, validate_preset
@@ -71,28 +63,39 @@ from sga_core.projects.training import (
     submit_prepare,
     sweep_default,
 )
-from sga_core.results import (
-    best_values,
-    collapse_rule,
+from sga_core.report.collapse import collapse_rule
+from sga_core.report.columns import extra_columns, row_columns
+from sga_core.report.export import export_csv, export_rows
+from sga_core.report.paper import paper_columns, paper_groups, paper_table, top_values
+from sga_core.report.run_files import (
     config_diff,
-    display_names,
-    extra_columns,
     follow_token,
     per_sample,
-    project_runs,
-    r_bands,
-    r_groups,
-    results_table,
-    row_columns,
-    suggest_r,
-    summary_of,
-    sweep_param_of,
-    sweep_series,
-    table_columns,
     token_table,
     word_token_index,
 )
-from sga_core.run_uncertainty import compare_runs, fq_resolution, fq_resolution_text, run_intervals
+from sga_core.report.seeds import group_display, has_seed_groups
+from sga_core.report.sweeps import (
+    r_bands,
+    r_groups,
+    suggest_r,
+    suggestion_text,
+    sweep_param_of,
+    sweep_series,
+)
+from sga_core.report.table import (
+    best_values,
+    display_names,
+    project_runs,
+    results_table,
+    summary_of,
+)
+from sga_core.report.uncertainty import (
+    compare_runs,
+    fq_resolution,
+    fq_resolution_text,
+    run_intervals,
+)
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import RunIdTaken, list_runs, make_run_id, metrics, runs_root, tail
 from sga_core.runs.queue import (

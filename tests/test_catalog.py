@@ -28,10 +28,19 @@ from sga_core.evaluation import (
 )
 from sga_core.fileio import read_jsonl
 from sga_core.metrics import catalog
-from sga_core.metrics.catalog import HIGHER, LOWER, QA, TEXT, ZERO, MetricSpec, spec_of
+from sga_core.metrics.catalog import (
+    HIGHER,
+    LOWER,
+    QA,
+    TEXT,
+    ZERO,
+    MetricSpec,
+    spec_of,
+    table_columns,
+)
 from sga_core.metrics.context import GREEDY_ANSWERS
 from sga_core.metrics.result import MetricResult
-from sga_core.results import best_values, results_table, table_columns
+from sga_core.report.table import best_values, results_table
 
 FAST = EvalSettings(max_new_tokens=4, batch_size=16)
 QA_EXTRA = ("real_authors", "world_facts")

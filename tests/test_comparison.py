@@ -10,9 +10,10 @@ import math
 import pytest
 import yaml
 
-from sga_core import comparison, results
 from sga_core.config import TrainConfig, load_config
 from sga_core.params import ConfigError
+from sga_core.report import export, sweeps
+from sga_core.report import seeds as pooled
 from sga_core.runs.seeds import expand_seeds, seed_run_id, sweep_configs
 from sga_core.stats import t_quantile
 
@@ -37,7 +38,7 @@ ROWS = [
 
 
 def test_groups_pool_seeds_with_mean_sd_and_t_interval():
-    gs = {g["label"]: g for g in comparison.groups(ROWS)}
+    gs = {g["label"]: g for g in pooled.groups(ROWS)}
     assert list(gs)[:2] == ["Original", "Retained"]
     g = gs["sga r=-0.8"]
     assert (g["n"], g["seeds"]) == (3, [0, 1, 2])
@@ -47,24 +48,24 @@ def test_groups_pool_seeds_with_mean_sd_and_t_interval():
     assert fq.mean == pytest.approx(m) and fq.sd == pytest.approx(sd)
     assert fq.hi - fq.mean == pytest.approx(t_quantile(0.975, 2) * sd / math.sqrt(3))
     assert gs["sga r=-2"]["n"] == 1 and gs["sga r=-2"]["FQ"].lo is None
-    assert comparison.has_seed_groups(ROWS) and not comparison.has_seed_groups(ROWS[-1:])
+    assert pooled.has_seed_groups(ROWS) and not pooled.has_seed_groups(ROWS[-1:])
 
 
 def test_a_rerun_of_a_seed_counts_once_the_newest():
     rows = [row("x0", 0.0, 0, "g", 0.1, created="2026-01-01T00:00:00Z"),
             row("x1", 0.0, 1, "g", 0.3, created="2026-01-01T00:00:00Z"),
             row("x0b", 0.0, 0, "g", 0.5, created="2026-01-02T00:00:00Z")]
-    (g,) = comparison.groups(rows)
+    (g,) = pooled.groups(rows)
     assert g["n"] == 2 and g["FQ"].mean == pytest.approx(0.4)
 
 
 def test_display_and_export_rows():
-    shown = {d["configuration"]: d for d in comparison.group_display(ROWS)}
+    shown = {d["configuration"]: d for d in pooled.group_display(ROWS)}
     a = shown["sga r=-0.8"]
     assert a["n"] == 3 and a["seeds"] == "0, 1, 2"
     assert a["FQ"].startswith("0.52 [") and " sd " in a["FQ"]
     assert shown["sga r=-2"]["FQ"] == "0.3"  # one run: no interval
-    out = comparison.export_rows(ROWS)
+    out = export.export_rows(ROWS)
     seeds = [o for o in out if o["level"] == "seed"]
     groups = [o for o in out if o["level"] == "group"]
     assert len(seeds) == len(ROWS) and len(groups) == 6
@@ -75,11 +76,11 @@ def test_display_and_export_rows():
 
 
 def test_r_bands_have_an_interval_per_r_and_every_seed():
-    bands = results.r_bands(ROWS, "sw")
+    bands = sweeps.r_bands(ROWS, "sw")
     assert bands["r"] == [-0.8, 0.0, 0.4]
     assert [iv.n for iv in bands["FQ"]] == [3, 3, 3]
     assert len(bands["points"]["FQ"]) == 9
-    all_runs = results.r_bands(ROWS, "all sga runs")
+    all_runs = sweeps.r_bands(ROWS, "all sga runs")
     assert all_runs["r"] == [-2.0, -0.8, 0.0, 0.4]
 
 
@@ -91,29 +92,29 @@ def test_seeds_are_replicates_of_one_r_group_not_settings_that_split_it():
 
     same = [with_settings(r, 1e-5) if r["run"] not in ("Original", "Retained") else r
             for r in ROWS]
-    assert results.r_groups(same) == ["sw", "all sga runs"]
-    assert [iv.n for iv in results.r_bands(same, "sw")["FQ"]] == [3, 3, 3]
+    assert sweeps.r_groups(same) == ["sw", "all sga runs"]
+    assert [iv.n for iv in sweeps.r_bands(same, "sw")["FQ"]] == [3, 3, 3]
     split = [with_settings(r, 1e-4 if r["run_id"] in ("a0", "b0") else 1e-5)
              if r["run"] not in ("Original", "Retained") else r for r in ROWS]
-    groups = results.r_groups(split)
+    groups = sweeps.r_groups(split)
     assert "sw · lr 1e-05" in groups and "sw · lr 0.0001" in groups, groups
-    assert [iv.n for iv in results.r_bands(split, "sw · lr 1e-05")["FQ"]] == [2, 2, 3]
+    assert [iv.n for iv in sweeps.r_bands(split, "sw · lr 1e-05")["FQ"]] == [2, 2, 3]
 
 
 def test_suggestion_says_what_is_clear_and_what_is_noise():
-    s = results.suggest_r(ROWS, "sw", "FQ")
+    s = sweeps.suggest_r(ROWS, "sw", "FQ")
     assert s["r"] == -0.8  # the highest mean FQ: 0.52 (r = 0.4: 0.507)
     assert s["best"].mean == pytest.approx(0.52) and s["n_min"] == 3
     others = {o["r"]: o for o in s["others"]}
     assert others[0.0]["clear"] and others[0.0]["diff"].method == "paired t"
     assert others[0.0]["diff"].mean == pytest.approx((-0.30 - 0.38 - 0.43) / 3)
     assert not others[0.4]["clear"]  # seed by seed: +0.02, +0.02, -0.08
-    text = comparison.suggestion_text(s)
+    text = sweeps.suggestion_text(s)
     assert "Not distinguishable" in text and "Clearly different (that r" in text
     assert "): r = 0" in text
-    one = results.suggest_r([r for r in ROWS if r["seed"] == 0], "sw", "FQ")
-    assert "single run" in comparison.suggestion_text(one)
-    assert results.suggest_r(ROWS, "sw", "nope") is None
+    one = sweeps.suggest_r([r for r in ROWS if r["seed"] == 0], "sw", "FQ")
+    assert "single run" in sweeps.suggestion_text(one)
+    assert sweeps.suggest_r(ROWS, "sw", "nope") is None
 
 
 def tiny_cfg(tmp_path, **training):
@@ -230,7 +231,7 @@ def test_equal_means_are_a_tie_not_a_best_r():
     """A trial read "Best FQ at r = -0.8" where both runs had FQ 0.02597."""
     rows = [row("t0", -0.8, 0, None, 0.02597, sweep="tie"),
             row("t1", 0.0, 0, None, 0.02597, sweep="tie")]
-    text = comparison.suggestion_text(results.suggest_r(rows, "tie", "FQ"))
+    text = sweeps.suggestion_text(sweeps.suggest_r(rows, "tie", "FQ"))
     assert text.startswith("No best r by FQ: r = -0.8, 0 are tied at 0.026"), text
 
 
@@ -243,9 +244,9 @@ def test_pooled_table_and_export_keep_the_rows_protocol_and_lm_eval_columns():
                 "BLEU": bleu, "mmlu": mmlu, "lm_columns": ["mmlu"]}
 
     rows = [text_row("t0", 0, 10.0, 0.30), text_row("t1", 1, 14.0, 0.34)]
-    shown = comparison.group_display(rows, "text")[0]
+    shown = pooled.group_display(rows, "text")[0]
     assert shown["BLEU"].startswith("12 [") and shown["mmlu"].startswith("0.32 [")
-    group = next(o for o in comparison.export_rows(rows, "text") if o["level"] == "group")
+    group = next(o for o in export.export_rows(rows, "text") if o["level"] == "group")
     assert group["BLEU"] == pytest.approx(12.0) and group["BLEU n"] == 2
     assert group["mmlu sd"] == pytest.approx(math.sqrt(0.0008))
     assert "FQ gap" in group and "VerbMem" not in group

@@ -183,14 +183,15 @@ def test_evaluation_computes_mu_with_a_user_named_set(tmp_path, tiny_model_dir, 
 
 
 def rows_with(**runs):
-    from sga_core.results import mark_collapse
+    from sga_core.report.collapse import mark_collapse
 
     rows = [{"run": name, "r": None, "method": "sga", **vals} for name, vals in runs.items()]
     return mark_collapse(rows, "qa")
 
 
 def test_collapse_flag_against_the_original():
-    from sga_core.results import best_values, collapse_rule
+    from sga_core.report.collapse import collapse_rule
+    from sga_core.report.table import best_values
 
     rows = rows_with(Original={"retain prob": 0.9, "retain ROUGE-L": 0.9},
                      ga={"retain prob": 2e-6, "retain ROUGE-L": 0.8, "forget ROUGE-L": 0.0},
@@ -212,7 +213,8 @@ def test_collapse_flag_against_the_original():
 
 
 def test_labels_and_groups_follow_the_settings_that_differ(tmp_path):
-    from sga_core.results import display_names, r_groups, results_table, sweep_series
+    from sga_core.report.sweeps import r_groups, sweep_series
+    from sga_core.report.table import display_names, results_table
 
     files = tofu_files(tmp_path / "f")
     p = own_project(tmp_path / "ws", files)
@@ -346,7 +348,7 @@ def test_own_data_end_to_end_gives_mu_in_every_row(tmp_path, tiny_model_dir):
     and no collapsed run is marked best."""
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.training import build_config, default_eval
-    from sga_core.results import best_values, results_table
+    from sga_core.report.table import best_values, results_table
     from sga_core.runs.folder import create_run
     from sga_core.runs.launch import run_foreground
 
@@ -384,7 +386,7 @@ def test_own_data_end_to_end_gives_mu_in_every_row(tmp_path, tiny_model_dir):
     parts = [k for k in rows[0] if k.startswith("MU: ")]
     assert parts == [f"MU: {s} {m}" for s in ("retain", "my_authors")
                      for m in ("prob", "ROUGE-L", "TR")], parts
-    from sga_core.results import summary_of
+    from sga_core.report.table import summary_of
 
     own = summary_of(runs / "mine-original")["metrics"]["my_authors_probability"]["value"]
     assert rows[0]["MU: my_authors prob"] == pytest.approx(own)

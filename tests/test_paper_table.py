@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sga_core.paper_table import PAPER_R, paper_label, paper_table, top_values
+from sga_core.report.paper import PAPER_R, paper_label, paper_table, top_values
 
 ROOT = Path(__file__).resolve().parent.parent
 

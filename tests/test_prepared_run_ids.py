@@ -108,7 +108,7 @@ def test_a_project_with_an_underscore_is_prepared_and_has_an_original(tmp_path,
         reference_run_id,
         submit_prepare,
     )
-    from sga_core.results import results_table
+    from sga_core.report.table import results_table
     from sga_core.runs.status import effective_eval, effective_run
 
     demo = Path(__file__).resolve().parent.parent / "assets" / "demo"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sga_core.results import best_values, r_groups, sweep_series
+from sga_core.report.sweeps import r_groups, sweep_series
+from sga_core.report.table import best_values
 
 
 def row(run, method, r, sweep=None, fq=None):
@@ -33,7 +34,7 @@ def test_best_values_skip_original_and_retained():
 
 
 def test_display_names_are_readable_and_unique():
-    from sga_core.results import display_names
+    from sga_core.report.table import display_names
 
     class P:
         name = "demo"

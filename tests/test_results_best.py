@@ -3,7 +3,7 @@ values that differ (a single run's every cell was marked best)."""
 
 from __future__ import annotations
 
-from sga_core.results import best_values
+from sga_core.report.table import best_values
 
 
 def run(name, **values):

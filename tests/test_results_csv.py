@@ -7,13 +7,13 @@ from __future__ import annotations
 import csv
 import io
 
-from sga_core import comparison
+from sga_core.report import export
 from tests.test_comparison import ROWS
 
 
 def test_csv_integers_are_integers():
     rows = [*ROWS, {**ROWS[-1], "run": "k-float", "run_id": "k-float", "K": 4.0, "r": 1.0}]
-    out = list(csv.DictReader(io.StringIO(comparison.export_csv(rows))))
+    out = list(csv.DictReader(io.StringIO(export.export_csv(rows))))
     seeds = [o for o in out if o["level"] == "seed"]
     groups = [o for o in out if o["level"] == "group"]
     assert len(seeds) == len(rows)

@@ -12,7 +12,7 @@ from sga_core.data.loaders import write_dataset
 from sga_core.evaluation import EvalSettings, evaluate_model, format_summary
 from sga_core.fileio import read_json
 from sga_core.metrics.tofu import MODEL_UTILITY_KEYS
-from sga_core.run_uncertainty import (
+from sga_core.report.uncertainty import (
     compare_runs,
     fq_resolution,
     fq_resolution_text,
@@ -127,7 +127,7 @@ def test_model_utility_components_sit_beside_mu(evaluated):
 
 
 def test_results_rows_carry_components_and_the_lowest(evaluated, tmp_path):
-    from sga_core.comparison import run_fields
+    from sga_core.report.table import run_fields
 
     summary = read_json(evaluated["a"] / "eval" / "summary.json")
     fields = run_fields({"seed": 3, "group": "g"}, summary)

@@ -136,7 +136,7 @@ def test_wrong_typed_status_shows_damaged(runs, change, words):
      "model_utility_components components must be an object"),
 ])
 def test_damaged_summary(runs, content, words):
-    from sga_core.results import summary_of
+    from sga_core.report.table import summary_of
 
     evaluated(runs / "a")
     (runs / "a" / "eval" / "summary.json").write_text(content)
@@ -164,7 +164,7 @@ def test_not_utf8_and_nested_too_deep(runs):
 
 
 def test_intervals_refuse_over_missing_rows(runs):
-    from sga_core.run_uncertainty import run_intervals
+    from sga_core.report.uncertainty import run_intervals
 
     evaluated(runs / "a", n_forget=6)
     whole = run_intervals(runs / "a", n_boot=50)

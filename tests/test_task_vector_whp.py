@@ -110,7 +110,8 @@ def test_both_are_evaluated_and_shown_like_any_run(runs, ui_env, data):
     from sga_core.evaluation import evaluate_run
     from sga_core.projects import create_project
     from sga_core.projects.probe_job import answer_with_probs
-    from sga_core.results import results_table, token_table
+    from sga_core.report.run_files import token_table
+    from sga_core.report.table import results_table
 
     root, tv, whp = runs
     for run_dir in (tv, whp):

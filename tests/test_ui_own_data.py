@@ -473,7 +473,7 @@ def test_metric_summary_is_written_for_fake_runs(ui_env, mine):
     project, _ = mine
     run = fake_run(ui_env / "runs", project, "x")
     write_summary(run, metrics(fq=0.5))
-    from sga_core.results import results_table
+    from sga_core.report.table import results_table
 
     rows = results_table(project, ui_env / "runs")
     assert [r["FQ"] for r in rows] == [0.5]
@@ -552,18 +552,18 @@ def test_config_diff_names_different_normal_answers(ui_env, mine):
     """Both runs' config.yaml name their snapshot data/normals.jsonl; the diff still shows
     that their normal answers differ (from the snapshot's manifest), and nothing for
     identical data."""
-    from sga_core import results
     from sga_core.normals.idk import idk_normals
+    from sga_core.report import run_files
 
     project, _ = mine
     a = fake_run(ui_env / "runs", project, "sga-a")
     same = fake_run(ui_env / "runs", project, "sga-same")
     idk_normals(len(project.forget()), 4, seed=1).save(project.path / "idk.jsonl")
     b = fake_run(ui_env / "runs", project, "sga-b")
-    diff = {d["setting"]: d for d in results.config_diff(a, b)}
+    diff = {d["setting"]: d for d in run_files.config_diff(a, b)}
     assert "data.normals content" in diff and "data.forget content" not in diff
     assert not any(k.startswith("data.") for k in
-                   (d["setting"] for d in results.config_diff(a, same)))
+                   (d["setting"] for d in run_files.config_diff(a, same)))
 
 
 def test_the_demo_trains_with_idk_answers_as_shipped_an_own_project_is_asked(ui_env, mine):

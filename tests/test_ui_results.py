@@ -117,7 +117,7 @@ def test_probe_answers_side_by_side(env):
 
 
 def test_word_token_index():
-    from sga_core.results import word_token_index
+    from sga_core.report.run_files import word_token_index
 
     assert word_token_index(["He", " writes", " in", " F", "rench", "."], "French") == 3
     assert word_token_index(["A", " French", " style"], "French") == 1

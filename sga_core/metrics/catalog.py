@@ -5,7 +5,7 @@ direction, one line of help, the reference it follows, the model-side inputs it 
 sets it reads, its Results-table column (if any), its per-sample key (if any) and its
 ``compute`` function. The evaluation expands the catalog over the evaluated sets
 (:func:`expand`), computes each entry, and writes exactly these names (:func:`check_names`);
-the Results table takes its columns from here (:func:`sga_core.results.table_columns`).
+the Results table takes its columns from here (:func:`table_columns`).
 
 A family is one entry whose name holds ``{set}``: it is computed once per extra evaluation
 set (``EACH_QA_SET``: every extra QA set; ``EACH_TEXT_SET``: every extra text set) or per
@@ -440,7 +440,7 @@ def metrics_for(kind: str) -> list[MetricSpec]:
 
 def table_columns(kind: str, protocols: Iterable[str] | None = None) -> list[MetricSpec]:
     """The Results-table columns of a task kind under the given evaluation protocols (default:
-    the demo's), in display order (a row of :func:`sga_core.results.results_table` holds each
+    the demo's), in display order (a row of :func:`sga_core.report.table.results_table` holds each
     value under ``spec.label``). Families (extra lm-eval tasks) are added per run there."""
     wanted = list(protocols or ()) or ["demo"]
     return sorted((s for s in metrics_for(kind) if s.column is not None and not s.is_family

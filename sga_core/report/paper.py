@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sga_core.metrics.catalog import metrics_for, table_columns
+from sga_core.report.columns import REFERENCE_ROWS
 
 PAPER_R = (-8.0, -4.0, -2.0, -0.8, -0.4, 0.2, 0.4)
 GROUP_PREFIX = "paper-table-"
@@ -66,7 +67,7 @@ def top_values(rows: list[dict], kind: str = "qa", n: int = 2) -> dict[str, list
     from sga_core.metrics.catalog import HIGHER, LOWER
 
     out = {}
-    runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
+    runs = [r for r in rows if r["run"] not in REFERENCE_ROWS]
     for spec in paper_columns(kind):
         vals = sorted({r[spec.label] for r in runs if r.get(spec.label) is not None},
                       key=lambda v: -v if spec.direction == HIGHER else v if
@@ -94,7 +95,7 @@ def _order(row: dict) -> tuple:
 
 def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = None
                 ) -> list[dict]:
-    """Rows of :func:`sga_core.results.results_table` made into the paper's table: the
+    """Rows of :func:`sga_core.report.table.results_table` made into the paper's table: the
     Original and Retained rows, then the runs of ``group`` (default: the newest paper-table
     group) in the paper's order, each named as the paper names it. Empty when no such runs
     are evaluated."""
@@ -117,8 +118,8 @@ def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = No
             keep[name] = r
     runs = [r for name, r in named if keep[name] is r]
     out = []
-    for r in [r for r in rows if r["run"] in ("Original", "Retained")] + runs:
-        name = r["run"] if r["run"] in ("Original", "Retained") else paper_label(
+    for r in [r for r in rows if r["run"] in REFERENCE_ROWS] + runs:
+        name = r["run"] if r["run"] in REFERENCE_ROWS else paper_label(
             r["method"], _method_args(Path(root), r["run_id"]))
         out.append({"run": name, "run_id": r["run_id"], "method": r["method"],
                     **{c: r.get(c) for c in labels},

@@ -1,0 +1,15 @@
+"""The read side: turning evaluated run folders into evidence. Each module holds one thing:
+
+- :mod:`.table`: the Results table (one row per run, the Original and Retained rows first),
+  readable run names and the best value of each column;
+- :mod:`.columns`: the reference rows and the value columns a set of rows has;
+- :mod:`.settings`: a run's settings read from its config, and which of them differ;
+- :mod:`.collapse`: the rule that flags a destroyed model;
+- :mod:`.seeds`: configurations pooled over seeds (mean, sd, 95% interval, n);
+- :mod:`.sweeps`: metric versus r (or alpha) with intervals, and the r suggestion;
+- :mod:`.export`: the CSV/JSON download;
+- :mod:`.uncertainty`: one run's bootstrap intervals, FQ's resolution, two runs compared;
+- :mod:`.paper`: the paper's Table 1;
+- :mod:`.run_files`: one run's config diff, tokens, per-row values and probes.
+
+No Streamlit and no HTML here: the pages render what these functions return."""

@@ -1,0 +1,176 @@
+"""The Results table: one row per evaluated run of a project, like the paper's Table 1, with
+the Original and Retained rows first, readable unique run names, and the best value of each
+column. The metric columns, their order and their directions come from the metric catalog
+(:func:`sga_core.metrics.catalog.table_columns`). No Streamlit here; the Results page renders
+what these functions return."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, table_columns
+from sga_core.metrics.utility_parts import component_label, components, lowest
+from sga_core.report.collapse import mark_collapse
+from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, row_columns
+from sga_core.report.settings import differing_settings, run_settings, show_setting
+from sga_core.report.sweeps import swept_value
+from sga_core.runs import validate
+from sga_core.runs.folder import list_runs
+from sga_core.runs.prepared_ids import original_id, reference_id
+
+
+def _forget_file(run_dir: Path) -> Path | None:
+    files = sorted((run_dir / "data").glob("forget.*"))
+    return files[0] if files else None
+
+
+def project_runs(project, root=None) -> list[dict]:
+    """Runs trained on the same forget rows as ``project`` (so their metrics compare): the
+    hashes stored at creation (project.json, each run's data/manifest.json) are compared;
+    runs made before manifests existed are hashed once per file version."""
+    from sga_core.data import file_rows_hash
+
+    target = project.forget_hash
+    out = []
+    for r in list_runs(root):
+        h = r.get("forget_hash")
+        if h is None:
+            f = _forget_file(Path(r["path"]))
+            h = file_rows_hash(f, project.kind) if f is not None else None
+        if h is not None and h == target:
+            out.append(r)
+    return out
+
+
+def summary_of(run_dir: Path) -> dict | None:
+    """A run's evaluation summary, checked; None when it has none, or when it is damaged
+    (its listing says so: ``list_runs``' ``damaged``), so tables simply leave it out."""
+    try:
+        return validate.summary(run_dir)
+    except validate.Damaged:
+        return None
+
+
+def metric_value(summary: dict | None, name: str):
+    entry = ((summary or {}).get("metrics") or {}).get(name) or {}
+    return entry.get("value"), entry.get("reason")
+
+
+def run_label(r: dict, project=None) -> str:
+    """A readable name: "Original", "Retained", or the method with its r ("sga r=-0.8");
+    the run id when the method is unknown. :func:`display_names` makes them unique."""
+    if project is not None and r["run_id"] == original_id(project.name):
+        return "Original"
+    if project is not None and r["run_id"] == reference_id(project.name):
+        return "Retained"
+    method = r.get("method")
+    if not method:
+        return r["run_id"]
+    label = method
+    if r.get("sweep_param") and r.get("sweep_value") is not None:  # "task-vector alpha=2"
+        label += f" {r['sweep_param']}={float(r['sweep_value']):g}"
+    elif r.get("r") is not None:
+        label += f" r={float(r['r']):g}"
+    if r.get("group") and r.get("seed") is not None:
+        label += f" seed {r['seed']}"
+    return label
+
+
+def display_names(runs: list[dict], project=None) -> dict[str, str]:
+    """run id -> unique readable name: the method and r, then the settings that differ
+    between these runs (:func:`differing_settings`: "sga r=-0.8 · 20 steps · lr 1e-05");
+    runs that would still share a name get the time of their run id
+    ("sga r=-0.8 · 01:06:15")."""
+    labels = {r["run_id"]: run_label(r, project) for r in runs}
+    settings = {r["run_id"]: run_settings(r["path"]) if r.get("path") else {} for r in runs
+                if labels[r["run_id"]] not in REFERENCE_ROWS}
+    methods = {r["run_id"]: r.get("method") for r in runs}
+    # a run of a seed group already says its seed (run_label)
+    seeded = {r["run_id"] for r in runs if r.get("group") and r.get("seed") is not None}
+    for run_id, keys in differing_settings(settings, methods).items():
+        keys = [k for k in keys if not (k == "seed" and run_id in seeded)]
+        if keys:
+            labels[run_id] += " · " + " · ".join(show_setting(k, settings[run_id][k])
+                                                 for k in keys)
+    counts: dict[str, int] = {}
+    for v in labels.values():
+        counts[v] = counts.get(v, 0) + 1
+    out = {}
+    for run_id, label in labels.items():
+        if counts[label] > 1:
+            m = re.search(r"-(\d{8})-(\d{2})(\d{2})(\d{2})(?:-\d+)?$", run_id)
+            label += f" · {m.group(2)}:{m.group(3)}:{m.group(4)}" if m else f" · {run_id}"
+        out[run_id] = label
+    return out
+
+
+def run_fields(run: dict, summary: dict | None) -> dict:
+    """What a Results row adds to a run for comparisons: its seed, its group, when it was
+    made, and Model Utility's 9 components (named ``MU: <part>``) with the lowest one."""
+    parts = components(summary)
+    out = {"seed": run.get("seed"), "group": run.get("group"),
+           "created_at": run.get("created_at")}
+    if parts:
+        out.update({f"MU: {component_label(k)}": v for k, v in parts.items()})
+        low = lowest(parts)
+        out["MU lowest"] = component_label(low) if low else None
+    return out
+
+
+def results_table(project, root=None, kind: str = "qa") -> list[dict]:
+    """One dict per evaluated run: label, method, r, K, sweep, state and each metric; the
+    Original and Retained rows first. A metric that could not be computed is None, and
+    its reason is kept under ``<column> (why)``."""
+    rows = []
+    runs = project_runs(project, root)
+    names = display_names(runs, project)
+    for r in runs:
+        summ = summary_of(r["path"])
+        if summ is None:
+            continue
+        protocol = (summ.get("protocol") or {}).get("name") or "demo"
+        row = {"run": names[r["run_id"]], "run_id": r["run_id"],
+               "method": r["method"] if r["method"] != "finetune" else "-",
+               "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"],
+               "sweep_param": r.get("sweep_param"), "sweep_value": r.get("sweep_value"),
+               "protocol": protocol, "settings": run_settings(r["path"])}
+        # the columns of the protocol this run was evaluated under, then its extra lm-eval
+        # tasks (lm_<task>: one column each)
+        extra = [_Column(n) for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
+        row["lm_columns"] = [c.label for c in extra]
+        for col in table_columns(kind, [protocol]) + extra:
+            value, reason = metric_value(summ, col.name)
+            row[col.label] = value
+            if value is None and reason:
+                row[f"{col.label} (why)"] = reason
+        row.update(run_fields(r, summ))  # seed, group, MU's components
+        rows.append(row)
+    order = {"Original": 0, "Retained": 1}
+    rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
+                             swept_value(x) if swept_value(x) is not None else 0,
+                             x["run_id"]))
+    return mark_collapse(rows, kind)
+
+
+class _Column:
+    """An extra lm-eval task's column (``lm_<task>``): label = the task's name."""
+
+    def __init__(self, name: str):
+        self.name, self.label = name, name[len(LM_PREFIX):]
+
+
+def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
+    """The best value of each column (by label) among the unlearning runs that did not
+    collapse (Original, Retained and runs :func:`mark_collapse` flagged excluded), following
+    the column's direction: the highest, the lowest, or the closest to 0. A column has a
+    best only where at least two such values differ: one run, or equal values, is no
+    comparison (every cell of a single run was marked best)."""
+    runs = [r for r in rows if r["run"] not in REFERENCE_ROWS and r.get("collapsed") is not True]
+    pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
+    best = {}
+    for col in row_columns(rows, kind):
+        vals = [r[col.label] for r in runs if r.get(col.label) is not None]
+        if len(set(vals)) >= 2:
+            best[col.label] = pick[col.direction](vals)
+    return best
