@@ -9,6 +9,7 @@ from sga_core import workbench as wb
 from ui.context import project_note, require_project
 from ui.damaged import warn_damaged
 from ui.show import follow_job, job_progress, plain, show_error
+from ui.tokens import tokens_html
 
 st.title("Before / after probe")
 project = require_project()
@@ -46,7 +47,7 @@ def render(js: dict) -> None:
         for col, (label, a) in zip(cols, res["answers"].items()):
             col.markdown(f"**{plain(label)}**")
             col.text(a["answer"] or "(empty)")
-            col.html(wb.tokens_html(a["tokens"], a["probs"]))
+            col.html(tokens_html(a["tokens"], a["probs"]))
 
 
 follow_job(lambda: wb.probe.status(project), render)

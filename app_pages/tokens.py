@@ -12,6 +12,7 @@ from sga_core import workbench as wb
 from ui.context import require_project
 from ui.damaged import unless_damaged, warn_damaged
 from ui.show import plain
+from ui.tokens import tokens_html
 
 st.title("Token probabilities")
 project = require_project()
@@ -80,7 +81,7 @@ st.plotly_chart(fig, key="tokens.heatmap")
 for label, t in zip(labels, tables.values()):
     st.markdown(f"**{plain(label)}** — p({plain(repr(tokens[mark].strip()))}) = "
                 f"{t['probs'][mark]:.3f}")
-    st.html(wb.tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
+    st.html(tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
 
 st.subheader(f"{plain(repr(tokens[mark].strip()))} across training steps")
 fig = go.Figure()

@@ -17,15 +17,6 @@ from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, check_map, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl
 from sga_core.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
-from sga_core.live import (
-    curve_names,
-    eval_progress,
-    fmt_seconds,
-    latest_probes,
-    progress,
-    tokens_html,
-    typical_eval_seconds,
-)
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS, table_columns
 from sga_core.metrics.utility_parts import component_label
@@ -98,6 +89,14 @@ from sga_core.report.uncertainty import (
 )
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import RunIdTaken, list_runs, make_run_id, metrics, runs_root, tail
+from sga_core.runs.progress import (
+    curve_names,
+    eval_progress,
+    fmt_seconds,
+    latest_probes,
+    progress,
+    typical_eval_seconds,
+)
 from sga_core.runs.queue import (
     awaiting_evaluation,
     cancel,
@@ -145,7 +144,7 @@ __all__ = [
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",
     "suggest_r", "suggest_set_name", "suggestion_text", "summary_of", "sweep_default",
     "sweep_param_of", "sweep_series", "table_columns", "tail",
-    "token_table", "tokens_html", "top_values", "typical_eval_seconds", "validate_preset",
+    "token_table", "top_values", "typical_eval_seconds", "validate_preset",
     "word_token_index",
 ]
 
@@ -246,7 +245,7 @@ def run_projects(runs: list[dict]) -> dict[str, str]:
 
 
 def eval_status_of(runs: list[dict], only: str | None = None) -> dict[str, dict]:
-    """run id -> its evaluation's progress and ETA (``sga_core.live.eval_progress``), the
+    """run id -> its evaluation's progress and ETA (``sga_core.runs.progress.eval_progress``), the
     ETA from the median time of these runs' finished evaluations (``only``: just that
     run's)."""
     typical = typical_eval_seconds(r["path"] for r in runs)

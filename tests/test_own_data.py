@@ -250,7 +250,7 @@ def test_labels_and_groups_follow_the_settings_that_differ(tmp_path):
 
 
 def test_token_lines_can_wrap():
-    from sga_core.live import tokens_html
+    from ui.tokens import tokens_html
 
     out = tokens_html([" the", " French", " style"] * 50, [0.5] * 150, highlight="French")
     assert "&nbsp;" not in out and out.count("<wbr>") == 149
@@ -263,8 +263,8 @@ def stamp(seconds_ago: float) -> str:
 
 
 def test_evaluation_progress_and_eta(tmp_path):
-    from sga_core.live import eval_progress, typical_eval_seconds
     from sga_core.runs.folder import EVAL_REQUEST
+    from sga_core.runs.progress import eval_progress, typical_eval_seconds
     from sga_core.runs.status import write_eval
 
     run = tmp_path / "run"

@@ -11,6 +11,7 @@ from sga_core import workbench as wb
 from ui import eval_steps
 from ui.damaged import unless_damaged
 from ui.show import plain, state_badge
+from ui.tokens import tokens_html
 
 
 def eta(p: dict) -> str:
@@ -74,6 +75,6 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
                 continue
             rec = at_step[-1]
             st.markdown(f"forget row {idx} · step {rec['step']}", help="hover a token for p")
-            st.html(wb.tokens_html(rec["tokens"], rec["probs"]))
+            st.html(tokens_html(rec["tokens"], rec["probs"]))
     with st.expander("log", expanded=p["state"] == "failed"):
         st.code(wb.tail(run_dir / "train.log", 30) or "(empty)")

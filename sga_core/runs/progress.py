@@ -1,13 +1,13 @@
-"""Read-side helpers for watching a run (no Streamlit): progress, ETA, probe colouring."""
+"""Watching a run: its training and evaluation progress with an ETA, the charts' names for its
+metrics, and its probes by forget row. Data only (no Streamlit, no HTML): the pages render it."""
 
 from __future__ import annotations
 
 import functools
-import html
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sga_core.runs.folder import EVAL_REQUEST, metrics, probes, tail
+from sga_core.runs.folder import EVAL_REQUEST, probes
 from sga_core.runs.status import effective_run
 
 
@@ -42,29 +42,6 @@ def fmt_seconds(s: float | None) -> str:
         return "-"
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-def prob_color(p: float) -> str:
-    """Red (0) through yellow to green (1)."""
-    p = max(0.0, min(1.0, p))
-    r = int(255 * min(1.0, 2 * (1 - p)))
-    g = int(200 * min(1.0, 2 * p))
-    return f"rgb({r},{g},60)"
-
-
-def tokens_html(tokens: list[str], probs: list[float], highlight: str | None = None) -> str:
-    """Answer tokens as spans coloured by probability (title = the probability). The line
-    wraps like text: spaces stay breakable (``pre-wrap``), a line may break between any two
-    tokens (``<wbr>``), and a token longer than the line breaks inside (``anywhere``), so a
-    long answer never widens the page."""
-    spans = []
-    for tok, p in zip(tokens, probs):
-        border = "border:2px solid #1f4fff;" if highlight and tok.strip() == highlight else ""
-        spans.append(f'<span title="p={p:.3f}" style="background:{prob_color(p)};'
-                     f'color:#111;padding:1px 2px;margin:1px;border-radius:3px;'
-                     f'white-space:pre-wrap;{border}">{html.escape(tok)}</span>')
-    return ("<div style='line-height:2;max-width:100%;overflow-wrap:anywhere;"
-            "word-break:break-word;white-space:normal'>" + "<wbr>".join(spans) + "</div>")
 
 
 def eval_progress(run_dir: str | Path, typical_s: float | None = None) -> dict:
@@ -148,7 +125,3 @@ def latest_probes(run_dir: str | Path) -> dict[int, list[dict]]:
     for rec in probes(run_dir):
         out.setdefault(rec.get("forget_index"), []).append(rec)
     return out
-
-
-__all__ = ["curve_names", "eval_progress", "fmt_seconds", "latest_probes", "metrics", "progress",
-           "prob_color", "tail", "tokens_html", "typical_eval_seconds"]
