@@ -27,9 +27,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from sga_core.data import load_qa
+    from sga_core.methods.sga.rstar import run_analysis
     from sga_core.model.loading import load_model
     from sga_core.normals.idk import idk_normals
-    from sga_core.rstar import run_analysis
 
     model_spec = args.model or (str(ROOT / "runs/demo-original/model")
                                 if (ROOT / "runs/demo-original/model/config.json").exists()
@@ -62,9 +62,9 @@ def report_analysis(res, rstar_s, n) -> None:
 def step_ratio(model_spec, forget, normals, args, rstar_s) -> None:
     import torch
 
-    from sga_core.adaptive import adaptive_gradient
     from sga_core.methods import MethodData, get_method
     from sga_core.methods.base import flatten
+    from sga_core.methods.sga.adaptive import adaptive_gradient
     from sga_core.model.encoding import Encoder
     from sga_core.model.forward import forward_stats
     from sga_core.model.loading import load_model, load_tokenizer

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sga_core.adaptive import adaptive_gradient, clip_r
 from sga_core.methods import get_method
+from sga_core.methods.sga.adaptive import adaptive_gradient, clip_r
 
 
 def test_clip_r():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sga_core.rstar import RStar, rstar_from_products, summarize, update_norm_sq
+from sga_core.methods.sga.rstar import RStar, rstar_from_products, summarize, update_norm_sq
 
 
 def products(a, b):
@@ -67,10 +67,10 @@ def test_closed_form_matches_numerical_minimum_on_tiny_model(tiny_model_dir, dem
     from sga_core.data import NormalTable, load_qa
     from sga_core.methods import MethodData, get_method
     from sga_core.methods.base import flatten
+    from sga_core.methods.sga.rstar import analyze
     from sga_core.model.encoding import Encoder
     from sga_core.model.forward import forward_stats
     from sga_core.model.loading import load_model, load_tokenizer
-    from sga_core.rstar import analyze
 
     model = load_model(str(tiny_model_dir)).double()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))

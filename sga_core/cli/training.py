@@ -202,7 +202,7 @@ def cmd_rstar(args) -> int:
     """Per-sample r* (SPEC 2) for a forget set and its normal answers."""
     from sga_core.data import NormalTable, load_dataset
     from sga_core.fileio import atomic_write_json
-    from sga_core.rstar import run_analysis
+    from sga_core.methods.sga.rstar import run_analysis
 
     if args.project:
         from sga_core.projects import load_project, rstar_job

@@ -32,7 +32,7 @@ def start(project, model: str, k: int, convention: str = "label", subset: str = 
 
 def analyse(project, spec: dict) -> dict:
     from sga_core.data import NormalTable
-    from sga_core.rstar import run_analysis
+    from sga_core.methods.sga.rstar import run_analysis
 
     res = run_analysis(spec["model"], project.forget(), NormalTable.load(spec["normals"]),
                        project.kind, spec["k"], spec["convention"], spec["subset"],

@@ -13,8 +13,8 @@ copy of the gradients, and three inner products over the parameters.
 
 from __future__ import annotations
 
+from sga_core.methods.sga.rstar import rstar_from_products
 from sga_core.model.losses import sga_coefficients
-from sga_core.rstar import rstar_from_products
 
 
 def split_units(units):

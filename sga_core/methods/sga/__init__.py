@@ -72,13 +72,13 @@ class SGA(Method):
                              "allow; use DDP or FSDP")
 
     def step(self, trainer, batch: list[int], step: int) -> dict | None:
-        """On adaptive steps: set r to this batch's clipped r* (sga_core.adaptive) and apply
-        the SGA gradient at that r, assembled from the forget and normal gradients."""
+        """On adaptive steps: set r to this batch's clipped r* (:mod:`.adaptive`) and apply the
+        SGA gradient at that r, assembled from the forget and normal gradients."""
         if not self.adaptive_due(step):
             return None
         import torch
 
-        from sga_core.adaptive import adaptive_gradient
+        from sga_core.methods.sga.adaptive import adaptive_gradient
 
         acc, cfg = trainer.acc, self.cfg
         local = trainer.local_part(batch)
