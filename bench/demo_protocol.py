@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     from sga_core.config import TrainConfig
     from sga_core.methods.sga.rstar import run_analysis
     from sga_core.normals.idk import idk_normals
-    from sga_core.prepare import prepare
     from sga_core.projects import create_demo_project, list_projects, load_project
+    from sga_core.projects.prepare import prepare
     from sga_core.projects.training import default_eval, original_run_id, reference_run_id
     from sga_core.runs.folder import create_run, runs_root
     from sga_core.runs.launch import run_foreground

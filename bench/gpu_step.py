@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sga_core.offline import set_offline_defaults  # noqa: E402
+from sga_core.runs.offline import set_offline_defaults  # noqa: E402
 
 set_offline_defaults()
 

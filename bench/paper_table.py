@@ -71,8 +71,8 @@ def smoke_setup(tmp: Path) -> tuple[str, dict]:
     """A tiny random model, and a demo project prepared from it in ``tmp`` (the workspace and
     runs folder are pointed there)."""
     from sga_core.model.tiny import build_tiny_model
-    from sga_core.prepare import prepare
     from sga_core.projects import create_demo_project
+    from sga_core.projects.prepare import prepare
 
     os.environ["SGA_WORKSPACE"] = str(tmp / "workspace")
     os.environ["SGA_RUNS_DIR"] = str(tmp / "runs")

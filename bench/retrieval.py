@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DEMO = ROOT / "assets" / "demo"
 
-from sga_core.offline import set_offline_defaults  # noqa: E402
+from sga_core.runs.offline import set_offline_defaults  # noqa: E402
 
 set_offline_defaults()
 

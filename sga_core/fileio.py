@@ -202,7 +202,7 @@ def replace_dir(new: str | os.PathLike, target: str | os.PathLike) -> None:
     """Put the folder ``new`` in ``target``'s place so that a reader of ``target`` always
     finds the old folder or the new one, never none: swapped in one step where the system
     can, else the old folder is first moved aside to ``.<name>.old`` (a crash between the
-    two renames leaves it there, and :func:`sga_core.leftovers.clean_leftovers` puts it
+    two renames leaves it there, and :func:`sga_core.runs.leftovers.clean_leftovers` puts it
     back); the old folder is then removed."""
     import shutil
 

@@ -16,7 +16,6 @@ from sga_core.data.errors import printable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, check_map, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl
-from sga_core.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
 from sga_core.methods import get_method, method_names
 from sga_core.metrics.catalog import DIRECTIONS, table_columns
 from sga_core.metrics.utility_parts import component_label
@@ -28,7 +27,6 @@ from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
 from sga_core.params import ConfigError, field_specs, from_dict
-from sga_core.prepare import PREPARE_DEFAULTS
 from sga_core.presets import load_preset, validate_preset
 from sga_core.projects import (
     Project,
@@ -41,6 +39,7 @@ from sga_core.projects import (
 from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
 from sga_core.projects.eval_sets import suggest_set_name
+from sga_core.projects.prepare import PREPARE_DEFAULTS
 from sga_core.projects.train_form import load_train_form, save_train_form
 from sga_core.projects.training import (
     build_config,
@@ -89,6 +88,7 @@ from sga_core.report.uncertainty import (
 )
 from sga_core.runs.command import command_text
 from sga_core.runs.folder import RunIdTaken, list_runs, make_run_id, metrics, runs_root, tail
+from sga_core.runs.leftovers import clean_leftovers, clean_temp_leftovers, temp_dir
 from sga_core.runs.progress import (
     curve_names,
     eval_progress,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sga_core.offline import set_offline_defaults
+from sga_core.runs.offline import set_offline_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo"

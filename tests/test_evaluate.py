@@ -447,7 +447,7 @@ def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_
 
 @pytest.mark.slow
 def test_prepare_evaluates_both_models(tmp_path, tiny_model_dir, qa_data):
-    from sga_core.prepare import prepare
+    from sga_core.projects.prepare import prepare
 
     sets = {"real_authors": str(qa_data["real_authors"]),
             "world_facts": str(qa_data["world_facts"])}

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from sga_core.leftovers import clean_leftovers
 from sga_core.model.loading import is_model_folder
 from sga_core.runs import procs
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import list_runs
+from sga_core.runs.leftovers import clean_leftovers
 from tests.ui import APP
 
 pytestmark = pytest.mark.slow

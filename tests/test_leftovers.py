@@ -7,8 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from sga_core.leftovers import GRACE_S, clean_leftovers
 from sga_core.projects import create_demo_project, load_project
+from sga_core.runs.leftovers import GRACE_S, clean_leftovers
 
 HOUR = 3600.0
 

@@ -41,7 +41,7 @@ def test_prepare_then_sga_steps(smol_path, tmp_path, demo_dir):
     from sga_core.config import TrainConfig
     from sga_core.data import load_qa, write_dataset
     from sga_core.normals.idk import idk_normals
-    from sga_core.prepare import prepare
+    from sga_core.projects.prepare import prepare
     from sga_core.runs.folder import create_run, metrics
     from sga_core.runs.launch import run_foreground
 

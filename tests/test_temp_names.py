@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from sga_core.fileio import atomic_dir
-from sga_core.leftovers import (
+from sga_core.runs import status as run_status
+from sga_core.runs.leftovers import (
     IN_PLACE,
     KEPT,
     TEMP_KINDS,
@@ -22,7 +23,6 @@ from sga_core.leftovers import (
     clean_temp_leftovers,
     leftover_kind,
 )
-from sga_core.runs import status as run_status
 
 ROOT = Path(__file__).resolve().parent.parent
 HOUR = 3600.0

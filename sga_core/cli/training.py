@@ -78,7 +78,7 @@ def demo_defaults(base: dict, args) -> None:
 
 def cmd_train(args) -> int:
     from sga_core.config import TrainConfig
-    from sga_core.leftovers import clean_temp_leftovers, temp_dir
+    from sga_core.runs.leftovers import clean_temp_leftovers, temp_dir
 
     base = build_train_config(args)
     clean_temp_leftovers()  # what an earlier, killed ``train`` left in the temporary folder
@@ -179,7 +179,7 @@ def write_idk_normals(base: dict, out: Path) -> str:
 
 
 def cmd_prepare(args) -> int:
-    from sga_core.prepare import prepare
+    from sga_core.projects.prepare import prepare
 
     prefix = "text_" if args.task == "text" else ""
     forget = args.forget or (str(DEMO_DIR / f"{prefix}forget.jsonl") if args.demo else None)

@@ -196,7 +196,7 @@ def _concatenated(root: Path, part: Part, shards: list[Path]) -> Loaded:
             rows += load_dataset(shard).rows
         except DataError as exc:
             raise DataError(exc.reason, _rel(root, shard), exc.row, exc.field) from None
-    from sga_core.leftovers import make_temp_dir
+    from sga_core.runs.leftovers import make_temp_dir
 
     temp = make_temp_dir("shards")
     try:
@@ -291,7 +291,7 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
     if not rows:
         raise DataError(f"{where}: no rows")
     from sga_core.fileio import atomic_write_jsonl
-    from sga_core.leftovers import make_temp_dir
+    from sga_core.runs.leftovers import make_temp_dir
 
     tmp = make_temp_dir("hub") / f"{part.config}-{part.split}.jsonl"
     atomic_write_jsonl(tmp, rows)

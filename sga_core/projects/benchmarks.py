@@ -70,8 +70,8 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
     prompt) and a ``retain`` corpus (segments likewise)."""
     from sga_core.data.book import book_rows, check_token_counts, corpus_rows, read_text_file
     from sga_core.fileio import atomic_write_jsonl
-    from sga_core.leftovers import temp_dir
     from sga_core.model.loading import load_tokenizer
+    from sga_core.runs.leftovers import temp_dir
 
     name = check_name(name)
     check_token_counts(segment_tokens, prompt_tokens)

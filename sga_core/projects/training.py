@@ -170,7 +170,7 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     """Queue the project's two prepare runs (original, then retain reference)."""
     import shutil
 
-    from sga_core.prepare import PREPARE_DEFAULTS
+    from sga_core.projects.prepare import PREPARE_DEFAULTS
     from sga_core.runs import queue as jobs
 
     root = runs_root(root)

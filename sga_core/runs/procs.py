@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from sga_core.assets import PROJECT_ROOT
-from sga_core.offline import OFFLINE_ENV
+from sga_core.runs.offline import OFFLINE_ENV
 
 SECRET_ENV = ("OPENAI_API_KEY",)
 

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     atomic_write_json(root / RUNNER_INFO, {"pid": os.getpid(), "started_at": now_iso(),
                                            "max_parallel": args.max_parallel})
-    from sga_core.leftovers import clean_leftovers, clean_temp_leftovers
+    from sga_core.runs.leftovers import clean_leftovers, clean_temp_leftovers
 
     for path in clean_leftovers(root) + clean_temp_leftovers():  # what killed processes left behind, an hour old
         print(f"removed the leftover {path}", flush=True)
