@@ -31,6 +31,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from sga_core.config import TrainConfig
+    from sga_core.fileio import load_yaml
     from sga_core.methods.sga.rstar import run_analysis
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project, list_projects, load_project
@@ -39,7 +40,6 @@ def main(argv=None) -> int:
     from sga_core.runs.folder import create_run, runs_root
     from sga_core.runs.launch import run_foreground
     from sga_core.runs.status import read_run
-    from sga_core.yamlsafe import load_yaml
 
     root = runs_root()
     project = load_project("demo") if "demo" in list_projects() else create_demo_project()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from sga_core.yamlsafe import load_yaml  # noqa: E402
+from sga_core.fileio import load_yaml  # noqa: E402
 
 PRESET = ROOT / "assets" / "presets" / "demo-sga.yaml"
 

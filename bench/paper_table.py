@@ -197,13 +197,13 @@ def report(name: str, group: str) -> int:
 
 def run(args, plan, tmp: Path) -> int:
     from sga_core.config import TrainConfig
+    from sga_core.fileio import load_yaml
     from sga_core.projects import create_demo_project, list_projects, load_project
     from sga_core.projects.training import default_eval, prepared_model
     from sga_core.report.paper import GROUP_PREFIX, format_table, paper_label, paper_table
     from sga_core.report.table import results_table
     from sga_core.runs.folder import create_run, list_runs, runs_root
     from sga_core.runs.launch import run_foreground
-    from sga_core.yamlsafe import load_yaml
 
     t_all = time.time()
     training = (load_yaml(Path(args.preset).read_text()) or {}).get("training", {})

@@ -337,7 +337,7 @@ class TrainConfig:
 def load_config(path: str | Path) -> TrainConfig:
     import yaml
 
-    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+    from sga_core.fileio import YAMLTooLarge, load_yaml
 
     path = Path(path)
     try:

@@ -206,7 +206,7 @@ def parse_preset(text: str, source: str = "preset", *, keep_run_fields: bool = F
     ``!!python`` tag, nesting too deep or a number too long is a one-line ConfigError."""
     import yaml
 
-    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+    from sga_core.fileio import YAMLTooLarge, load_yaml
 
     try:
         preset = load_yaml(text, source)

@@ -12,7 +12,6 @@ import yaml
 from sga_core.assets import DEMO_PRESET, PRESETS_DIR
 from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
-from sga_core.data.errors import printable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, check_map, inspect_fields
 from sga_core.fileio import atomic_write_text, dumps_jsonl
@@ -110,7 +109,7 @@ from sga_core.runs.queue import (
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 from sga_core.runs.validate import Damaged
 from sga_core.stats import parse_seeds
-from sga_core.words import plural
+from sga_core.text import plural, printable
 
 __all__ = [
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",

@@ -11,8 +11,8 @@ import pytest
 
 from sga_core.cli import main
 from sga_core.data import DataError, load_dataset
-from sga_core.data.errors import printable
 from sga_core.data.mapping import check_map
+from sga_core.text import printable
 
 RAW = ("\x1b", "\u202e", "\u2066", "\x07", "\x9b", "\n")
 

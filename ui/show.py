@@ -7,7 +7,7 @@ import re
 
 import streamlit as st
 
-from sga_core.words import plural
+from sga_core.text import plural
 
 STATES = {  # text first, so a state reads right even where an icon cannot be drawn
     "queued": ("queued", ":material/schedule:"),

@@ -15,7 +15,7 @@ from sga_core.cli.flags import (
     parse_sets,
 )
 from sga_core.params import ConfigError
-from sga_core.words import plural
+from sga_core.text import plural
 
 
 def cmd_demo_data(args) -> int:
@@ -122,7 +122,7 @@ def cmd_project(args) -> int:
     """What the Data page does, from the shell: create a project (with a field mapping),
     add evaluation sets, show a project's sets and their roles."""
     from sga_core import projects
-    from sga_core.data.errors import printable
+    from sga_core.text import printable
 
     if args.action == "list":
         for name in projects.list_projects(args.workspace):

@@ -22,7 +22,7 @@ from sga_core.config import LaunchConfig, TrainingArgs
 from sga_core.methods import REGISTRY, method_names
 from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError
-from sga_core.words import plural
+from sga_core.text import plural
 
 
 def build_train_config(args) -> dict:

@@ -11,8 +11,9 @@ import re
 import unicodedata
 from typing import Any
 
-from sga_core.data.errors import DataError, printable, short
+from sga_core.data.errors import DataError, short
 from sga_core.data.limits import MAX_DEPTH, MAX_STRING_CHARS
+from sga_core.text import printable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # characters no field name may hold: C0 and C1 controls (ESC starts terminal escapes), the

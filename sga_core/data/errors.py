@@ -6,6 +6,8 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
+from sga_core.text import printable
+
 _SHOWN = 80  # characters of a field name or value quoted in a message
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 6, 6, 4
@@ -20,15 +22,6 @@ def short(value: Any) -> str:
     except ValueError:  # an int too long to print (more than 4300 digits)
         text = f"<{type(value).__name__} too long to show>"
     return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
-
-
-def printable(name: str) -> str:
-    """``name`` with every character that is not printable (controls such as ESC, bidi
-    overrides such as U+202E, line breaks) written as an escape (``\\x1b``, ``\\u202e``), so a
-    field name from a file can neither colour a terminal nor reorder the text around it."""
-    if name.isprintable():
-        return name
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in name)
 
 
 class DataError(ValueError):

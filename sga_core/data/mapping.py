@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sga_core.data.checks import check_field_name
-from sga_core.data.errors import DataError, printable, short
+from sga_core.data.errors import DataError, short
+from sga_core.text import printable
 
 #: the workbench's fields per data kind, required first (SPEC 3)
 TARGETS: dict[str, tuple[str, ...]] = {

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sga_core.data import NormalAnswer, NormalTable
 from sga_core.projects import jobs as bgjob
-from sga_core.words import plural
+from sga_core.text import plural
 
 SECRET_OPTIONS = ("api_key",)
 

@@ -139,7 +139,7 @@ def template_from_dict(doc: dict[str, Any], name: str = "custom") -> Template:
 def _load_file(path: Path) -> Template:
     import yaml
 
-    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+    from sga_core.fileio import YAMLTooLarge, load_yaml
 
     try:
         text = path.read_text(encoding="utf-8")

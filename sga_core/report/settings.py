@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sga_core.runs import validate
 from sga_core.runs.folder import manifest
-from sga_core.words import plural
+from sga_core.text import plural
 
 #: training settings that shape the unlearned model (logging, probes and saving do not)
 MODEL_SETTINGS = ("lr", "batch_size", "grad_accum", "seed", "weight_decay", "warmup_steps",

@@ -283,7 +283,7 @@ def config(run_dir) -> dict:
     """config.yaml as a mapping ({} when absent), the fields readers use checked."""
     import yaml
 
-    from sga_core.yamlsafe import YAMLTooLarge, load_yaml
+    from sga_core.fileio import YAMLTooLarge, load_yaml
 
     data = _bytes(Path(run_dir), CONFIG)
     if data is None:

@@ -25,9 +25,9 @@ from sga_core.model.forward import forward_stats
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE
 from sga_core.runs.procs import caller_gone, foreground_caller
+from sga_core.text import plural
 from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
-from sga_core.words import plural
 
 # ------------------------------------------------------------------------------ data --------
 

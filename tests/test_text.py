@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sga_core.words import plural
+from sga_core.text import plural
 
 
 def test_one_is_singular_others_plural():
