@@ -43,8 +43,8 @@ def parse_args(argv=None):
 
 def report(demo: Demo, sweep: str) -> dict:
     from sga_core.report import seeds, sweeps
+    from sga_core.report.stats import compare_by_seed
     from sga_core.report.table import results_table
-    from sga_core.stats import compare_by_seed
 
     rows = [r for r in results_table(demo.project, demo.root) if r.get("sweep") == sweep]
     groups = sorted(seeds.groups(rows), key=lambda g: g["r"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sga_core.model.device import DEVICES, PRECISIONS, fold_legacy_cpu
 from sga_core.model.fusedloss import MODES as FUSED_MODES
-from sga_core.params import ConfigError, from_dict, param, to_dict
+from sga_core.params import ConfigError, from_dict, param, parse_seeds, to_dict
 from sga_core.protocols import protocol_names
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
@@ -280,8 +280,6 @@ class TrainConfig:
             raise ConfigError(f"data.field_map: {exc}") from None
 
     def _check_seeds(self) -> None:
-        from sga_core.stats import parse_seeds
-
         try:
             parse_seeds(self.training.seeds, self.training.seed)
         except ValueError as exc:

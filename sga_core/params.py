@@ -135,3 +135,41 @@ def from_dict(cls, data: dict | None, prefix: str = ""):
 
 def to_dict(obj) -> dict:
     return dataclasses.asdict(obj)
+
+
+# --- seed lists: the ``training.seeds`` setting ------------------------------------------------
+
+MAX_SEEDS = 100
+MAX_SEED = 2**31 - 1
+
+
+def parse_seeds(text, base: int = 0) -> list[int]:
+    """The seeds a launch repeats over: ``""`` -> ``[base]``; a count ``"3"`` -> ``base,
+    base+1, base+2``; a list ``"0, 1, 2"`` (or ``"0 1 2"``, ``"[0, 1, 2]"``, or a YAML list)
+    -> those seeds, in order, each once. A single number is a count: one explicit seed is
+    the ``seed`` setting. ValueError names what is wrong."""
+    if isinstance(text, (list, tuple)):
+        text = ",".join(str(v) for v in text)
+    raw = str(text if text is not None else "").strip().strip("[]()").strip()
+    if not raw:
+        return [int(base)]
+    tokens = [t for t in raw.replace(";", ",").replace(",", " ").split() if t]
+    try:
+        nums = [int(t) for t in tokens]
+    except ValueError:
+        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
+        raise ValueError(f"seeds: {bad[:40]!r} is not a whole number (give a count such as "
+                         "3, or a list such as 0, 1, 2)") from None
+    is_list = len(tokens) > 1 or any(c in str(text) for c in ",;[")
+    if not is_list:
+        count = nums[0]
+        if not 1 <= count <= MAX_SEEDS:
+            raise ValueError(f"seeds: a count must be 1 to {MAX_SEEDS}, got {count}")
+        nums = [int(base) + i for i in range(count)]
+    nums = list(dict.fromkeys(nums))
+    if len(nums) > MAX_SEEDS:
+        raise ValueError(f"seeds: {len(nums)} seeds is too many (at most {MAX_SEEDS})")
+    bad = [s for s in nums if not 0 <= s <= MAX_SEED]
+    if bad:
+        raise ValueError(f"seeds: {bad[0]} is outside 0..{MAX_SEED}")
+    return nums

@@ -25,7 +25,7 @@ from sga_core.normals import get_backend as normal_backend
 from sga_core.normals import job as generation
 from sga_core.normals.idk import idk_normals
 from sga_core.normals.templates import list_templates
-from sga_core.params import ConfigError, field_specs, from_dict
+from sga_core.params import ConfigError, field_specs, from_dict, parse_seeds
 from sga_core.presets import load_preset, validate_preset
 from sga_core.projects import (
     Project,
@@ -108,7 +108,6 @@ from sga_core.runs.queue import (
 )
 from sga_core.runs.seeds import queued_text, submit_seeds, sweep_configs, sweep_name
 from sga_core.runs.validate import Damaged
-from sga_core.stats import parse_seeds
 from sga_core.text import plural, printable
 
 __all__ = [

@@ -14,8 +14,8 @@ from sga_core.config import TrainConfig, load_config
 from sga_core.params import ConfigError
 from sga_core.report import export, sweeps
 from sga_core.report import seeds as pooled
+from sga_core.report.stats import t_quantile
 from sga_core.runs.seeds import expand_seeds, seed_run_id, sweep_configs
-from sga_core.stats import t_quantile
 
 
 def row(run_id, r, seed, group, fq, mu=0.4, method="sga", sweep="sw", created=""):

@@ -11,11 +11,12 @@ import sys
 
 import pytest
 
-from sga_core import stats
+from sga_core import params
+from sga_core.report import stats
 
 
 def test_importing_stats_loads_neither_torch_nor_scipy():
-    code = ("import sys, sga_core.stats; "
+    code = ("import sys, sga_core.report.stats; "
             "print(any(m.split('.')[0] in ('torch', 'scipy') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
@@ -165,7 +166,7 @@ def test_ks_steps_are_the_values_forget_quality_can_take():
     ("4 2 4", 0, [4, 2]), ("[1, 2]", 0, [1, 2]), ([3, 1], 0, [3, 1]), ("5,", 0, [5]),
     (2, 10, [10, 11])])
 def test_parse_seeds(text, base, expected):
-    assert stats.parse_seeds(text, base) == expected
+    assert params.parse_seeds(text, base) == expected
 
 
 @pytest.mark.parametrize("text,words", [("0", "count"), ("101", "count"), ("a,b", "'a'"),
@@ -173,4 +174,4 @@ def test_parse_seeds(text, base, expected):
                                         (",".join(map(str, range(101))), "too many")])
 def test_parse_seeds_errors_say_what(text, words):
     with pytest.raises(ValueError, match=words):
-        stats.parse_seeds(text)
+        params.parse_seeds(text)

@@ -4,7 +4,7 @@ sd, 95% interval, n).
 A *configuration* is a seed group (``group`` in config.yaml: the runs one launch made over
 several seeds); a run launched without seeds is a configuration of its own (n = 1). Where a
 group holds two evaluated runs with the same seed (a re-run), the newer one counts. The
-intervals are Student-t over seeds (:mod:`sga_core.stats`, which says why). Metric versus r
+intervals are Student-t over seeds (:mod:`sga_core.report.stats`, which says why). Metric versus r
 with these intervals is :mod:`sga_core.report.sweeps`; the download, :mod:`.export`. No
 Streamlit, no torch.
 """
@@ -12,7 +12,7 @@ Streamlit, no torch.
 from __future__ import annotations
 
 from sga_core.report.columns import REFERENCE_ROWS, column_labels
-from sga_core.stats import Interval, t_interval
+from sga_core.report.stats import Interval, t_interval
 
 
 def group_key(row: dict) -> str:

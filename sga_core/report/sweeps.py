@@ -9,7 +9,7 @@ from sga_core.metrics.catalog import HIGHER, LOWER, PROTOCOL_NAMES, table_column
 from sga_core.report.columns import REFERENCE_ROWS, column_labels
 from sga_core.report.seeds import fmt_interval, groups
 from sga_core.report.settings import configuration, differing_settings, show_setting, signature
-from sga_core.stats import compare_by_seed, mean, t_interval
+from sga_core.report.stats import compare_by_seed, mean, t_interval
 
 
 def swept_value(row: dict):
@@ -93,7 +93,7 @@ def _by_r(members: list[dict]) -> dict[float, list[dict]]:
 def r_bands(rows: list[dict], sweep: str, kind: str = "qa") -> dict:
     """Metric versus r with the spread across seeds, over one :func:`r_groups` entry of the
     Results rows: ``r`` (sorted), per column label (every value column of ``rows``) a list
-    of :class:`~sga_core.stats.Interval` (one per r), and ``points`` per column: (r, value,
+    of :class:`~sga_core.report.stats.Interval` (one per r), and ``points`` per column: (r, value,
     seed) of every run, for drawing the seeds themselves."""
     by_r = _by_r(r_group_members(rows).get(sweep, []))
     out: dict = {"r": list(by_r), "points": {}}
@@ -126,7 +126,7 @@ def _better(direction: str, a: float, b: float) -> bool:
 def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dict | None:
     """The best r of one :func:`r_groups` entry of the Results rows by one metric (its
     catalog direction), with the uncertainty: ``best`` (r and its
-    :class:`~sga_core.stats.Interval`), ``others``: for each other r the difference to the
+    :class:`~sga_core.report.stats.Interval`), ``others``: for each other r the difference to the
     best (paired by seed where possible) and whether its interval excludes 0, ``n_min``
     (the fewest seeds at any r) and ``param``, the name of the setting it suggests a value
     of (:func:`sweep_param_of`). None when no r has the metric."""

@@ -18,14 +18,14 @@ import math
 from pathlib import Path
 
 from sga_core.metrics.catalog import metrics_for
-from sga_core.runs import validate
-from sga_core.stats import (
+from sga_core.report.stats import (
     bootstrap_mean,
     clean,
     fq_neighbours,
     ks_pvalue_steps,
     paired_bootstrap_diff,
 )
+from sga_core.runs import validate
 
 PER_SAMPLE = Path("eval") / "per_sample.jsonl"
 SUMMARY = Path("eval") / "summary.json"

@@ -1,7 +1,7 @@
 """Seeds as a dimension of every launch, preset and sweep.
 
 A config whose ``training.seeds`` names several seeds (a count or a list,
-:func:`sga_core.stats.parse_seeds`) becomes one run folder per seed: each with its own
+:func:`sga_core.params.parse_seeds`) becomes one run folder per seed: each with its own
 ``training.seed``, the whole list in ``training.seeds``, and one shared ``group`` (the
 configuration's id; the Results page pools a group's runs into mean, sd and interval). Run
 ids are the configuration's id plus ``-s<seed>``. In a sweep every value becomes its own
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sga_core.config import TrainConfig
 from sga_core.runs.folder import MAX_ID_TRIES, base_run_id, id_candidates, runs_root
-from sga_core.stats import parse_seeds
+from sga_core.params import parse_seeds
 
 
 def seed_run_id(base: str, seed: int) -> str:

@@ -1,5 +1,6 @@
 """The statistics behind comparisons: intervals over seeds, bootstrap intervals over rows,
-paired differences, and the steps a KS p-value (Forget Quality) can take.
+paired differences, and the steps a KS p-value (Forget Quality) can take. (Which seeds a
+launch repeats over is a setting: :func:`sga_core.params.parse_seeds`.)
 
 Pure Python, no torch; scipy is imported only by :func:`ks_pvalue_steps` (the same
 ``ks_2samp`` Forget Quality uses), so importing this module is cheap.
@@ -77,44 +78,6 @@ def sample_sd(values: Sequence[float]) -> float:
     """The sample standard deviation (n - 1 in the denominator); needs n >= 2."""
     m = mean(values)
     return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (len(values) - 1))
-
-
-# --- seeds -------------------------------------------------------------------------------------
-
-MAX_SEEDS = 100
-MAX_SEED = 2**31 - 1
-
-
-def parse_seeds(text, base: int = 0) -> list[int]:
-    """The seeds a launch repeats over: ``""`` -> ``[base]``; a count ``"3"`` -> ``base,
-    base+1, base+2``; a list ``"0, 1, 2"`` (or ``"0 1 2"``, ``"[0, 1, 2]"``, or a YAML list)
-    -> those seeds, in order, each once. A single number is a count: one explicit seed is
-    the ``seed`` setting. ValueError names what is wrong."""
-    if isinstance(text, (list, tuple)):
-        text = ",".join(str(v) for v in text)
-    raw = str(text if text is not None else "").strip().strip("[]()").strip()
-    if not raw:
-        return [int(base)]
-    tokens = [t for t in raw.replace(";", ",").replace(",", " ").split() if t]
-    try:
-        nums = [int(t) for t in tokens]
-    except ValueError:
-        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
-        raise ValueError(f"seeds: {bad[:40]!r} is not a whole number (give a count such as "
-                         "3, or a list such as 0, 1, 2)") from None
-    is_list = len(tokens) > 1 or any(c in str(text) for c in ",;[")
-    if not is_list:
-        count = nums[0]
-        if not 1 <= count <= MAX_SEEDS:
-            raise ValueError(f"seeds: a count must be 1 to {MAX_SEEDS}, got {count}")
-        nums = [int(base) + i for i in range(count)]
-    nums = list(dict.fromkeys(nums))
-    if len(nums) > MAX_SEEDS:
-        raise ValueError(f"seeds: {len(nums)} seeds is too many (at most {MAX_SEEDS})")
-    bad = [s for s in nums if not 0 <= s <= MAX_SEED]
-    if bad:
-        raise ValueError(f"seeds: {bad[0]} is outside 0..{MAX_SEED}")
-    return nums
 
 
 # --- distributions -----------------------------------------------------------------------------
@@ -357,7 +320,7 @@ def fq_neighbours(p: float, steps: list[tuple[float, float]]) -> dict:
             "lower": ps[i + 1] if i + 1 < len(ps) else None}
 
 
-__all__ = ["Interval", "LEVEL", "MAX_SEEDS", "N_BOOT", "betainc", "bootstrap_mean", "clean",
+__all__ = ["Interval", "LEVEL", "N_BOOT", "betainc", "bootstrap_mean", "clean",
            "compare_by_seed", "fq_neighbours", "ks_pvalue_steps", "ks_statistics", "mean",
-           "paired_bootstrap_diff", "paired_t_interval", "parse_seeds", "sample_sd", "t_cdf",
+           "paired_bootstrap_diff", "paired_t_interval", "sample_sd", "t_cdf",
            "t_interval", "t_quantile", "welch_interval"]
