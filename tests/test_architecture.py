@@ -121,6 +121,51 @@ def _all_imports(path: Path) -> set[str]:
     return out
 
 
+#: the modules at the top of the library: only what every layer shares (settings, config,
+#: presets, files, shipped assets, statistics, text, the facade); a module that belongs to
+#: one part of the library lives in that part's package
+TOP_LEVEL_LIMIT = 8
+HTML_TAGS = ("<div", "<span", "<table", "<br", "<wbr", "<p ", "<p>", "<style", "<script")
+
+
+def test_the_top_level_holds_at_most_eight_shared_modules():
+    top = sorted(p.stem for p in LIB.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert len(top) <= TOP_LEVEL_LIMIT, f"{len(top)} top-level modules: {top}"
+
+
+def _html_strings(path: Path) -> list[str]:
+    """Each string constant (f-string parts included) of ``path`` that holds an HTML tag."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            low = node.value.lower()
+            if any(tag in low for tag in HTML_TAGS):
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                out.append(f"{where}:{node.lineno}")
+    return out
+
+
+def test_the_report_package_imports_no_streamlit_and_builds_no_html():
+    """sga_core/report/ returns data (rows, intervals, text); the pages render it."""
+    files = sorted((LIB / "report").rglob("*.py"))
+    assert len(files) >= 5  # the package is there, one module per thing it holds
+    users = [module_name(p) for p in files
+             if {"streamlit", "html"} & {n.split(".")[0] for n in _all_imports(p)}]
+    assert users == []
+    assert [hit for p in files for hit in _html_strings(p)] == []
+
+
+def test_the_library_builds_no_html():
+    """HTML is the UI's (ui/tokens.py colours answer tokens); the library returns data."""
+    assert [hit for p in sorted(LIB.rglob("*.py")) for hit in _html_strings(p)] == []
+
+
+def test_the_html_finder_finds_html(tmp_path):
+    f = tmp_path / "page.py"
+    f.write_text("X = '<span title=p>'\nY = f\"<DIV style='a'>{X}</div>\"\n")
+    assert sorted(_html_strings(f)) == ["page.py:1", "page.py:2"]
+
+
 PAGES = ROOT / "app_pages"
 PAGE_IMPORTS = {"streamlit", "pandas", "plotly", "__future__", "html", "json", "re",
                 "sga_core.workbench", "ui"}
