@@ -10,6 +10,7 @@
 - :mod:`.export`: the CSV/JSON download;
 - :mod:`.uncertainty`: one run's bootstrap intervals, FQ's resolution, two runs compared;
 - :mod:`.paper`: the paper's Table 1;
+- :mod:`.stats`: the statistics behind them (t intervals, bootstraps, KS steps);
 - :mod:`.run_files`: one run's config diff, tokens, per-row values and probes.
 
 No Streamlit and no HTML here: the pages render what these functions return."""
