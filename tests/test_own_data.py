@@ -282,7 +282,7 @@ def test_evaluation_progress_and_eta(tmp_path):
     assert eval_progress(run)["state"] == "queued"
     done = tmp_path / "done"
     (done / "eval").mkdir(parents=True)
-    (done / "eval" / "summary.json").write_text(json.dumps({"elapsed_s": 120.0}))
+    (done / "eval" / "summary.json").write_text(json.dumps({"metrics": {}, "elapsed_s": 120.0}))
     assert typical_eval_seconds([done, run]) == 120.0
 
 

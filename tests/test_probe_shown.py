@@ -25,8 +25,11 @@ def test_probe_tokens_leave_out_special_tokens(tiny_model_dir, kind, asked):
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))
     out = answer_with_probs(load_model(str(tiny_model_dir)).eval(), enc, asked, kind, 6)
     special = set(enc.tok.all_special_tokens)
-    assert not special & set(out["tokens"]), out["tokens"]
-    assert enc.eos_id not in out["token_ids"]
+    if out["answer"].strip():
+        assert not special & set(out["tokens"]), out["tokens"]
+        assert enc.eos_id not in out["token_ids"]
+    else:  # the tiny model may end at once: then its end token is the one token shown
+        assert len(out["tokens"]) == 1 and out["tokens"][0] in special, out["tokens"]
     assert len(out["tokens"]) == len(out["probs"]) == len(out["top"]) == len(out["token_ids"])
 
 
@@ -53,3 +56,15 @@ def test_a_text_projects_probe_is_labelled_text_prefix(ui_env, demo_dir, tiny_mo
     assert asked == ["**Text prefix:** The river ran"], asked
     tokens = "".join(h.proto.body for h in at.html)
     assert "&lt;/s&gt;" not in tokens  # the tiny model's end-of-text token
+
+
+def test_an_empty_answer_shows_its_end_token():
+    """A model that ends at once answers with nothing but its end token: that token and its
+    probability are shown, not an empty row."""
+    from sga_core.projects.probe_job import shown_tokens
+
+    rec = {"token_ids": [7], "tokens": ["<|im_end|>"], "probs": [0.9], "top": [[]]}
+    assert shown_tokens(rec, {7}) == rec
+    rec = {"token_ids": [5, 7], "tokens": ["Paris", "<|im_end|>"], "probs": [0.4, 0.9],
+           "top": [[], []]}
+    assert shown_tokens(rec, {7})["tokens"] == ["Paris"]

@@ -4,6 +4,7 @@ folder are cleaned, and a folder being replaced is never missing for a reader.""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -26,8 +27,8 @@ from sga_core.runs.leftovers import (
 
 ROOT = Path(__file__).resolve().parent.parent
 HOUR = 3600.0
-TEMPFILE_CALL = re.compile(r"\b(mkdtemp|mkstemp|TemporaryDirectory|NamedTemporaryFile|"
-                           r"SpooledTemporaryFile|TemporaryFile)\(([^)]*)\)")
+TEMPFILE_FUNCS = {"mkdtemp", "mkstemp", "TemporaryDirectory", "NamedTemporaryFile",
+                  "SpooledTemporaryFile", "TemporaryFile"}
 KIND_CALL = re.compile(r"\b(temp_dir|make_temp_dir|temp_prefix)\(\s*([^)]*)\)")
 # a name made beside what is written: ".{x}.tmp", f".creating-{name}-{os.getpid()}", ...
 IN_PLACE_LITERAL = re.compile(r"""f?["'](\.(?:creating-|convert-|\{)[^"'\s/]*)["']""")
@@ -45,9 +46,25 @@ def sample(template: str) -> str:
     return re.sub(r"\{([^}]*)\}", lambda m: "4242" if "pid" in m.group(1) else "x", template)
 
 
-def literal(arg_text: str, name: str) -> str | None:
-    m = re.search(rf"""\b{name}\s*=\s*f?["']([^"']*)["']""", arg_text)
-    return m.group(1) if m else None
+def template(node) -> str | None:
+    """A string literal or f-string as a template (``{...}`` where a value goes)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else
+                       "{" + ast.unparse(v.value) + "}" for v in node.values)
+    return None
+
+
+def tempfile_calls(text: str):
+    """(call, prefix template, suffix template) of each tempfile call in a module, parsed
+    (a call's arguments may hold calls and span lines)."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            if name in TEMPFILE_FUNCS:
+                kw = {k.arg: template(k.value) for k in node.keywords}
+                yield ast.unparse(node), kw.get("prefix"), kw.get("suffix")
 
 
 def test_every_temporary_name_the_code_makes_is_known_to_clean_up():
@@ -55,13 +72,12 @@ def test_every_temporary_name_the_code_makes_is_known_to_clean_up():
     for path in app_sources():
         text = path.read_text(encoding="utf-8")
         where = path.relative_to(ROOT)
-        for m in TEMPFILE_CALL.finditer(text):
+        for call, prefix, suffix in tempfile_calls(text):
             if path.name == "leftovers.py":
                 continue  # where the names are made from TEMP_KINDS
-            prefix, suffix = literal(m.group(2), "prefix"), literal(m.group(2), "suffix")
             name = None if prefix is None else sample(prefix) + "q1w2_e3" + sample(suffix or "")
             if name is None or leftover_kind(name) is None:
-                unknown.append(f"{where}: {m.group(0)}")
+                unknown.append(f"{where}: {call}")
         for m in KIND_CALL.finditer(text):
             if path.name == "leftovers.py":
                 continue

@@ -17,7 +17,7 @@ def sweep_panel(method: str, param: str, make_cfg, root) -> None:
     with st.expander(f"Sweep over {param}", key="train.sweep_open",
                      on_change="rerun"):
         # each method's own values, within its setting's bounds (SGA's box keeps its key)
-        sweep_key = "train.sweep_values" + ("" if method == "sga" else f".{method}")
+        sweep_key = "train.sweep_values" if method == "sga" else f"train.sweep_values.{method}"
         text = kept(st.text_input, sweep_key, wb.sweep_default(method),
                     label=f"{param} values: a list ({wb.sweep_default(method)}) or "
                           "a range start:stop:step", help="each value runs once per seed of "

@@ -44,8 +44,11 @@ def answer_with_probs(model, enc, question: str, kind: str, max_new_tokens: int)
 def shown_tokens(rec: dict, special_ids: set[int]) -> dict:
     """A token record without its special tokens (the end of text the answer is scored
     with, a chat template's end token such as <|im_end|>): the answer as a person reads it,
-    like the decoded answer beside it."""
+    like the decoded answer beside it. An empty answer keeps its end token: that the model
+    ended at once, and how sure it was, is the whole answer then."""
     keep = [i for i, t in enumerate(rec["token_ids"]) if t not in special_ids]
+    if not keep and rec["token_ids"]:
+        keep = [len(rec["token_ids"]) - 1]
     return {key: [values[i] for i in keep] for key, values in rec.items()}
 
 
