@@ -75,6 +75,33 @@ def check_folders(args) -> None:
         if is_file:
             raise ConfigError(f"{flag} {value}: is a file, not a folder; give a folder (it "
                               "is made when missing)")
+    check_out(args)
+
+
+# what each command's --out names: a file it writes, or a folder it writes into
+OUT_IS_FILE = {"normals": True, "rstar": True, "eval": False}
+
+
+def check_out(args) -> None:
+    """``--out`` names a file (``normals``, ``rstar``) or a folder (``eval``): the other
+    kind already there is a one-line error naming the flag and the path before any work is
+    done (a generation or an evaluation that could only fail when it writes its result)."""
+    from pathlib import Path
+
+    value = getattr(args, "out", None)
+    wants_file = OUT_IS_FILE.get(getattr(args, "command", None))
+    if not value or wants_file is None:
+        return
+    path = Path(value).expanduser()
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError as exc:
+        raise ConfigError(f"--out {value}: {exc.strerror or exc}") from None
+    if wants_file and is_dir:
+        raise ConfigError(f"--out {value}: is a folder; give the file to write")
+    if not wants_file and exists and not is_dir:
+        raise ConfigError(f"--out {value}: is a file, not a folder; give a folder (it is "
+                          "made when missing)")
 
 
 __all__ = ["build_parser", "build_train_config", "main"]
