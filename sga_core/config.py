@@ -344,6 +344,12 @@ def load_config(path: str | Path) -> TrainConfig:
         raise
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read config: not UTF-8 text (byte {exc.start})"
+                          ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read config: the YAML is nested too deeply"
+                          ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a mapping")
     return TrainConfig.from_dict(data, base_dir=path.resolve().parent)

@@ -1,0 +1,55 @@
+"""A run's config.yaml that the run-folder checks read (libyaml) but the full config loader
+could not: nested deeper than Python's recursion allows, or not UTF-8. Loading it for an
+evaluation or a re-run is a clear error naming the file, never a RecursionError traceback or
+a decode error that names no file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sga_core.config import load_config
+from sga_core.params import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "assets" / "demo"
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def run_folder(tmp_path, tiny_model_dir, idk_normals_file) -> Path:
+    res = cli("train", "--model", str(tiny_model_dir), "--forget", str(DEMO / "forget.jsonl"),
+              "--retain", str(DEMO / "retain.jsonl"), "--normals", str(idk_normals_file),
+              "--k", "4", "--no-launch", "--runs-dir", "runs", "--run-id", "deep",
+              "--max-steps", "2", "--cpu", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    return tmp_path / "runs" / "deep"
+
+
+DAMAGE = {
+    "deep notes": lambda text: (text + "notes: " + "[" * 3000 + "]" * 3000 + "\n").encode(),
+    "UTF-16": lambda text: text.encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_config_loader_names_the_file(run_folder, damage):
+    path = run_folder / "config.yaml"
+    path.write_bytes(DAMAGE[damage](path.read_text(encoding="utf-8")))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+    res = cli("eval", "deep", "--runs-dir", "runs", "--device", "cpu",
+              cwd=run_folder.parent.parent)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    assert "config.yaml" in res.stderr.strip().splitlines()[-1]
