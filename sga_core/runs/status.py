@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
-from sga_core.runs.procs import pid_alive, start_fields
+from sga_core.runs.procs import is_ours, start_fields
 from sga_core.runs.validate import FINAL_STATES, STATES  # noqa: F401  (read from here)
 
 RUN_FILE = "status.json"
@@ -67,7 +67,9 @@ def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
     if status.get("host", socket.gethostname()) != socket.gethostname():
         return status  # a run on another machine: only its own files can tell
     pids = [(status[k], status.get(f"{k}_start")) for k in pid_keys if status.get(k)]
-    if not pids or any(pid_alive(p, start) for p, start in pids):
+    # a process counts only while it is the one recorded: its start time, or for an old
+    # record without one, a command line that runs sga_core (a stranger given the pid is not)
+    if not pids or any(is_ours({"pid": p, "start": start}) for p, start in pids):
         return status
     return {**status, "state": "failed", "vanished": True,
             "error": status.get("error") or f"the {what} process vanished (killed or the "
