@@ -376,10 +376,26 @@ def explain_method(name: str, args: dict) -> str | None:
 MAX_PRESET_NAME = 64
 
 
+# letters of other scripts drawn like a Latin letter (after case folding): Cyrillic and
+# Greek capitals and small letters that a reader cannot tell from a, b, c, e, ... ('mуrun'
+# with a Cyrillic 'у' is 'myrun' in the Load preset list)
+LOOK_ALIKES = str.maketrans({
+    "\u0430": "a", "\u0432": "b", "\u0435": "e", "\u043a": "k", "\u043c": "m",
+    "\u043d": "h", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0442": "t",
+    "\u0443": "y", "\u0445": "x", "\u0456": "i", "\u0458": "j", "\u0455": "s",
+    "\u0501": "d", "\u051b": "q", "\u051d": "w", "\u04bb": "h", "\u04cf": "l",
+    "\u03b1": "a", "\u03b2": "b", "\u03b5": "e", "\u03b7": "h", "\u03b9": "i",
+    "\u03ba": "k", "\u03bc": "m", "\u03bd": "v", "\u03bf": "o", "\u03c1": "p",
+    "\u03c4": "t", "\u03c5": "u", "\u03c7": "x", "\u03b6": "z", "\u0251": "a",
+    "\u0131": "i", "\u0261": "g",
+})
+
+
 def preset_key(name: str) -> str:
-    """What two preset names must not share: their NFKC form, case-folded ('Demo', 'DEMO'
-    and the full-width 'ｄｅｍｏ' are one name to a reader and to a case-insensitive disk)."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """What two preset names must not share: their NFKC form, case-folded, with letters of
+    other scripts drawn like Latin ones read as those ('Demo', 'DEMO', the full-width
+    'ｄｅｍｏ' and 'dеmo' with a Cyrillic 'е' are one name to a reader)."""
+    return unicodedata.normalize("NFKC", name).casefold().translate(LOOK_ALIKES)
 
 
 def save_preset(project: Project, name: str, cfg) -> Path:
