@@ -50,12 +50,20 @@ def main(argv: list[str] | None = None) -> int:
         check_folders(args)
         return args.func(args)
     except (ConfigError, DataError, ModelError, ValueError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path the system refuses: too long, not a folder, no access
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {' '.join(f'{where}{exc.strerror or exc}'.split())}", file=sys.stderr)
+        print(f"error: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 2
+
+
+def one_line(message: str) -> str:
+    """An error message on one line, with what a terminal would act on (ESC, bidi
+    overrides, other controls from a path or a name the person gave) written escaped."""
+    from sga_core.data.errors import printable
+
+    return printable(" ".join(message.split()))
 
 
 def check_folders(args) -> None:

@@ -42,8 +42,8 @@ class DataError(ValueError):
 
     def _message(self) -> str:
         parts = []
-        if self.file is not None:
-            parts.append(self.file)
+        if self.file is not None:  # a file's name is the sender's choice (an upload's)
+            parts.append(printable(self.file))
         if self.row is not None:
             parts.append(f"row {self.row}")
         if self.field is not None:
