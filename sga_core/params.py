@@ -83,10 +83,20 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
             if isinstance(value, str):
                 value = [v for v in re.split(r"[,\s]+", value.strip()) if v]
             inner = int if "int" in text else float if "float" in text else str
-            return [inner(v) for v in value]
+            return [_item(v, inner) for v in value]
     except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         raise ConfigError(f"{key}: cannot read {value!r} as {text}") from None
     return value
+
+
+def _item(value: Any, inner: type) -> Any:
+    """One item of a list setting, read with the rule of a single setting of its type: a
+    number list refuses true/false, and a whole-number list refuses 1.5 (it would read 1)."""
+    if inner is not str and isinstance(value, bool):
+        raise ValueError(value)
+    if inner is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    return inner(value)
 
 
 def validate_fields(obj, prefix: str = "") -> None:
