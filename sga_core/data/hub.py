@@ -122,7 +122,14 @@ def _check_inside(root: Path, path: Path) -> None:
     cur = root
     for name in path.relative_to(root).parts:
         cur = cur / name
-        if cur.is_symlink() and not cur.resolve().is_relative_to(real_root):
+        if not cur.is_symlink():
+            continue
+        try:
+            target = cur.resolve(strict=False)
+        except (RuntimeError, OSError):  # RuntimeError: Python 3.11's "Symlink loop"
+            raise HubError(f"{_rel(root, cur)}: a symbolic link that leads back to itself "
+                           "(a loop); refused") from None
+        if not target.is_relative_to(real_root):
             raise HubError(f"{_rel(root, cur)}: a symbolic link leading outside the imported "
                            "folder; refused (copy the file into the folder instead)")
 
@@ -136,7 +143,15 @@ def _shards(root: Path, part: Part) -> list[Path]:
     shards = sorted(p for p in folder.glob(f"{part.split}-*.parquet")
                     if p.is_file() or p.is_symlink())
     numbered = [SHARD_RE.search(p.name) for p in shards]
+    odd = [p for p, m in zip(shards, numbered) if not m]
+    if odd and len(odd) < len(shards):  # numbered shards and a file that is none of them
+        raise HubError(f"{_rel(root, odd[0])}: not one of the numbered parquet shards of "
+                       f"split {part.split!r} beside it ({part.split}-NNNNN-of-MMMMM.parquet); "
+                       "remove it or the shards")
     if shards and all(numbered):
+        # in the order of their numbers: 'forget-2-of-12' comes before 'forget-10-of-12'
+        order = sorted(range(len(shards)), key=lambda i: int(numbered[i].group(1)))
+        shards, numbered = [shards[i] for i in order], [numbered[i] for i in order]
         totals = {m.group(2) for m in numbered}
         have = {int(m.group(1)) for m in numbered}
         total = max(int(t) for t in totals)
