@@ -12,6 +12,7 @@ Each warning names the rows (1-based, as the Data page and the files count them)
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,8 +20,17 @@ _CONTENT = {"qa": ("question", "answer"), "text": ("text", "prompt", "continuati
 _SHOWN = 5
 
 
+def _same_text(value: Any) -> str:
+    """``value`` as a reader sees it: one composed form (NFC: 'e' + a combining accent is
+    'é'), invisible format characters (zero-width space, soft hyphen, bidi marks) dropped,
+    runs of white space as one space."""
+    text = unicodedata.normalize("NFC", str(value or ""))
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return " ".join(text.split())
+
+
 def _key(row: Mapping[str, Any], kind: str) -> tuple:
-    return tuple(" ".join(str(row.get(f) or "").split()) for f in _CONTENT.get(kind, ()))
+    return tuple(_same_text(row.get(f)) for f in _CONTENT.get(kind, ()))
 
 
 def _rows(numbers: Sequence[int]) -> str:
