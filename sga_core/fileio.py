@@ -15,6 +15,7 @@ names) and refuses a document past :data:`MAX_YAML_VALUES` before constructing i
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -41,6 +42,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; parent folders are created."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():  # else os.replace fails naming the temporary file, not this one
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -59,10 +59,24 @@ def cmd_runs(args) -> int:
                   + (f" (its evaluation {ev_state})" if ev_state else ""))
             return 0
         st = queue.cancel(run_dir)
-        print(f"cancel requested for {args.run_id}: {st.get('state')} (a running run stops at "
-              "its next step)")
+        print(cancel_said(args.run_id, st))
         return 0
     raise ConfigError(f"unknown action {args.action}")
+
+
+def cancel_said(run_id: str, st: dict) -> str:
+    """What ``runs cancel`` made of the run, by the state it is in now."""
+    from sga_core.runs.validate import FINAL_STATES
+
+    state = st.get("state")
+    if state in FINAL_STATES:
+        return f"{run_id}: {state}" + (f" ({st['error']})" if st.get("error") else "")
+    if state == "damaged":
+        return (f"cancel requested for {run_id}, whose status is damaged ({st.get('damaged')}): "
+                "a trainer still running stops at its next step")
+    if state == "queued":
+        return f"cancel requested for {run_id}: queued, dropped before it starts"
+    return f"cancel requested for {run_id}: {state} (a running run stops at its next step)"
 
 
 # ------------------------------------------------------------------------------------------
