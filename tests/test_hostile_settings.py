@@ -25,3 +25,25 @@ def test_whole_number_items_written_as_floats_are_kept():
     cfg = from_dict(TrainingArgs, {"probe_rows": [1.0, 2, "3"]}, "training.")
     assert cfg.probe_rows == [1, 2, 3]
     assert all(type(r) is int for r in cfg.probe_rows)
+
+
+def test_sweep_values_starting_with_a_minus_need_no_quotes(tmp_path, capsys, tiny_model_dir,
+                                                            idk_normals_file):
+    """``--sweep-values -0.8,-0.4`` (no spaces, as a shell user types it) is the list of
+    values, not an unknown option that leaves the flag 'expected one argument'."""
+    from pathlib import Path
+
+    import yaml
+
+    from sga_core.cli import main
+
+    demo = Path(__file__).resolve().parent.parent / "assets" / "demo"
+    runs = tmp_path / "runs"
+    code = main(["train", "--model", str(tiny_model_dir), "--forget",
+                 str(demo / "forget.jsonl"), "--retain", str(demo / "retain.jsonl"),
+                 "--normals", str(idk_normals_file), "--k", "4", "--no-launch", "--cpu",
+                 "--runs-dir", str(runs), "--sweep-values", "-0.8,-0.4"])
+    assert code == 0, capsys.readouterr().err
+    rs = sorted(yaml.safe_load((d / "config.yaml").read_text())["method_args"]["r"]
+                for d in runs.iterdir() if (d / "config.yaml").exists())
+    assert rs == [-0.8, -0.4]

@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from sga_core.data import DataError
     from sga_core.model.loading import ModelError
 
+    argv = joined_values(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -64,6 +65,26 @@ def one_line(message: str) -> str:
     from sga_core.data.errors import printable
 
     return printable(" ".join(message.split()))
+
+
+# flags whose value may start with '-' and is no number (argparse would take '-0.8,-0.4'
+# for an option and say the flag 'expected one argument')
+DASH_VALUES = ("--sweep-values",)
+
+
+def joined_values(argv: list[str]) -> list[str]:
+    """``argv`` with ``--flag VALUE`` written ``--flag=VALUE`` for :data:`DASH_VALUES`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in DASH_VALUES and i + 1 < len(argv) and argv[i + 1].startswith("-") \
+                and not argv[i + 1].startswith("--"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def check_folders(args) -> None:
