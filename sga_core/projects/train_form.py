@@ -40,6 +40,12 @@ def _scalar(value: Any) -> bool:
         isinstance(value, float) and math.isfinite(value))
 
 
+def _shown(value: Any) -> str:
+    """A number as a note shows it, however many digits it has."""
+    text = f"{value:g}" if isinstance(value, float) else repr(value)
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
+
+
 def check_value(key: str, value: Any) -> str | None:
     """Why a stored value cannot go back into field ``key`` (None when it can)."""
     if not isinstance(key, str) or not key.startswith(PREFIX) or key in SKIP:
@@ -66,12 +72,14 @@ def check_value(key: str, value: Any) -> str | None:
         return None if isinstance(value, bool) else f"{value!r} is not true/false"
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                kind == "int" and not float(value).is_integer()):
-            return f"{value!r} is not {'an integer' if kind == 'int' else 'a number'}"
+                kind == "int" and isinstance(value, float) and not value.is_integer()):
+            return f"{_shown(value)} is not {'an integer' if kind == 'int' else 'a number'}"
         lo, hi = (spec["slider"] if m.group(3) == ".slider" and spec.get("slider")
                   else (spec.get("min"), spec.get("max")))
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            return f"{value:g} is outside {lo if lo is not None else '-inf'}.." \
+        # compared as they are: float() of an integer of hundreds of digits overflows
+        too_big = abs(value) > 2 ** 63 if isinstance(value, int) else False
+        if too_big or (lo is not None and value < lo) or (hi is not None and value > hi):
+            return f"{_shown(value)} is outside {lo if lo is not None else '-inf'}.." \
                    f"{hi if hi is not None else 'inf'}"
         return None
     return None if isinstance(value, str) else f"{value!r} is not text"
@@ -87,6 +95,9 @@ def load_train_form(project) -> tuple[dict[str, Any], list[str]]:
         return {}, []
     except (OSError, ValueError) as exc:
         return {}, [f"{FILE} is unreadable ({exc}); the form starts from its defaults"]
+    except RecursionError:
+        return {}, [f"{FILE} is unreadable (nested too deeply); the form starts from its "
+                    "defaults"]
     values = data.get("values") if isinstance(data, dict) else None
     if not isinstance(values, dict):
         return {}, [f"{FILE} holds no form values; the form starts from its defaults"]
