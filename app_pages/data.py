@@ -6,7 +6,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.benchmark_import import import_panel
-from ui.context import current_project, select_project
+from ui.context import current_project, select_project, show_damaged
 from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for, valid
 from ui.show import created_flash, plain, show_error, show_flash
@@ -65,6 +65,7 @@ c2.caption("The demo: 12 invented authors x 10 questions; the forget set is one 
            "for Model Utility.")
 
 if project is None:
+    show_damaged()
     st.stop()
 
 meta = project.meta

@@ -17,6 +17,7 @@ from ui.show import plain
 KEY = "project"  # the chosen project's name: the one source of truth
 WIDGET = "_project_picker"
 NEXT = "_project_next"
+DAMAGED = "_project_damaged"  # why the chosen project could not be loaded
 
 
 def _picked() -> None:
@@ -55,9 +56,22 @@ def current_project():
     if not name:
         return None
     try:
-        return wb.load_project(name)
-    except wb.ProjectError:
+        project = wb.load_project(name)
+    except wb.ProjectError as exc:
+        st.session_state[DAMAGED] = str(exc)  # require_project says why
         return None
+    st.session_state.pop(DAMAGED, None)
+    return project
+
+
+def show_damaged() -> bool:
+    """When the chosen project could not be loaded (its project.json is damaged), say why;
+    True when it did."""
+    if not st.session_state.get(DAMAGED):
+        return False
+    st.error(plain(st.session_state[DAMAGED]))
+    st.caption("Choose another project in the sidebar, or repair or remove that file.")
+    return True
 
 
 def require_project():
@@ -65,7 +79,8 @@ def require_project():
     page."""
     project = current_project()
     if project is None:
-        st.warning("Create or choose a project on the Data page first.")
+        if not show_damaged():
+            st.warning("Create or choose a project on the Data page first.")
         st.stop()
     st.caption(f":material/folder: project **{plain(project.name)}**")
     return project

@@ -51,7 +51,11 @@ def start(project, name: str, module: str, spec: dict, env: dict | None = None,
 
 
 def spec(project, name: str) -> dict:
-    return read_json(job_dir(project, name) / "spec.json", default={}) or {}
+    try:  # a damaged spec (cut off, nested too deeply) describes no job
+        data = read_json(job_dir(project, name) / "spec.json", default={})
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def progress_callback(project, name: str, **fields):

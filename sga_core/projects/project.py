@@ -54,6 +54,35 @@ def list_projects(root=None) -> list[str]:
                   if d.is_dir() and (d / "project.json").exists())
 
 
+def read_meta(name: str, path: Path) -> dict:
+    """A project's project.json as a mapping ({} when it is absent); a file that cannot be
+    read, is not a mapping, or holds a kind or K no page can use raises ProjectError."""
+    def damaged(why: str) -> ProjectError:
+        return ProjectError(f"project {name!r} is damaged: project.json {why}")
+
+    try:
+        data = read_json(path, default={})
+    except UnicodeDecodeError as exc:
+        raise damaged(f"is not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise damaged(f"is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise damaged("is nested too deeply") from None
+    except OSError as exc:
+        raise damaged(f"cannot be read ({exc.strerror or exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise damaged(f"must hold an object, got {type(data).__name__}")
+    if "kind" in data and data["kind"] not in ("qa", "text"):
+        raise damaged(f"kind must be 'qa' or 'text', got {str(data['kind'])[:40]!r}")
+    k = data.get("k", 4)
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or k != k or \
+            k in (float("inf"), float("-inf")) or int(k) != k or k < 1:
+        raise damaged(f"k must be a whole number of at least 1, got {str(k)[:40]!r}")
+    return data
+
+
 def check_name(name: str) -> str:
     name = (name or "").strip()
     if not NAME_RE.match(name):
@@ -69,7 +98,9 @@ class Project:
 
     @property
     def meta(self) -> dict:
-        return read_json(self.path / "project.json", default={}) or {}
+        """project.json, checked: a damaged one is a :class:`ProjectError` naming the file
+        and what is wrong (never a decode error or a wrong type deep inside a page)."""
+        return read_meta(self.name, self.path / "project.json")
 
     @property
     def kind(self) -> str:
@@ -271,7 +302,16 @@ class Project:
 
     # -- review marks ----------------------------------------------------------------------
     def reviewed(self) -> set[int]:
-        return set(read_json(self.path / "review.json", default={}).get("reviewed", []))
+        """The rows marked reviewed; a damaged review.json (cut off, the wrong shape) marks
+        none, and the next mark writes it afresh."""
+        try:
+            data = read_json(self.path / "review.json", default={})
+        except (OSError, ValueError, RecursionError):
+            return set()
+        marks = data.get("reviewed") if isinstance(data, dict) else None
+        if not isinstance(marks, list):
+            return set()
+        return {m for m in marks if type(m) is int and m >= 0}
 
     def set_reviewed(self, indices, reviewed: bool = True) -> set[int]:
         cur = self.reviewed()
@@ -298,7 +338,9 @@ def load_project(name: str, root=None) -> Project:
     path = workspace_root(root) / check_name(name)
     if not (path / "project.json").exists():
         raise ProjectError(f"no project named {name!r} in {path.parent}")
-    return Project(name, path)
+    project = Project(name, path)
+    project.meta  # noqa: B018 - a damaged project.json is a ProjectError here, named
+    return project
 
 
 def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLike | None = None,

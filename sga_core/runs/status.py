@@ -40,6 +40,8 @@ def read(path: str | os.PathLike) -> dict:
         return {}
     except (OSError, ValueError) as exc:
         return {"state": "failed", "error": f"{path.name} is unreadable: {exc}"}
+    except RecursionError:
+        return {"state": "failed", "error": f"{path.name} is unreadable: nested too deeply"}
     return data if isinstance(data, dict) else {}
 
 

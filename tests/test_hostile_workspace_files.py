@@ -1,0 +1,43 @@
+"""A project folder's own files damaged (cut off, the wrong shape, nested too deeply):
+project.json, review.json (the Normals page's review marks), a job's status.json and
+spec.json. Every page renders with no exception; a damaged project.json is named on the page
+with what is wrong, instead of the Home, Data and Normals pages failing for the project."""
+
+from __future__ import annotations
+
+import pytest
+
+from sga_core import workbench as wb
+from sga_core.projects import create_demo_project
+from tests.ui import open_page
+
+DEEP = "[" * 100000 + "]" * 100000
+PAGES = ["home", "data", "normals", "rstar", "train", "runs", "results", "tokens", "probe"]
+DAMAGE = {
+    "project.json": ["{\"kind\": \"qa\", \"k\"", "[]", '{"k": "x"}', '{"kind": 5}',
+                     '{"k": 1e999}', DEEP],
+    "review.json": ["[]", '{"reviewed": 5}', '{"reviewed": [[1]]}', "{\"rev", DEEP],
+    "generation/status.json": [DEEP],
+    "generation/spec.json": [DEEP],
+}
+CASES = [(rel, i) for rel, shapes in DAMAGE.items() for i in range(len(shapes))]
+
+
+@pytest.mark.parametrize(("rel", "shape"), CASES)
+def test_pages_render_with_a_damaged_project_file(ui_env, rel, shape):
+    project = create_demo_project(root=ui_env / "workspace")
+    path = project.path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(DAMAGE[rel][shape])
+    for page in PAGES:
+        at = open_page(f"app_pages/{page}.py")  # asserts no exception
+        if rel == "project.json" and page in ("data", "normals"):
+            shown = " ".join(e.value.replace("\\", "") for e in at.error)
+            assert "project.json" in shown, (page, shown)
+
+
+def test_a_damaged_project_json_is_a_project_error(tmp_path):
+    project = create_demo_project(root=tmp_path / "ws")
+    (project.path / "project.json").write_text("[]")
+    with pytest.raises(wb.ProjectError, match="project.json"):
+        wb.load_project("demo", root=tmp_path / "ws")
