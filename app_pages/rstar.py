@@ -69,7 +69,11 @@ def render(js: dict) -> None:
 
 follow_job(lambda: job.status(project), render)
 
-res = job.result(project)
+try:
+    res = job.result(project)
+except ValueError as exc:  # a damaged result.json: named, the rest of the page stays
+    show_error(exc)
+    res = None
 if not res:
     st.stop()
 summary, rows = res["summary"], res["rows"]

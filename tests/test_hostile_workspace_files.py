@@ -1,7 +1,8 @@
 """A project folder's own files damaged (cut off, the wrong shape, nested too deeply):
 project.json, review.json (the Normals page's review marks), a job's status.json and
-spec.json. Every page renders with no exception; a damaged project.json is named on the page
-with what is wrong, instead of the Home, Data and Normals pages failing for the project."""
+spec.json, the r* result. Every page renders with no exception; a damaged project.json (or
+r* result) is named on the page with what is wrong, instead of the Home, Data and Normals
+pages (or the r* page) failing for the project."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ DAMAGE = {
     "review.json": ["[]", '{"reviewed": 5}', '{"reviewed": [[1]]}', "{\"rev", DEEP],
     "generation/status.json": [DEEP],
     "generation/spec.json": [DEEP],
+    "rstar/result.json": ["[]", '{"rows": 5}', '{"rows": [1], "summary": {}}', "{\"ro", DEEP,
+                          '{"model": "m", "k": 4, "convention": "label", "subset": "all", '
+                          '"elapsed_s": 1, "rows": [], "summary": {"n": 3, "median": "x"}}'],
 }
 CASES = [(rel, i) for rel, shapes in DAMAGE.items() for i in range(len(shapes))]
 
@@ -31,9 +35,11 @@ def test_pages_render_with_a_damaged_project_file(ui_env, rel, shape):
     path.write_text(DAMAGE[rel][shape])
     for page in PAGES:
         at = open_page(f"app_pages/{page}.py")  # asserts no exception
+        shown = " ".join(e.value.replace("\\", "") for e in at.error)
         if rel == "project.json" and page in ("data", "normals"):
-            shown = " ".join(e.value.replace("\\", "") for e in at.error)
             assert "project.json" in shown, (page, shown)
+        if rel == "rstar/result.json" and page == "rstar":
+            assert "rstar/result.json is damaged" in shown, shown
 
 
 def test_a_damaged_project_json_is_a_project_error(tmp_path):

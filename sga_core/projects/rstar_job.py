@@ -19,8 +19,42 @@ def status(project) -> dict:
     return bgjob.status(project, NAME)
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def result(project) -> dict | None:
-    return read_json(job_dir(project) / "result.json", default=None)
+    """The saved result (None when there is none). A damaged result.json (cut off, the wrong
+    shape, a value of the wrong type where the page reads it) raises ValueError naming the
+    file and what is wrong."""
+    where = f"{NAME}/result.json"
+    try:
+        res = read_json(job_dir(project) / "result.json", default=None)
+    except RecursionError:
+        raise ValueError(f"{where} is damaged: nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"{where} is damaged: {exc}") from None
+    if res is None:
+        return None
+    if not isinstance(res, dict):
+        raise ValueError(f"{where} is damaged: it must hold an object")
+    summary, rows = res.get("summary"), res.get("rows")
+    if not isinstance(summary, dict) or not isinstance(rows, list):
+        raise ValueError(f"{where} is damaged: it needs a 'summary' object and a 'rows' list")
+    for key in ("model", "k", "convention", "subset", "elapsed_s"):
+        if key not in res:
+            raise ValueError(f"{where} is damaged: '{key}' is missing")
+    if summary.get("n"):
+        for key in ("n", "n_positive", "n_negative", "median", "q1", "q3"):
+            if not _number(summary.get(key)):
+                raise ValueError(f"{where} is damaged: summary '{key}' must be a number")
+    for i, row in enumerate(rows, start=1):
+        if not isinstance(row, dict) or not all(
+                k in row for k in ("r_star", "forget_index", "cos_ab", "norm_a", "norm_b")) \
+                or not (row["r_star"] is None or _number(row["r_star"])):
+            raise ValueError(f"{where} is damaged: row {i} lacks r_star, forget_index, "
+                             "cos_ab, norm_a or norm_b, or r_star is not a number")
+    return res
 
 
 def start(project, model: str, k: int, convention: str = "label", subset: str = "all",
