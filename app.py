@@ -8,7 +8,9 @@ so every page shares it and a page switch never resets it.
 
 import streamlit as st
 
+from sga_core.data import DataError
 from ui.context import sidebar_picker
+from ui.show import plain
 from ui.startup import clean_leftovers_once
 
 st.set_page_config(page_title="SGA Workbench", page_icon=":material/cleaning_services:",
@@ -30,4 +32,9 @@ pages = {
 }
 page = st.navigation(pages)
 sidebar_picker()
-page.run()
+try:
+    page.run()
+except DataError as exc:  # one of the project's own files, damaged after it was written
+    st.error(plain(f"A file of this project cannot be read: {exc}"))
+    st.caption("Repair the file, or create the project again on the Data page (New project "
+               "from files, with 'replace a project with the same name').")

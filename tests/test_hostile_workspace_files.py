@@ -47,3 +47,25 @@ def test_a_damaged_project_json_is_a_project_error(tmp_path):
     (project.path / "project.json").write_text("[]")
     with pytest.raises(wb.ProjectError, match="project.json"):
         wb.load_project("demo", root=tmp_path / "ws")
+
+
+DATA_DAMAGE = {
+    "forget.jsonl": ['{"question": "a", "ans', "", '{"question": 5, "answer": [1]}\n'],
+    "retain.jsonl": ['{"question": "a", "ans'],
+    "normals.jsonl": ["trunc{", '{"forget_index": "x"}\n'],
+}
+DATA_CASES = [(rel, i) for rel, shapes in DATA_DAMAGE.items() for i in range(len(shapes))]
+
+
+@pytest.mark.parametrize(("rel", "shape"), DATA_CASES)
+def test_pages_name_a_damaged_data_file_of_the_project(ui_env, rel, shape):
+    """The project's own data files (written by the workbench, then cut off or edited by
+    hand): each page names the file and row in an error, instead of failing with the
+    DataError as an exception."""
+    project = create_demo_project(root=ui_env / "workspace")
+    (project.path / rel).write_text(DATA_DAMAGE[rel][shape])
+    named = 0
+    for page in PAGES:
+        at = open_page(f"app_pages/{page}.py")  # asserts no exception
+        named += any(rel in e.value.replace("\\", "") for e in at.error)
+    assert named >= 1
