@@ -100,8 +100,11 @@ c2.markdown("**Forget answer**")
 c2.text(src.get("answer") or src.get("continuation") or "")
 
 current = sorted((a for a in table.answers if a.forget_index == row), key=lambda a: a.k)
-df = pd.DataFrame({"text": [a.text for a in current], "source": [a.source for a in current],
-                   "score": [a.score for a in current]})
+# typed columns: a row with no answer yet (a failed generation, a partial import) is an
+# empty table that pandas would type as numbers, which a text column cannot edit
+df = pd.DataFrame({"text": pd.Series([a.text for a in current], dtype="string"),
+                   "source": pd.Series([a.source for a in current], dtype="string"),
+                   "score": pd.Series([a.score for a in current], dtype="float64")})
 history = project.history()
 version = history[0].stem if history else "none"  # a new saved version rebuilds the editor
 st.caption("Double-click a cell to edit it, Enter to save. Add an answer with the + under the "
