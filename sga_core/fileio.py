@@ -271,6 +271,9 @@ def expanded_size(node: yaml.Node, limit: int = MAX_YAML_VALUES) -> int:
     """The number of values ``node`` stands for with aliases expanded, computed over the
     shared graph (each node visited once) and stopping as soon as it passes ``limit``."""
     sizes: dict[int, int] = {}
+    # the collections being expanded (each one's children still open): an alias to one of
+    # them from inside it ('&a [*a]') stands for a value without end
+    open_ids: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(node, False)]
     while stack:
         current, children_done = stack.pop()
@@ -282,9 +285,14 @@ def expanded_size(node: yaml.Node, limit: int = MAX_YAML_VALUES) -> int:
         children = (current.value if isinstance(current, yaml.SequenceNode)
                     else [n for pair in current.value for n in pair])
         if not children_done:
+            if id(current) in open_ids or any(id(c) in open_ids or c is current
+                                               for c in children):
+                return limit + 1  # it contains itself
+            open_ids.add(id(current))
             stack.append((current, True))
             stack.extend((c, False) for c in children if id(c) not in sizes)
             continue
+        open_ids.discard(id(current))
         total = 1
         for child in children:
             total += sizes.get(id(child), 0)

@@ -53,3 +53,32 @@ def test_config_loader_names_the_file(run_folder, damage):
     assert res.returncode == 2, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
     assert "config.yaml" in res.stderr.strip().splitlines()[-1]
+
+
+SELF = {"list": "&a [*a]", "mapping": "&a {x: *a}", "nested": "&a [1, {b: [*a]}]",
+        "merge": "&a {<<: *a}"}
+
+
+@pytest.mark.parametrize("shape", list(SELF))
+def test_a_value_that_contains_itself_is_refused_at_once(shape):
+    """An alias inside the collection it names ('&a [*a]', 7 bytes) stands for a value
+    without end: the expansion bound refuses it instead of counting forever."""
+    from sga_core.fileio import YAMLTooLarge, load_yaml
+    from sga_core.presets import parse_preset
+
+    with pytest.raises(YAMLTooLarge):
+        load_yaml(f"notes: {SELF[shape]}\n", "p.yaml")
+    with pytest.raises(ConfigError):
+        parse_preset(f"eval:\n  sets: {SELF[shape]}\n", "p.yaml")
+
+
+def test_a_run_whose_notes_contain_themselves_is_listed_damaged(run_folder):
+    with (run_folder / "config.yaml").open("a") as fh:
+        fh.write("notes: &a [*a]\n")
+    cwd = run_folder.parent.parent
+    res = cli("runs", "list", "--runs-dir", "runs", cwd=cwd)
+    assert res.returncode == 0 and "damaged: config.yaml" in res.stdout, res.stdout
+    (cwd / "self.yaml").write_text("eval:\n  sets: &a [*a]\n")
+    res = cli("train", "--preset", "self.yaml", "--runs-dir", "runs", "--no-launch",
+              cwd=cwd)
+    assert res.returncode == 2 and "self.yaml" in res.stderr, res.stderr
