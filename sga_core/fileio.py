@@ -329,5 +329,7 @@ def load_yaml(text: str | bytes, source: str = "YAML", *, fast: bool = False):
     loader.source = source
     try:
         return loader.get_single_data()
+    except RecursionError:  # the pure-Python parser nests a call per level
+        raise YAMLTooLarge(f"{source}: the YAML is nested too deeply") from None
     finally:
         loader.dispose()

@@ -82,3 +82,23 @@ def test_a_run_whose_notes_contain_themselves_is_listed_damaged(run_folder):
     res = cli("train", "--preset", "self.yaml", "--runs-dir", "runs", "--no-launch",
               cwd=cwd)
     assert res.returncode == 2 and "self.yaml" in res.stderr, res.stderr
+
+
+def test_yaml_nested_too_deeply_is_a_clear_error_from_every_reader(tmp_path):
+    """Nesting deeper than Python's recursion allows is refused by the YAML reader itself
+    (a normal-answer prompt template through the CLI failed with a RecursionError)."""
+    from sga_core.fileio import YAMLTooLarge, load_yaml
+
+    deep = "system: " + "[" * 3000 + "]" * 3000 + "\n"
+    with pytest.raises(YAMLTooLarge, match="nested too deeply"):
+        load_yaml(deep, "t.yaml")
+    (tmp_path / "t.yaml").write_text(deep)
+    env_key = {"OPENAI_API_KEY": "not-used"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_key}
+    res = subprocess.run([sys.executable, "-m", "sga_core", "normals", "--backend", "openai",
+                          "--base-url", "http://127.0.0.1:9", "--timeout", "1", "--forget",
+                          str(DEMO / "forget.jsonl"), "--k", "4", "--out", "n.jsonl",
+                          "--template", "t.yaml"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-1500:]
+    assert "t.yaml" in res.stderr and "nested too deeply" in res.stderr, res.stderr
