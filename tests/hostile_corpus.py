@@ -525,6 +525,12 @@ def _presets(c: _Corpus) -> None:
         ("tabs.yaml", "training:\n\tlr: 1\n"), ("latin1.yaml", "notes: caf\u00e9\n".encode(
             "latin-1")), ("binary.yaml", bytes(range(256))),
         ("cpu-list.yaml", "launch: {cpu: [true]}\n"),
+        # a value that contains itself: without end once expanded
+        ("self-alias.yaml", "eval:\n  sets: &a [*a]\n"),
+        ("self-alias-map.yaml", "notes: &a {x: *a}\n"), ("self-merge.yaml", "&a {<<: *a}\n"),
+        # list items read with the single-setting rule
+        ("probe-rows-fraction.yaml", "training: {probe_rows: [1.5]}\n"),
+        ("probe-rows-bool.yaml", "training: {probe_rows: [true]}\n"),
     ]
     for name, text in bad:
         c.preset(name, text, "error", "preset-bad")
@@ -625,6 +631,13 @@ def _folders(c: _Corpus) -> None:
     folder("shards-and-jsonl", {f"raw/forget-0000{i}-of-00002.parquet": b for i, b in
                                 enumerate(shards)}, "error", "folder-two-files",
            "raw/forget.jsonl", "raw/forget-00000-of-00002.parquet")
+    many = parquet_shards([{"text": f"Story {i}."} for i in range(12)], 12)
+    folder("unpadded-shards", {f"raw/forget-{i}-of-12.parquet": b for i, b in
+                               enumerate(many)}, "load", "folder-shards",
+           drop=("raw/forget.jsonl",))
+    folder("shards-and-stray", {**{f"raw/forget-0000{i}-of-00002.parquet": b for i, b in
+                                   enumerate(shards)}, "raw/forget-extra.parquet": shards[0]},
+           "error", "folder-shards", "raw/forget-extra.parquet", drop=("raw/forget.jsonl",))
 
 
 def _folder_links(c: _Corpus) -> None:
