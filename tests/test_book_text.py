@@ -46,6 +46,13 @@ def test_zero_prompt_tokens_says_at_least_1():
     assert "shorter than" not in str(exc.value)
 
 
+@pytest.mark.parametrize("segment", [0, 1])
+def test_a_segment_too_short_names_the_segment_tokens(segment):
+    with pytest.raises(DataError) as exc:
+        book_rows(TEXT, None, segment, 200)
+    assert str(exc.value).startswith("segment tokens:") and f"got {segment}" in str(exc.value)
+
+
 def test_import_copyright_reads_a_utf16_book(tmp_path, tiny_model_dir):
     book, retain = tmp_path / "book.txt", tmp_path / "retain.txt"
     book.write_bytes(TEXT.encode("utf-16"))

@@ -53,3 +53,19 @@ def test_runs_cancel_says_what_became_of_the_run(runs):
     res = cli("runs", "cancel", "damaged-status", "--runs-dir", str(runs), cwd=runs.parent)
     assert "damaged" in res.stdout + res.stderr and "status.json" in res.stdout + res.stderr
     assert "a running run stops" not in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("host", [5, None, "", ["x"], {"a": 1}])
+def test_a_job_status_with_a_junk_host_is_not_taken_for_another_machine(tmp_path, host):
+    """A background job's status.json whose host is not a machine name (a number, empty, a
+    list) is judged on this machine: its process is gone, so the job shows failed and a new
+    one may start, instead of 'running on another machine' forever."""
+    from sga_core.runs.status import effective_job
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a pid that no process of ours holds any more
+    job = tmp_path / "job"
+    atomic_write_json(job / "status.json", {"state": "running", "pid": child.pid,
+                                            "host": host})
+    shown = effective_job(job)
+    assert shown["state"] == "failed", shown

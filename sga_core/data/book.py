@@ -70,6 +70,9 @@ def segments(text: str, tok, max_tokens: int) -> list[list[str]]:
 def check_token_counts(max_tokens: int, prompt_tokens: int) -> None:
     """A segment of at least 2 tokens whose prompt is at least 1 token and shorter than it
     (a DataError naming which count is wrong)."""
+    if max_tokens < 2:
+        raise DataError(f"segment tokens: a segment must be at least 2 tokens (a prompt and "
+                        f"its continuation), got {max_tokens}")
     if prompt_tokens < 1:
         raise DataError(f"prompt tokens: the prompt must be at least 1 token, got "
                         f"{prompt_tokens}")

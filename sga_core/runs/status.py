@@ -66,7 +66,8 @@ def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
     host), "failed" once all of them are gone. Pure: nothing is written."""
     if status.get("state") != "running":
         return status
-    if status.get("host", socket.gethostname()) != socket.gethostname():
+    host = status.get("host")
+    if isinstance(host, str) and host and host != socket.gethostname():
         return status  # a run on another machine: only its own files can tell
     pids = [(status[k], status.get(f"{k}_start")) for k in pid_keys if status.get(k)]
     # a process counts only while it is the one recorded: its start time, or for an old
