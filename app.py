@@ -1,9 +1,10 @@
 """SGA Workbench: the Streamlit entry point. The pages live in app_pages/, shared Streamlit
 pieces in ui/, the logic in sga_core/ (through the sga_core.workbench facade).
 
-The UI process imports no torch/transformers (SPEC 7): heavy work runs in job subprocesses
-(training, evaluation, generation). The project picker is drawn here, in the entry script,
-so every page shares it and a page switch never resets it.
+The UI process imports no torch/transformers (docs/spec.md#7-engineering-rules,
+docs/decisions/007-ui-never-loads-a-model.md): heavy work runs in job subprocesses (training,
+evaluation, generation). The project picker is drawn here, in the entry script, so every page shares
+it and a page switch never resets it.
 """
 
 import streamlit as st

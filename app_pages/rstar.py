@@ -1,5 +1,6 @@
-"""r* analysis: per forget row, the smoothing rate that minimizes the update norm (SPEC 2),
-before training; the paper's Figure 2 for your data, and a sweep over the suggested range."""
+"""r* analysis: per forget row, the smoothing rate that minimizes the update norm
+(docs/spec.md#21-closed-form), before training; the paper's Figure 2 for your data, and a sweep over
+the suggested range."""
 
 from __future__ import annotations
 

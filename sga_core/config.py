@@ -1,6 +1,6 @@
-"""Typed configuration of a run (SPEC 5's config.yaml): the data, training, launch and evaluation
-parts, and the method's own settings (validated by the method's ``Config``). Field metadata
-comes from :func:`sga_core.params.param`, so a new option or method needs no page edits.
+"""Typed configuration of a run (``config.yaml``, docs/spec.md#52-files): the data, training, launch
+and evaluation parts, and the method's own settings (validated by the method's ``Config``). Field
+metadata comes from :func:`sga_core.params.param`, so a new option or method needs no page edits.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ STEP_METRICS = ("forget_quality", "forget_probability", "forget_truth_ratio", "f
 
 
 def valid_run_id(text) -> bool:
-    """Whether ``text`` is a whole run id (SPEC 5): no path, no trailing newline."""
+    """Whether ``text`` is a whole run id (docs/spec.md#51-run-ids-and-the-runs-folder): no path, no
+    trailing newline."""
     return isinstance(text, str) and RUN_ID_RE.fullmatch(text) is not None
 
 
@@ -36,7 +37,8 @@ class DataConfig:
     forget: str = param("", "Forget data file (.json/.jsonl/.csv/.parquet).")
     retain: str | None = param(None, "Retain data file (needed by GradDiff, KL, NPO, IDK, "
                                      "prepare).")
-    normals: str | None = param(None, "Normal answers (JSONL, SPEC 3) for SGA.")
+    normals: str | None = param(None, "Normal answers (JSONL, docs/spec.md#33-normal-answers) "
+                                      "for SGA.")
     field_map: dict = param({}, "Rename the forget and retain files' fields first, file "
                                 "field -> workbench field ({prompt: question, response: "
                                 "answer}; CLI: --map prompt=question). The run's data/ "
@@ -93,7 +95,8 @@ class TrainingArgs:
     diverge_loss: float = param(0.0, "Also stop as 'diverged' when |loss| exceeds this "
                                      "(0 = only on non-finite loss).", min=0.0, max=1e12,
                                 advanced=True)
-    # --- large models (issue 13): LoRA, gradient checkpointing, a fused loss
+    # --- large models (docs/decisions/003-label-position-head.md): LoRA, gradient checkpointing, a
+    # fused loss
     lora_rank: int = param(0, "LoRA rank: train low-rank adapters instead of all weights "
                               "(0 = full fine-tuning). Reference-model methods then use the "
                               "base model with the adapters off (no second copy).",

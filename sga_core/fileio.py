@@ -1,7 +1,8 @@
 """Atomic file writes, JSON Lines helpers and the one YAML reader.
 
 Every write of user data goes through a temporary file in the same folder followed by
-``os.replace``, so a crash or a full disk never leaves a half-written file behind (SPEC 7).
+``os.replace``, so a crash or a full disk never leaves a half-written file behind
+(docs/spec.md#7-engineering-rules, docs/decisions/001-run-folder-is-the-contract.md).
 
 Every YAML read in the workbench goes through :func:`load_yaml`: a safe loader that
 bounds the document's expanded size before anything is built from it. YAML aliases share

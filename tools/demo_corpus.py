@@ -1,7 +1,8 @@
 """The generator of the shipped demo corpus (``assets/demo/``; the library reads the shipped files
 and never imports this script). Regenerate with ``python -m tools.demo_corpus OUT_DIR``.
 
-A small, deterministic, invented demo corpus in the shape of TOFU (SPEC 3) and MUSE.
+A small, deterministic, invented demo corpus in the shape of TOFU (docs/spec.md#3-data-shapes) and
+MUSE.
 
 Everything here is fiction: twelve made-up authors with ten short QA rows each. One author
 (:data:`FORGET_AUTHOR`) is the forget split, the other eleven the retain split. Rows are kept

@@ -1,4 +1,5 @@
-"""``python -m sga_core <command>``: everything the browser does, from the shell (SPEC 8).
+"""``python -m sga_core <command>``: everything the browser does, from the shell
+(docs/spec.md#8-the-command-line).
 
 One module per group of commands (:mod:`~sga_core.cli.data`, :mod:`~sga_core.cli.training`,
 :mod:`~sga_core.cli.evaluation`, :mod:`~sga_core.cli.runs`), each adding its parsers; the

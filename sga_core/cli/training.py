@@ -199,7 +199,7 @@ def cmd_prepare(args) -> int:
 
 
 def cmd_rstar(args) -> int:
-    """Per-sample r* (SPEC 2) for a forget set and its normal answers."""
+    """Per-sample r* (docs/spec.md#21-closed-form) for a forget set and its normal answers."""
     from sga_core.data import NormalTable, load_dataset
     from sga_core.fileio import atomic_write_json
     from sga_core.methods.sga.rstar import run_analysis
@@ -317,7 +317,7 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     add_map_flag(s)
     s.set_defaults(func=cmd_prepare)
 
-    s = sub.add_parser("rstar", help="per-sample r* analysis (SPEC 2)",
+    s = sub.add_parser("rstar", help="per-sample r* analysis (docs/spec.md#21-closed-form)",
                        description="For each forget row: the gradient a of its answer NLL, the"
                                    " mean gradient b of its normal answers' NLLs, r*, its sign,"
                                    " cos(a, b), |a| and |b|.")

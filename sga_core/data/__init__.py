@@ -1,5 +1,5 @@
-"""Data files (SPEC 3): QA and text datasets, and the normal-answer table. A bad file raises
-:class:`DataError` naming the file, the row and the field; nothing is half-loaded."""
+"""Data files (docs/spec.md#3-data-shapes): QA and text datasets, and the normal-answer table. A bad
+file raises :class:`DataError` naming the file, the row and the field; nothing is half-loaded."""
 
 from sga_core.data.limits import MAX_K
 from sga_core.data.loaders import (

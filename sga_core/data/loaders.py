@@ -1,4 +1,4 @@
-"""Loading and validating QA and text datasets (SPEC 3).
+"""Loading and validating QA and text datasets (docs/spec.md#3-data-shapes).
 
 Formats: ``.json``, ``.jsonl``, ``.csv`` and ``.parquet`` (read by :mod:`.formats`). Every
 problem raises :class:`DataError` naming the file, the row and the field, and nothing but a

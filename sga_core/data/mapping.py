@@ -1,5 +1,6 @@
 """Field mapping at import: a file whose fields have other names (TOFU's own forget01.json
-says ``prompt`` / ``response``) is read as if they had the workbench's names (SPEC 3).
+says ``prompt`` / ``response``) is read as if they had the workbench's names
+(docs/spec.md#32-field-mapping).
 
 A mapping is ``{file field: workbench field}``, e.g. ``{"prompt": "question", "response":
 "answer"}``. It renames fields before the rows are validated, and every error it causes, or
@@ -22,7 +23,7 @@ from sga_core.data.checks import check_field_name
 from sga_core.data.errors import DataError, short
 from sga_core.text import printable
 
-#: the workbench's fields per data kind, required first (SPEC 3)
+#: the workbench's fields per data kind, required first (docs/spec.md#32-field-mapping)
 TARGETS: dict[str, tuple[str, ...]] = {
     "qa": ("question", "answer", "paraphrased_answer", "perturbed_answer",
            "paraphrased_question"),

@@ -1,5 +1,6 @@
-"""The normal-answer table (SPEC 3): one row per (forget row, k) with the answer text, its
-source (retrieval, openai, local, idk, manual), a similarity score and edit marks."""
+"""The normal-answer table (docs/spec.md#33-normal-answers): one row per (forget row, k) with the
+answer text, its source (retrieval, openai, local, idk, manual), a similarity score and edit
+marks."""
 
 from __future__ import annotations
 

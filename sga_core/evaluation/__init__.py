@@ -1,5 +1,5 @@
-"""Evaluating runs and models (SPEC 4): TOFU-style QA metrics and MUSE-style text metrics,
-written to ``eval/summary.json`` and ``eval/per_sample.jsonl``.
+"""Evaluating runs and models (docs/spec.md#4-metrics): TOFU-style QA metrics and MUSE-style text
+metrics, written to ``eval/summary.json`` and ``eval/per_sample.jsonl``.
 
 - ``run``: :func:`evaluate_run` / :func:`evaluate_model`, settings, model loading;
 - ``qa`` / ``text``: the evaluation of a loaded model on QA / text rows;

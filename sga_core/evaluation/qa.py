@@ -1,4 +1,4 @@
-"""TOFU-style evaluation of a loaded model on QA rows (SPEC 4).
+"""TOFU-style evaluation of a loaded model on QA rows (docs/spec.md#4-metrics).
 
 The forget, retain (an evenly spaced subset of at most ``max_retain_rows``) and extra
 (real-world) sets are scored once: every candidate answer's NLL in padded batches, one greedy

@@ -1,4 +1,5 @@
-"""Evaluating a model or a run folder into ``summary.json`` + ``per_sample.jsonl`` (SPEC 4, 5).
+"""Evaluating a model or a run folder into ``summary.json`` + ``per_sample.jsonl``
+(docs/spec.md#4-metrics, docs/spec.md#52-files).
 
 - :func:`evaluate_run` evaluates a run folder (its ``model/``, its data snapshot, its
   ``eval`` settings) into ``RUN_DIR/eval/``, and keeps the evaluation's own status file

@@ -1,4 +1,4 @@
-"""MUSE-style evaluation of a loaded model on text rows (SPEC 4).
+"""MUSE-style evaluation of a loaded model on text rows (docs/spec.md#4-metrics).
 
 The sets: ``forget`` (VerbMem prefixes, Min-K% members, perplexity), ``holdout`` (never
 trained on: Min-K% non-members, perplexity), the ``retain`` subset, ``forget_qa`` /

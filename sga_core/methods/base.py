@@ -4,7 +4,7 @@ A method turns the data into *units* (one per forget sample, or per training row
 fine-tuning). A unit holds the sequences that its loss needs (the forget answer, its normal
 answers, a paired retain row, ...). The trainer pads all sequences of a batch into one batch,
 runs one forward and one backward, and asks the method for one loss value per unit; the batch
-loss is the mean over units (SPEC 1).
+loss is the mean over units (docs/spec.md#12-coefficients-and-the-loss).
 
 A subclass that sets ``name`` registers itself (:data:`REGISTRY`); the package discovers every
 module in ``sga_core/methods/``, so one file is the whole registration. Everything particular
@@ -49,7 +49,8 @@ class Unit:
     index: int  # forget (or training) row index
     seqs: list[Sequence]
     # the length batches are grouped by: set by the trainer to the forget row's own length,
-    # so the data order never depends on normals, retain rows or the method (SPEC 1)
+    # so the data order never depends on normals, retain rows or the method
+    # (docs/spec.md#15-data-order)
     order_len: int | None = None
 
     @property

@@ -1,4 +1,4 @@
-"""Unlearning metrics (SPEC 4), following the public open-unlearning definitions.
+"""Unlearning metrics (docs/spec.md#4-metrics), following the public open-unlearning definitions.
 
 Pure metric functions return a :class:`MetricResult` (aggregate ``value``, ``per_sample``
 values, and a ``reason`` when the metric cannot be computed). :mod:`.catalog` declares every

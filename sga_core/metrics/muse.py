@@ -1,5 +1,5 @@
-"""MUSE-style text metrics (SPEC 4): VerbMem, KnowMem, Min-K% membership scores, ROC-AUC,
-PrivLeak and perplexity, following the public open-unlearning / MUSE definitions.
+"""MUSE-style text metrics (docs/spec.md#4-metrics): VerbMem, KnowMem, Min-K% membership scores,
+ROC-AUC, PrivLeak and perplexity, following the public open-unlearning / MUSE definitions.
 
 Sign convention for Min-K%: :func:`min_k_percent_score` returns the mean of the lowest ``k``
 fraction of token log-probabilities, so a HIGHER score means MORE likely a training member.
@@ -97,7 +97,7 @@ def privleak(auc_unlearned: float | MetricResult | None,
              auc_reference: float | MetricResult | None,
              name: str = "privleak") -> MetricResult:
     """PrivLeak in MUSE's convention: ``(A_unlearned - A_reference) / A_reference * 100`` with
-    ``A = 1 - AUC`` (SPEC 4, corrected 2026-11-22).
+    ``A = 1 - AUC`` (docs/spec.md#46-text-metrics-muse-style, corrected 2026-11-22).
 
     ``AUC`` here is :func:`auc` of Min-K% scores (1 = the forget texts look memorised);
     MUSE's own AUC (``metrics/privleak.py``: forget labelled 0, holdout 1, score ``-Min-K``)

@@ -1,7 +1,7 @@
-"""TOFU-style QA metrics (SPEC 4), following the public open-unlearning definitions.
+"""TOFU-style QA metrics (docs/spec.md#4-metrics), following the public open-unlearning definitions.
 
-Every input is a mean answer NLL (``nll``, SPEC 1) per candidate answer, so
-``P(a|q) = exp(-nll(a|q))`` is a length-normalised probability. Functions take plain lists
+Every input is a mean answer NLL (``nll``, docs/spec.md#11-per-sequence-nll) per candidate answer,
+so ``P(a|q) = exp(-nll(a|q))`` is a length-normalised probability. Functions take plain lists
 (or a :class:`MetricResult`, whose ``per_sample`` is used) and return a :class:`MetricResult`.
 """
 
@@ -102,8 +102,8 @@ def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
     probabilities; the denominator uses the paraphrased answer, or the answer itself where
     there is none (the caller passes whichever applies). TR > 1 means the model prefers the
     perturbed (wrong) answers. ``value`` is the plain mean TR; use
-    :func:`truth_ratio_forget_score` / :func:`truth_ratio_retain_score` for the SPEC 4
-    aggregates. Rows lacking perturbed answers or a denominator get None.
+    :func:`truth_ratio_forget_score` / :func:`truth_ratio_retain_score` for the aggregates
+    of docs/spec.md#42-truth-ratio. Rows lacking perturbed answers or a denominator get None.
 
     ``epsilon`` 0 computes ``exp(nll_denominator - mean_j nll_perturbed_j)`` in the log domain
     (as TOFU's own ``evaluate_util.py`` does, ``exp(perturb_loss - paraphrased_loss)``), so

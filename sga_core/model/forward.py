@@ -123,7 +123,8 @@ def _mean_nll(res) -> list[float]:
 def batched_nll(model, seqs: list[Sequence], pad_id: int, device="cpu", batch_size: int = 16,
                 batches: list[list[int]] | None = None,
                 on_batch: OnBatch = None) -> list[float]:
-    """Mean answer NLL (SPEC 1's ``nll``) for each sequence, in the input order."""
+    """Mean answer NLL (``nll``, docs/spec.md#11-per-sequence-nll) for each sequence, in the input
+    order."""
     return per_sequence(model, seqs, pad_id, _mean_nll, device, batch_size, batches, on_batch)
 
 

@@ -217,7 +217,8 @@ def token_nll(out: LabelOutput, grad: bool = False):
 
 
 def row_nll(out: LabelOutput, tok_nll):
-    """``(mean_nll, sum_nll, n_tokens)`` per row from per-token NLLs (SPEC 1's ``nll``)."""
+    """``(mean_nll, sum_nll, n_tokens)`` per row from per-token NLLs (``nll``,
+    docs/spec.md#11-per-sequence-nll)."""
     import torch
 
     full = out.per_row(tok_nll)

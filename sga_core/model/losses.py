@@ -1,4 +1,4 @@
-"""The SGA objective (SPEC 1) and the per-sequence NLL it is built from.
+"""The SGA objective (docs/spec.md#1-the-sga-objective) and the per-sequence NLL it is built from.
 
 ``sga_coefficients`` is pure Python. The tensor functions import torch lazily so this module
 stays cheap to import from the UI (for the coefficient read-out).
@@ -17,8 +17,8 @@ CONVENTIONS = ("label", "objective")
 def sga_coefficients(r: float, k: int, convention: str = "label") -> tuple[float, float]:
     """Return ``(c_forget, c_normal)`` for smoothing rate ``r`` over ``k`` label slots.
 
-    ``label`` (default, SPEC 1): smoothing the GA label ``(-1, 0, ..., 0)`` gives
-    ``c_forget = -(1 - r + r/K)`` and ``c_normal = -r/K``.
+    ``label`` (default, docs/spec.md#13-conventions): smoothing the GA label ``(-1, 0, ..., 0)``
+    gives ``c_forget = -(1 - r + r/K)`` and ``c_normal = -r/K``.
     ``objective`` (the paper's literal equation 3): same ``c_forget``, ``c_normal = +r/K``.
     A negative coefficient pushes that sequence's likelihood down; a positive one learns it.
     """

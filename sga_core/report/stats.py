@@ -18,8 +18,8 @@ Which interval where:
   value depends on which rows were asked (not on the training randomness). With few rows
   (10 on the demo) percentile intervals are somewhat too narrow; n is always shown.
 - **two configurations** (:func:`paired_t_interval`, :func:`welch_interval`): the same seed
-  gives the same data order in every configuration (SPEC 1), so differences are taken seed
-  by seed (paired t) where both have the same seeds, else Welch's unpaired t interval.
+  gives the same data order in every configuration (docs/spec.md#15-data-order), so differences are
+  taken seed by seed (paired t) where both have the same seeds, else Welch's unpaired t interval.
 - **two runs on the same rows** (:func:`paired_bootstrap_diff`): rows are resampled jointly.
 """
 

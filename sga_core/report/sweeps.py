@@ -1,7 +1,8 @@
 """Metric versus the swept setting (SGA's r; alpha for Task Vector and WHP): the groups of
 Results rows a plot can show, their points, their spread across seeds, and the suggested
 value with its uncertainty. Differences between two values are paired by seed (the same
-seed gives the same data order, SPEC 1) when they share seeds. No Streamlit, no torch."""
+seed gives the same data order, docs/spec.md#15-data-order) when they share seeds. No Streamlit, no
+torch."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ SUMMARY = Path("eval") / "summary.json"
 
 
 def _tr_score(tr, forget: bool):
-    """A raw truth ratio as the per-row term of its set's score (SPEC 4)."""
+    """A raw truth ratio as the per-row term of its set's score (docs/spec.md#42-truth-ratio)."""
     if not isinstance(tr, (int, float)) or isinstance(tr, bool) or math.isnan(tr):
         return None
     if forget:

@@ -1,5 +1,5 @@
-"""Run folders (SPEC 5): ``runs/<run_id>/`` with config.yaml, command.sh, status.json,
-metrics.jsonl, probes.jsonl, train.log, data/ (a snapshot of the data used, with
+"""Run folders (docs/spec.md#5-the-run-directory): ``runs/<run_id>/`` with config.yaml, command.sh,
+status.json, metrics.jsonl, probes.jsonl, train.log, data/ (a snapshot of the data used, with
 ``manifest.json``: each file's row count and content hash), model/ and eval/.
 
 Only the files on disk are the truth about a run; the UI and the CLI read them back.
@@ -120,7 +120,8 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
             continue
         if not src.exists():
             raise ConfigError(f"data.{name}: file {src} does not exist")
-        # a bad file is reported (file, row, field) before any run folder exists (SPEC 3)
+        # a bad file is reported (file, row, field) before any run folder exists
+        # (docs/spec.md#34-formats-errors-and-bounds)
         mapped = bool(field_map) and name != "normals"
         rows = _data_rows(cfg, name, src)
         if name == "forget":

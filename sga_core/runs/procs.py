@@ -39,7 +39,8 @@ def nice_prefix(increment: int | None = None) -> list[str]:
 
 def child_env(extra: dict | None = None) -> dict:
     """This environment for a child: offline defaults, unbuffered output, the project on
-    ``PYTHONPATH``, and no secret (SPEC 7) unless ``extra`` passes one on purpose."""
+    ``PYTHONPATH``, and no secret (docs/spec.md#7-engineering-rules) unless ``extra`` passes one on
+    purpose."""
     env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
     for key, value in OFFLINE_ENV.items():
         env.setdefault(key, value)

@@ -1,7 +1,7 @@
 """The one module that writes status files.
 
-- a run's ``status.json`` (SPEC 5): queued at creation, running once launched, then the
-  trainer's progress and final state;
+- a run's ``status.json`` (docs/spec.md#53-statusjson): queued at creation, running once launched,
+  then the trainer's progress and final state;
 - a run's ``eval/status.json``: the evaluation's own state, stage and progress;
 - a project job's ``status.json`` (normal answers, r*, probes).
 

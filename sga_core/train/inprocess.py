@@ -1,8 +1,8 @@
-"""Evaluating a run in its training process (``eval.in_process``, issue 13): right after
-training, on the model as it is in memory, into the run's ``eval/`` through
-:func:`sga_core.evaluation.run.evaluate_run` (the same files and ``eval/status.json`` as the
-separate ``python -m sga_core eval`` process, which remains for runs over several processes
-and for ``eval.in_process: false``)."""
+"""Evaluating a run in its training process (``eval.in_process``,
+docs/decisions/002-in-process-evaluation.md): right after training, on the model as it is in memory,
+into the run's ``eval/`` through :func:`sga_core.evaluation.run.evaluate_run` (the same files and
+``eval/status.json`` as the separate ``python -m sga_core eval`` process, which remains for runs
+over several processes and for ``eval.in_process: false``)."""
 
 from __future__ import annotations
 

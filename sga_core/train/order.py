@@ -1,5 +1,5 @@
 """What keeps two runs that differ only in r, or only in the method, a controlled comparison
-(SPEC 1, "Data order").
+(docs/spec.md#15-data-order).
 
 For a given seed the batches (which forget rows share one, and their order) come from
 :func:`sga_core.train.trainer.make_batches`: a seeded shuffle of the units, then length

@@ -3,7 +3,8 @@ transformers' ``get_scheduler`` (constant_with_warmup, linear, cosine), on torch
 
 Written out here because importing ``transformers.get_scheduler`` pulls in its Trainer
 utilities, which import peft when it is installed: about 3 s of every run's start-up on an
-idle 2-core machine for three one-line formulas (issue 13, per-run fixed cost).
+idle 2-core machine for three one-line formulas (per-run fixed cost,
+docs/decisions/002-in-process-evaluation.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Smoothed Gradient Ascent (SPEC 1; paper: "Label Smoothing Improves Gradient Ascent in LLM
-Unlearning"): the forget answer and its K-1 normal answers in one padded batch, each weighted
-by its label-smoothing coefficient. Loss per forget sample:
+"""Smoothed Gradient Ascent (docs/spec.md#1-the-sga-objective; paper: "Label Smoothing Improves
+Gradient Ascent in LLM Unlearning"): the forget answer and its K-1 normal answers in one padded
+batch, each weighted by its label-smoothing coefficient. Loss per forget sample:
 ``c_forget(r, K) * nll(y_f|x) + sum_k c_normal(r, K) * nll(y_k|x)`` with
 ``c_forget = -(1 - r + r/K)`` and ``c_normal = -r/K`` (``label``) or ``+r/K`` (``objective``).
-r = 0 is gradient ascent. Adaptive r (SPEC 2) recomputes r* from each batch's gradients."""
+r = 0 is gradient ascent. Adaptive r (docs/spec.md#22-adaptive-r) recomputes r* from each batch's
+gradients."""
 
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ class SGAConfig:
                      min=-100.0, max=1.0, label="smoothing rate r", slider=(-10.0, 1.0))
     k: int = param(4, "K: label slots = the forget answer + K-1 normal answers.", min=1,
                    max=64, label="K")
-    convention: str = param("label", "'label' smooths the GA label (SPEC 1, default); "
+    convention: str = param("label", "'label' smooths the GA label "
+                                      "(docs/spec.md#13-conventions, default); "
                                       "'objective' is the paper's literal equation 3.",
                             choices=CONVENTIONS)
     adaptive: bool = param(False, "Adaptive r: every `adaptive_every` steps set r to this "
-                                  "batch's r* (SPEC 2), clipped to [r_min, r_max]; r above is "
-                                  "the starting value. Costs a second backward pass on those "
-                                  "steps.", advanced=True)
+                                  "batch's r* (docs/spec.md#22-adaptive-r), clipped to "
+                                  "[r_min, r_max]; r above is the starting value. Costs a second "
+                                  "backward pass on those steps.", advanced=True)
     adaptive_every: int = param(1, "Recompute r* every N steps (adaptive r).", min=1,
                                 max=100000, advanced=True)
     r_min: float = param(-5.0, "Lower bound for adaptive r.", min=-100.0, max=1.0,

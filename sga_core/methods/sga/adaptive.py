@@ -1,9 +1,9 @@
-"""Adaptive r (issue 6): follow r* as the model moves.
+"""Adaptive r (docs/spec.md#22-adaptive-r): follow r* as the model moves.
 
 On an adaptive step the forget sequences and the normal sequences of the batch go through
 two separate forward/backward passes, giving ``a`` (gradient of the mean forget NLL) and
-``b`` (gradient of the mean normal NLL). r is set to the clipped r* of SPEC 2 and the SGA
-gradient at that r is assembled from the two without a third pass:
+``b`` (gradient of the mean normal NLL). r is set to the clipped r* of docs/spec.md#21-closed-form
+and the SGA gradient at that r is assembled from the two without a third pass:
 
     L(r) = c_f(r) * F + (K-1) * c_n(r) * B   =>   grad = c_f(r) * a + (K-1) * c_n(r) * b
 

@@ -1,4 +1,4 @@
-"""The optimal smoothing rate r* (SPEC 2), per forget sample.
+"""The optimal smoothing rate r* (docs/spec.md#21-closed-form), per forget sample.
 
 With ``a`` the gradient of the forget answer's NLL and ``b`` the mean gradient of the normal
 answers' NLLs, the SGA loss gradient is ``g(r) = -a + r * w`` with
@@ -32,7 +32,7 @@ class RStar:
 
 def rstar_from_products(aa: float, ab: float, bb: float, k: int,
                         convention: str = "label") -> float | None:
-    """r* from the inner products of a and b (the closed form of SPEC 2)."""
+    """r* from the inner products of a and b (the closed form, docs/spec.md#21-closed-form)."""
     c = (k - 1) / k
     s = -1.0 if convention == "label" else 1.0
     a_w = c * (aa + s * ab)
