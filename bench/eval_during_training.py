@@ -1,5 +1,6 @@
-"""Benchmark (issue 12): the cost of evaluation during training on the demo, and the slowdown
-of a run evaluated every N steps (default 5) against the same run without it.
+"""Benchmark (docs/spec.md#56-evaluation-during-training): the cost of evaluation during training on
+the demo, and the slowdown of a run evaluated every N steps (default 5) against the same run without
+it.
 
     python bench/eval_during_training.py                 # the prepared demo original (SmolLM2)
     python bench/eval_during_training.py --model tiny    # smoke test, seconds

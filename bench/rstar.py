@@ -1,5 +1,5 @@
-"""Benchmark for issue 6: the per-sample r* analysis over the demo forget set, and the step
-time of an adaptive-r SGA step against a fixed-r step over the same batch.
+"""Benchmark: the per-sample r* analysis (docs/spec.md#21-closed-form) over the demo forget set, and
+the step time of an adaptive-r SGA step against a fixed-r step over the same batch.
 
 Last line: ``rstar_demo_s=<x> adaptive_step_ratio=<y>``.
 """

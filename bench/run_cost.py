@@ -1,5 +1,6 @@
-"""Benchmark: the fixed cost of one run (issue 13): process starts, imports, model loads,
-saving, everything but the training steps and the evaluation's own compute.
+"""Benchmark: the fixed cost of one run (docs/decisions/002-in-process-evaluation.md): process
+starts, imports, model loads, saving, everything but the training steps and the evaluation's own
+compute.
 
     python bench/run_cost.py                        # the tiny model, 3 runs per variant
     python bench/run_cost.py --model smollm2 --repeats 2
@@ -10,9 +11,10 @@ Each run is the CLI a researcher types, timed from outside:
 probes, no NLL before/after), evaluated when it completes (demo forget, 40 retain rows,
 real_authors, world_facts; 8 new tokens per answer, so generation is small). Variants:
 
-- ``in-process``: the default since issue 13: the trainer evaluates the model it holds;
+- ``in-process``: the default (docs/decisions/002-in-process-evaluation.md): the trainer
+  evaluates the model it holds;
 - ``separate``: ``eval.in_process: false``: a second process loads the model and evaluates
-  (the flow before issue 13; with ``--code`` pointing at older code this is what it runs).
+  (the older flow; with ``--code`` pointing at older code this is what it runs).
 
 Per run: the wall time, the training steps (metrics.jsonl ``elapsed_s`` of the last step),
 the evaluation's compute (its summary's scoring, generation and token timings) and the rest,

@@ -1,6 +1,6 @@
-"""Benchmark (issue 12): a sweep over r repeated over seeds on the demo, reported as the
-Results page shows it (per r: mean, 95% t-interval over seeds, sd, n), with every pairwise
-difference between r values (paired by seed) and whether it is larger than its interval.
+"""Benchmark (docs/spec.md#57-seeds-and-groups): a sweep over r repeated over seeds on the demo,
+reported as the Results page shows it (per r: mean, 95% t-interval over seeds, sd, n), with every
+pairwise difference between r values (paired by seed) and whether it is larger than its interval.
 
     python -m sga_core prepare --demo           # once: runs/demo-original, demo-retain-ref
     python bench/seeds.py                       # r in {0, -0.8, 0.4} x 3 seeds: 9 runs

@@ -133,7 +133,7 @@ def make_trainer(model_spec, method, units, enc, batch_size):
                              num_training_steps=10_000)
     tr.model, tr.opt = tr.acc.prepare(model, opt)
     tr.method, tr.units, tr.enc = method, units, enc
-    tr.ref_model = tr.reference = tr.loss_fn = None  # (ref_model: before issue 13)
+    tr.ref_model = tr.reference = tr.loss_fn = None  # older checkouts name the reference ref_model
     return tr
 
 

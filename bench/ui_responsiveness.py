@@ -1,5 +1,6 @@
-"""Benchmark for issue 4: while a job trains SmolLM2, how long a page switch takes in a real
-browser, and how much memory the Streamlit process holds (the model lives in the job).
+"""Benchmark (docs/decisions/007-ui-never-loads-a-model.md): while a job trains SmolLM2, how long a
+page switch takes in a real browser, and how much memory the Streamlit process holds (the model
+lives in the job).
 
 Starts the workbench on a free loopback port with its own workspace/runs folders, queues a
 SmolLM2 SGA run, then switches pages in headless Chromium (Debian's) and samples the

@@ -1,4 +1,4 @@
-"""A corpus of hostile files (issue 16, item 10), generated on demand (nothing binary is
+"""A corpus of hostile files, generated on demand (nothing binary is
 committed): datasets, normal-answer tables and presets that must each end as a clear
 DataError / ConfigError or a correct load.
 

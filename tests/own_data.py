@@ -1,4 +1,4 @@
-"""Fixtures for the own-data tests (issue 15): a TOFU-shaped project with other field names,
+"""Fixtures for the own-data tests: a TOFU-shaped project with other field names,
 and run folders with written evaluation summaries (no training needed to test what the pages
 show of them)."""
 

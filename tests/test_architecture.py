@@ -1,5 +1,5 @@
-"""The shape of the code (issue 10): no import cycle in the library, one module that writes
-status files, no Streamlit in the library."""
+"""The shape of the code (docs/decisions/001-run-folder-is-the-contract.md): no import cycle in the
+library, one module that writes status files, no Streamlit in the library."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Scoring memory is bounded by the batch setting, not by the number of candidates (issue 13):
-a tiny model with a LARGE vocabulary (128k, like Llama 3) scores one question with 5 or with
-41 candidate answers; the peak of the tensors made while scoring (a deterministic count,
-tests/memory.py) is the same for both at a given batch size, grows with the batch size, and
-stays far below one [candidates, sequence, vocabulary] float32 tensor."""
+"""Scoring memory is bounded by the batch setting, not by the number of candidates
+(docs/decisions/003-label-position-head.md): a tiny model with a LARGE vocabulary
+(128k, like Llama 3) scores one question with 5 or with 41 candidate answers; the peak of the
+tensors made while scoring (a deterministic count, tests/memory.py) is the same for both at a given
+batch size, grows with the batch size, and stays far below one [candidates, sequence, vocabulary]
+float32 tensor."""
 
 from __future__ import annotations
 

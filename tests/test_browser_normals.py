@@ -1,4 +1,4 @@
-"""Real browser (issue 3): edit a normal answer in the table, reload, find the edit."""
+"""Real browser: edit a normal answer in the table, reload, find the edit."""
 
 from __future__ import annotations
 

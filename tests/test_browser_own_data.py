@@ -1,4 +1,4 @@
-"""Real browser (issue 15, point 7): long probe-token lines wrap. A run whose probe answer is
+"""Real browser: long probe-token lines wrap. A run whose probe answer is
 hundreds of tokens long (and one token longer than the line) must not widen the page: the
 main area's scroll width stays its visible width, on the Runs page and on the Token
 probabilities page. Only a browser lays the line out, so only a browser can tell."""

@@ -1,4 +1,4 @@
-"""Real browser (issue 16, item 10): user text is shown as text. Markdown in a dataset (bold,
+"""Real browser: user text is shown as text. Markdown in a dataset (bold,
 a formula, an image pointing at a tracker) and in a file name is shown literally; the image
 is never fetched."""
 

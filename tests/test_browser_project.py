@@ -1,4 +1,4 @@
-"""Real browser (issue 16, item 3): choose a second project, visit every page through the
+"""Real browser: choose a second project, visit every page through the
 sidebar: each shows that project and acts on it; a reload keeps it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real browser (issue 4): launch a run from the Train page, watch its progress change with
+"""Real browser: launch a run from the Train page, watch its progress change with
 no clicks, cancel it; launch again, SIGKILL the job, and see it marked failed within 10 s."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The metric catalog (issue 10): evaluation writes exactly the catalog's names, each with a
-value or a reason, on QA and on text data; the Results table takes its columns from the
+"""The metric catalog (docs/spec.md#4-metrics): evaluation writes exactly the catalog's names, each
+with a value or a reason, on QA and on text data; the Results table takes its columns from the
 catalog (so a tiny text run shows values in its text columns); adding a metric is a function
 plus one catalog entry.
 

@@ -1,5 +1,6 @@
-"""Method settings as CLI flags (issue 10): only the chosen method's settings, each with its
-own default; a setting named like a training flag cannot break the CLI."""
+"""Method settings as CLI flags (docs/decisions/008-typed-param-configs.md): only the chosen
+method's settings, each with its own default; a setting named like a training flag cannot break the
+CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seeds as a first-class dimension (issue 12 items 2 and 6): launches, presets and sweeps
+"""Seeds as a first-class dimension (docs/spec.md#57-seeds-and-groups): launches, presets and sweeps
 repeat over seeds as groups; the Results rows pool per configuration (mean, sd, 95%
 interval, n); metric-versus-r carries intervals; the r suggestion says how sure it is; the
 export keeps one row per seed and one per group."""

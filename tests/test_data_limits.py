@@ -1,6 +1,6 @@
-"""Loaders raise nothing but DataError, and bound everything a file can set (issue 16, items
-2 and 3): deep nesting, huge numbers, encodings, CSV quoting, parquet column types, k and
-forget_index of normal-answer tables, string and row sizes."""
+"""Loaders raise nothing but DataError, and bound everything a file can set
+(docs/spec.md#34-formats-errors-and-bounds): deep nesting, huge numbers, encodings, CSV quoting,
+parquet column types, k and forget_index of normal-answer tables, string and row sizes."""
 
 from __future__ import annotations
 

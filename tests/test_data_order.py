@@ -1,7 +1,7 @@
-"""Controlled comparisons (issue 12, SPEC 1 "Data order"): for a given seed, which forget rows
-share a batch and their order depend only on the forget rows, so `ga` and `sga --r 0` are the
-same run step for step, and runs that differ only in r (or in their normal answers) see the
-same batches."""
+"""Controlled comparisons (docs/spec.md#15-data-order, docs/decisions/004-seeds-and-data-order.md):
+for a given seed, which forget rows share a batch and their order depend only on the forget rows, so
+`ga` and `sga --r 0` are the same run step for step, and runs that differ only in r (or in their
+normal answers) see the same batches."""
 
 from __future__ import annotations
 

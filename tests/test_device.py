@@ -1,6 +1,6 @@
-"""Device-aware defaults (issue 13): ``launch.device`` auto / cpu / gpu is resolved when a run
-starts, on the machine that runs it; old configs' ``launch.cpu`` still reads; command.sh and
-the Train page say which device a run will use; every run records its environment."""
+"""Device-aware defaults (docs/spec.md#54-how-a-run-is-started): ``launch.device`` auto / cpu / gpu
+is resolved when a run starts, on the machine that runs it; old configs' ``launch.cpu`` still reads;
+command.sh and the Train page say which device a run will use; every run records its environment."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def test_schedules_are_transformers_formulas(kind, hf_name):
 
 
 def test_trainer_start_up_does_not_import_peft_or_the_hf_trainer():
-    """Cutting start-up imports (issue 13): the training entry point and the trainer's own
+    """Cutting start-up imports: the training entry point and the trainer's own
     imports pull in neither peft (only LoRA runs need it) nor transformers' Trainer code."""
     import sys
 

@@ -1,6 +1,6 @@
-"""Evaluation during training (issue 12 item 5): a cheap subset every N steps into
-eval_steps.jsonl, FQ from the reference's cached truth ratios (never a second model in the
-training process), the best step marked and optionally kept, the training itself unchanged."""
+"""Evaluation during training (docs/spec.md#56-evaluation-during-training): a cheap subset every N
+steps into eval_steps.jsonl, FQ from the reference's cached truth ratios (never a second model in
+the training process), the best step marked and optionally kept, the training itself unchanged."""
 
 from __future__ import annotations
 

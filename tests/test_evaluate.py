@@ -1,6 +1,6 @@
-"""Evaluation (SPEC 4, 5): a tiny trained run evaluated end to end, Forget Quality with and
-without a reference, the reference cache, the CLI on a bare model, text (MUSE) mode, the
-runner's follow-up evaluation and prepare's two evaluations.
+"""Evaluation (docs/spec.md#4-metrics, docs/spec.md#52-files): a tiny trained run evaluated end to
+end, Forget Quality with and without a reference, the reference cache, the CLI on a bare model, text
+(MUSE) mode, the runner's follow-up evaluation and prepare's two evaluations.
 
 Everything runs on the tiny random Llama model from ``conftest`` with a few demo rows, and
 generations are kept short (``max_new_tokens`` 4-8); the tiny model's answers are nonsense,
@@ -101,7 +101,7 @@ def trained_run(tmp_path_factory, tiny_model_dir, qa_data) -> Path:
 def test_separate_evaluation_gives_the_in_process_numbers(trained_run, tmp_path,
                                                           tiny_model_dir, qa_data):
     """``eval.in_process: false``: the run is evaluated afterwards by its own process
-    (eval.log), as before issue 13, with the same numbers as the in-process evaluation."""
+    (eval.log), the older flow, with the same numbers as the in-process evaluation."""
     from sga_core.runs.folder import create_run
     from sga_core.runs.launch import run_foreground
 
@@ -237,7 +237,8 @@ def test_trained_run_is_evaluated_end_to_end(trained_run):
         assert len(r["nll_perturbed"]) == 5 and r["nll_answer"] > 0
         assert 0 <= r["probability"] <= 1 and 0 <= r["rouge_l_recall"] <= 1
         assert (r["nll_paraphrased"] is None) == (r["set"] in ("real_authors", "world_facts"))
-    # evaluated in the training process (eval.in_process, issue 13): its lines in train.log
+    # evaluated in the training process (eval.in_process,
+    # docs/decisions/002-in-process-evaluation.md): its lines in train.log
     assert summary["in_process"] is True and not (trained_run / "eval.log").exists()
     assert "evaluation completed" in (trained_run / "train.log").read_text()
     status = read_json(trained_run / "eval" / "status.json")
@@ -361,7 +362,8 @@ def test_text_eval(tmp_path, tiny_model_dir, text_data, count_loads):
     if s["reference"]["mia_auc"] < 1:
         assert m["privleak"]["value"] == pytest.approx(0.0, abs=1e-9)
     else:  # 3 vs 3 texts on a random tiny model can give AUC 1: then 1 - AUC = 0 and
-        # PrivLeak (MUSE's convention, SPEC 4 as corrected) is undefined
+        # PrivLeak (MUSE's convention, docs/spec.md#46-text-metrics-muse-style as corrected) is
+        # undefined
         assert m["privleak"]["value"] is None and m["privleak"]["reason"]
     rows = read_jsonl(tmp_path / "t1" / PER_SAMPLE_FILE)
     assert all(tuple(r) == TEXT_SAMPLE_KEYS for r in rows)

@@ -1,5 +1,6 @@
-"""A generation never destroys curated data (issue 16, item 7): if every row fails the table
-is kept and the job says why; a partial generation merges (failed rows keep their answers)."""
+"""A generation never destroys curated data (docs/spec.md#35-normal-answer-backends): if every row
+fails the table is kept and the job says why; a partial generation merges (failed rows keep their
+answers)."""
 
 from __future__ import annotations
 

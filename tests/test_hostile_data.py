@@ -1,10 +1,10 @@
-"""The hostile suite (issue 16, item 10): 200+ generated hostile files through the loaders
-(``load_dataset``, ``create_project``, ``NormalTable.load``, ``Project.import_normals``, the
-preset validator, ``import_benchmark`` from a benchmark folder, the copyright import's book
-reader). Each must end as a clear DataError / ConfigError / HubError naming the file (and the
-row and field where one applies; in a folder, the path relative to it) or a correct load:
-never another exception, never a file written on failure, never a project that fails to
-reload."""
+"""The hostile suite (docs/spec.md#34-formats-errors-and-bounds): 200+ generated hostile files
+through the loaders (``load_dataset``, ``create_project``, ``NormalTable.load``,
+``Project.import_normals``, the preset validator, ``import_benchmark`` from a benchmark folder, the
+copyright import's book reader). Each must end as a clear DataError / ConfigError / HubError naming
+the file (and the row and field where one applies; in a folder, the path relative to it) or a
+correct load: never another exception, never a file written on failure, never a project that fails
+to reload."""
 
 from __future__ import annotations
 

@@ -163,7 +163,7 @@ def test_queue_order_is_submission_order_within_a_second(tiny_model_dir, demo_di
 def test_killed_launcher_takes_its_trainer_along(tiny_model_dir, demo_dir, idk_normals_file,
                                                  runs_dir):
     """SIGKILL of the accelerate launcher: within 10 s its trainer is gone or the run still
-    shows running; it is never shown failed while its trainer trains (issue 16, item 5)."""
+    shows running; it is never shown failed while its trainer trains."""
     from sga_core.runs.procs import pid_alive
 
     run = jobs.submit(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file, max_steps=5000),
@@ -192,7 +192,7 @@ def test_killed_launcher_takes_its_trainer_along(tiny_model_dir, demo_dir, idk_n
 
 def test_run_whose_launcher_died_before_its_trainer_started_is_failed(tmp_path):
     """A foreground run whose CLI and launcher died before the trainer recorded its pid is
-    not 'running' forever: it shows failed, and cancel and delete work (issue 16, item 9)."""
+    not 'running' forever: it shows failed, and cancel and delete work."""
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     run = tmp_path / "orphan"

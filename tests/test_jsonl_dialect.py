@@ -1,5 +1,5 @@
-"""One JSON Lines dialect (issue 16, item 1): what the workbench writes, it reads back
-identically, and valid JSONL holding a raw U+2028, U+2029 or U+0085 (including the
+"""One JSON Lines dialect (docs/spec.md#34-formats-errors-and-bounds): what the workbench writes, it
+reads back identically, and valid JSONL holding a raw U+2028, U+2029 or U+0085 (including the
 workbench's own old exports) loads."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_normal_table_written_by_the_app_reloads_identically(tmp_path):
 
 
 def raw_jsonl(rows) -> str:
-    """JSONL as the app wrote it before issue 16 (ensure_ascii=False: U+2028 stays raw)."""
+    """JSONL as older versions of the app wrote it (ensure_ascii=False: U+2028 stays raw)."""
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 

@@ -1,4 +1,4 @@
-"""Clean-up of leftovers after a kill (issue 16, item 9): old ``.creating-*`` folders and
+"""Clean-up of leftovers after a kill: old ``.creating-*`` folders and
 ``.*.tmp`` files go, young ones and everything else stay."""
 
 from __future__ import annotations

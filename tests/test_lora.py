@@ -1,4 +1,4 @@
-"""LoRA for every method (issue 13), on the tiny model: adapters are what trains; with r = 0
+"""LoRA for every method, on the tiny model: adapters are what trains; with r = 0
 SGA-LoRA is GA-LoRA; the disabled-adapter reference is the frozen starting model; a saved
 adapter (and the merged model) reloads to the same logits; gradient checkpointing changes
 nothing but memory; a LoRA run trains, evaluates in its own process and saves its adapter."""

@@ -1,4 +1,5 @@
-"""The SGA objective (SPEC 1): coefficients, the per-sequence NLL, and r = 0 == GA."""
+"""The SGA objective (docs/spec.md#1-the-sga-objective): coefficients, the per-sequence NLL,
+and r = 0 == GA."""
 
 from __future__ import annotations
 

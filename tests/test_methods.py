@@ -45,7 +45,8 @@ def losses(setup, name, with_ref=False, **cfg):
 
 
 def test_registry_lists_the_baselines():
-    # issue 14 added the paper's other baselines and newer methods (tests/test_paper_methods)
+    # and the paper's other baselines and newer methods (docs/spec.md#16-other-methods, tested in
+    # tests/test_paper_methods)
     assert set(method_names(unlearning_only=True)) == {
         "sga", "ga", "graddiff", "kl", "npo", "idk",
         "gd", "npo-rt", "simnpo", "flat", "dpo", "dpo-rt", "llmu", "mismatch", "rmu",

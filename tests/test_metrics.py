@@ -1,5 +1,5 @@
-"""Metrics (SPEC 4) on small hand-computed cases, and the model-side scoring helpers on the
-tiny fixture model."""
+"""Metrics (docs/spec.md#4-metrics) on small hand-computed cases, and the model-side scoring helpers
+on the tiny fixture model."""
 
 from __future__ import annotations
 
@@ -232,8 +232,9 @@ def test_auc_matches_brute_force_pairs():
 
 
 def test_privleak_sign_and_reasons():
-    # SPEC 4 as corrected on 2026-11-22 (MUSE's convention, A = 1 - AUC): a model whose forget
-    # texts look MORE like members than to the reference is negative (under-unlearning)
+    # docs/spec.md#46-text-metrics-muse-style as corrected on 2026-11-22
+    # (MUSE's convention, A = 1 - AUC): a model whose forget texts look MORE like members than to
+    # the reference is negative (under-unlearning)
     assert privleak(0.6, 0.5).value == pytest.approx(-20.0)
     assert privleak(0.4, 0.5).value == pytest.approx(20.0)  # over-unlearning: positive
     assert privleak(MetricResult("auc", 0.75), MetricResult("auc", 0.5)).value == -50.0

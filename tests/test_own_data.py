@@ -1,6 +1,7 @@
-"""The library side of issue 15: field mapping, evaluation sets and their roles, Model
-Utility over user-named utility sets, the collapse flag, run labels and r groups, wrapping
-token lines, evaluation progress, chart labels, the CLI's --map and project commands."""
+"""The library side of a researcher's own data (docs/spec.md#32-field-mapping,
+docs/decisions/005-collapse-rule.md): field mapping, evaluation sets and their roles, Model Utility
+over user-named utility sets, the collapse flag, run labels and r groups, wrapping token lines,
+evaluation progress, chart labels, the CLI's --map and project commands."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The SGA paper's other baselines and the field's newer methods (issue 14): each per-unit loss
-against its definition, computed here by hand from single-sequence forwards (no padding, no
-batching), on a tiny model."""
+"""The SGA paper's other baselines and the field's newer methods (docs/spec.md#16-other-methods):
+each per-unit loss against its definition, computed here by hand from single-sequence forwards (no
+padding, no batching), on a tiny model."""
 
 from __future__ import annotations
 

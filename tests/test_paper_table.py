@@ -1,4 +1,4 @@
-"""The paper's Table 1 (issue 14): which runs bench/paper_table.py plans, how their rows are
+"""The paper's Table 1: which runs bench/paper_table.py plans, how their rows are
 named and ordered, and the Results page showing the table once such runs are evaluated."""
 
 from __future__ import annotations

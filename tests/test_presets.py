@@ -1,4 +1,4 @@
-"""Validated presets and bounded sweep specs (issue 16, item 5, library side): a bad preset is
+"""Validated presets and bounded sweep specs (library side): a bad preset is
 a one-line ConfigError naming the field and the expected type, in the library and the CLI."""
 
 from __future__ import annotations

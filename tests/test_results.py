@@ -1,4 +1,4 @@
-"""Results helpers (issue 5): which metric-versus-r plots exist and their points."""
+"""Results helpers: which metric-versus-r plots exist and their points."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""r* (SPEC 2): the closed form on hand-built gradients, and against the real update norm."""
+"""r* (docs/spec.md#21-closed-form): the closed form on hand-built gradients, and against the real
+update norm."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_hand_built_cases(a, b, k, conv, expected):
 
 
 def test_formula_matches_the_definition():
-    """r* minimizes ||-a + r w||^2 with w from SPEC 2, for random vectors."""
+    """r* minimizes ||-a + r w||^2 with w from docs/spec.md#21-closed-form, for random vectors."""
     g = torch.Generator().manual_seed(0)
     for conv in ("label", "objective"):
         for k in (2, 4, 7):
@@ -82,7 +83,8 @@ def test_closed_form_matches_numerical_minimum_on_tiny_model(tiny_model_dir, dem
     r_star = res[0].r_star
 
     def grad_norm_sq(r):
-        # SPEC 1's coefficients written out (r* may exceed 1, which training refuses)
+        # the coefficients of docs/spec.md#12-coefficients-and-the-loss written out (r* may exceed
+        # 1, which training refuses)
         c_f = -(1 - r + r / 4)
         c_n = -r / 4 if convention == "label" else r / 4
         model.zero_grad(set_to_none=True)

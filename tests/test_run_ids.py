@@ -1,5 +1,5 @@
-"""Run ids are whole ids and never paths (issue 16, item 4): no command touches a folder
-outside the runs folder, and a trailing newline is not a valid id."""
+"""Run ids are whole ids and never paths (docs/spec.md#51-run-ids-and-the-runs-folder): no command
+touches a folder outside the runs folder, and a trailing newline is not a valid id."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The uncertainty of one run and of a two-run difference (issue 12 item 3), and Model
-Utility's components (item 4), on real evaluations of tiny models."""
+"""The uncertainty of one run and of a two-run difference (docs/spec.md#57-seeds-and-groups), and
+Model Utility's components (docs/spec.md#45-model-utility), on real evaluations of tiny models."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The interval code (issue 12) on hand-made cases: known values, a known normal sample (the
-intervals cover the true mean about 95% of the time), a paired difference of zero, the KS
-steps Forget Quality can take, and the seeds a launch repeats over."""
+"""The interval code (docs/spec.md#57-seeds-and-groups) on hand-made cases: known values, a known
+normal sample (the intervals cover the true mean about 95% of the time), a paired difference of
+zero, the KS steps Forget Quality can take, and the seeds a launch repeats over."""
 
 from __future__ import annotations
 

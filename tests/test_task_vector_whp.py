@@ -1,4 +1,4 @@
-"""Task Vector and Who's Harry Potter end to end on the tiny model (issue 14): the reinforced
+"""Task Vector and Who's Harry Potter end to end on the tiny model: the reinforced
 model is built once and reused, Task Vector's weights are the task arithmetic, WHP's model is a
 model spec that evaluation, the token tables, the Results table and the probe load like any
 other run's model."""

@@ -1,6 +1,7 @@
-"""Real training runs through the real entry points (SPEC 5, 8): ``accelerate launch -m
-sga_core.train`` started by :mod:`sga_core.runs.launch`, ``bash command.sh`` and
-``python -m sga_core ...``, all on the tiny random Llama model from ``conftest``.
+"""Real training runs through the real entry points (docs/spec.md#5-the-run-directory,
+docs/spec.md#8-the-command-line): ``accelerate launch -m sga_core.train`` started by
+:mod:`sga_core.runs.launch`, ``bash command.sh`` and ``python -m sga_core ...``, all on the tiny
+random Llama model from ``conftest``.
 
 Each launch costs a few seconds of process start-up plus well under a second of training,
 so the runs share what they can (module-scoped baseline runs).
@@ -36,10 +37,10 @@ pytestmark = pytest.mark.slow
 ROOT = Path(sga_core.__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 RUN_TIMEOUT = 240.0  # generous: another process may load the CPU; a run takes ~10-30 s
-SPEC5_FIELDS = ("step", "epoch", "loss", "forget_nll", "normal_nll", "r", "lr", "grad_norm",
-                "tokens_per_s", "elapsed_s")
+METRICS_FIELDS = ("step", "epoch", "loss", "forget_nll", "normal_nll", "r", "lr",
+                  "grad_norm", "tokens_per_s", "elapsed_s")
 RUN_FILES = {"config.yaml", "command.sh", "status.json", "metrics.jsonl", "probes.jsonl",
-             "train.log", "model", "data", "env.json"}  # env.json: issue 13
+             "train.log", "model", "data", "env.json"}  # env.json: docs/spec.md#52-files
 
 
 # ----------------------------------------------------------------------------- helpers -----
@@ -204,7 +205,7 @@ def test_end_to_end_run_folder(baseline, tiny_model_dir, demo_dir, normals_file)
     assert status["total_steps"] == 4 and status["step"] == 4
     assert status["started_at"] and status["ended_at"]
 
-    # the folder: SPEC 5 files, nothing half-written left behind
+    # the folder: the files of docs/spec.md#52-files, nothing half-written left behind
     assert baseline.files == RUN_FILES, baseline.files
 
     # config.yaml round-trips; data/ is a snapshot the config points at
@@ -225,11 +226,11 @@ def test_end_to_end_run_folder(baseline, tiny_model_dir, demo_dir, normals_file)
     assert text.splitlines()[-1] == command_text(cfg, run_dir)
     assert "accelerate launch" in text and "-m sga_core.train --config" in text
 
-    # metrics.jsonl: one record per step, every SPEC 5 field, finite values
+    # metrics.jsonl: one record per step, every field of docs/spec.md#52-files, finite values
     metrics = baseline.metrics
     assert [m["step"] for m in metrics] == [1, 2, 3, 4]
     for m in metrics:
-        for key in SPEC5_FIELDS:
+        for key in METRICS_FIELDS:
             assert key in m, key
             assert_finite_number(m[key], key)
         assert m["r"] == -0.8
@@ -347,7 +348,8 @@ def test_sigterm_to_trainer_cancels(tiny_model_dir, demo_dir, normals_file, runs
     run_dir, proc = _start_long_run(tiny_model_dir, demo_dir, normals_file, runs_dir)
     pid = wait_for(lambda: run_status.read_run(run_dir).get("pid"), what="the trainer pid",
                    proc=proc)
-    # a one-process run starts the trainer directly (issue 13: no accelerate launcher)
+    # a one-process run starts the trainer directly (no accelerate launcher,
+    # docs/spec.md#54-how-a-run-is-started)
     assert pid == proc.pid
     os.kill(pid, signal.SIGTERM)
     _assert_cancelled(run_dir, proc)
@@ -505,8 +507,8 @@ def test_effective_status_dead_pid_is_failed(runs_dir):
     status = run_status.effective_run(dead)
     assert status["state"] == "failed"
     assert "vanished" in status["error"]
-    # readers never write (issue 10): the file keeps what its writers wrote, every reader
-    # derives the same "failed" from it
+    # readers never write (docs/decisions/001-run-folder-is-the-contract.md): the file keeps what
+    # its writers wrote, every reader derives the same "failed" from it
     assert run_status.read_run(dead)["state"] == "running"
     assert run_status.run_view(dead)["state"] == "failed"
     # a live process keeps its run running

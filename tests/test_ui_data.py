@@ -1,4 +1,4 @@
-"""AppTest flows for the Data and Normal answers pages (issue 3)."""
+"""AppTest flows for the Data and Normal answers pages (docs/spec.md#33-normal-answers)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile files through the pages (issue 16, item 10): a representative subset of the
+"""Hostile files through the pages: a representative subset of the
 generated corpus (tests/hostile_corpus.py) goes through the Data page (new project), the
 Normal answers page (import) and every hostile preset through the Train page. No exception
 element, a clear error naming the file, nothing written on failure, and the page stays

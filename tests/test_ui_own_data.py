@@ -1,4 +1,4 @@
-"""A researcher's own data in the pages, point by point (issue 15): the model to unlearn and
+"""A researcher's own data in the pages, point by point: the model to unlearn and
 kept fields (1), Prepare's confirmation (2), evaluation sets (3), field mapping (4), results
 a reader cannot misread (5), per-project settings and probe rows (6), evaluation progress
 (8), the Runs page's project filter, chart labels, re-run feedback and states (9). Point 7

@@ -1,6 +1,6 @@
-"""The chosen project cannot drift (issue 16, item 3): one choice in session state and the
-URL, read by every page; a page switch, a new session with the link, and page actions keep
-it."""
+"""The chosen project cannot drift (docs/decisions/006-project-context-in-the-url.md): one choice in
+session state and the URL, read by every page; a page switch, a new session with the link, and page
+actions keep it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""AppTest flows for the evidence pages (issue 5): Results table with Original and Retained
-rows, metric-versus-r, token probabilities of the "French" row, the before/after probe.
+"""AppTest flows for the evidence pages (docs/spec.md#4-metrics): Results table with Original and
+Retained rows, metric-versus-r, token probabilities of the "French" row, the before/after probe.
 Real (tiny) runs, really evaluated."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def env(evaluated, monkeypatch):
 
 def test_results_table_and_sweep_plot(env):
     at = open_page("app_pages/results.py")
-    df = results_frame(at)  # an HTML table since issue 15 (missing values' reasons on hover)
+    df = results_frame(at)  # an HTML table (missing values' reasons on hover)
     assert list(df["run"][:2]) == ["Original", "Retained"]
     assert len(df) == 4 and sorted(df["r"].dropna()) == [-0.8, 0.0]
     for col in ("FQ", "MU", "forget ROUGE-L", "retain ROUGE-L"):

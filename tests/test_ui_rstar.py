@@ -1,4 +1,4 @@
-"""AppTest flow for the r* page (issue 6): run the analysis as a job, see the per-row
+"""AppTest flow for the r* page: run the analysis as a job, see the per-row
 result and its summary, queue a sweep over the suggested range; results survive a reload."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""AppTest flows for issue 12 on the pages: launching over seeds from the Train page, the
-Results page pooled per configuration with intervals, error bars on metric-versus-r, the r
-suggestion, MU's components, one run's uncertainty and a two-run comparison, the r* page's
-sweep results, and evaluation during training on the Runs page.
+"""AppTest flows for seeds and uncertainty (docs/spec.md#57-seeds-and-groups) on the pages:
+launching over seeds from the Train page, the Results page pooled per configuration with intervals,
+error bars on metric-versus-r, the r suggestion, MU's components, one run's uncertainty and a
+two-run comparison, the r* page's sweep results, and evaluation during training on the Runs page.
 
 The evaluated runs are made by hand (run folders with an eval/summary.json and
 per_sample.jsonl), so the pages are tested on known numbers without training."""

@@ -1,4 +1,4 @@
-"""AppTest flows for the Train and Runs pages (issue 4)."""
+"""AppTest flows for the Train and Runs pages (docs/decisions/001-run-folder-is-the-contract.md)."""
 
 from __future__ import annotations
 
