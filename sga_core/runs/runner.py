@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                                            "max_parallel": args.max_parallel})
     from sga_core.runs.leftovers import clean_leftovers, clean_temp_leftovers
 
-    for path in clean_leftovers(root) + clean_temp_leftovers():  # what killed processes left behind, an hour old
+    # what killed processes left behind, an hour old
+    for path in clean_leftovers(root) + clean_temp_leftovers():
         print(f"removed the leftover {path}", flush=True)
     runner = Runner(root, args.max_parallel, args.grace, args.idle_exit)
 

@@ -17,8 +17,8 @@ from datetime import datetime
 from pathlib import Path
 
 from sga_core.config import TrainConfig
-from sga_core.runs.folder import MAX_ID_TRIES, base_run_id, id_candidates, runs_root
 from sga_core.params import parse_seeds
+from sga_core.runs.folder import MAX_ID_TRIES, base_run_id, id_candidates, runs_root
 
 
 def seed_run_id(base: str, seed: int) -> str:
