@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
-from sga_core.runs.procs import is_ours, start_fields
+from sga_core.runs.procs import is_ours, recorded, start_fields
 from sga_core.runs.validate import FINAL_STATES, STATES  # noqa: F401  (read from here)
 
 RUN_FILE = "status.json"
@@ -69,10 +69,10 @@ def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
     host = status.get("host")
     if isinstance(host, str) and host and host != socket.gethostname():
         return status  # a run on another machine: only its own files can tell
-    pids = [(status[k], status.get(f"{k}_start")) for k in pid_keys if status.get(k)]
+    procs = [recorded(status, k) for k in pid_keys if status.get(k)]
     # a process counts only while it is the one recorded: its start time, or for an old
     # record without one, a command line that runs sga_core (a stranger given the pid is not)
-    if not pids or any(is_ours({"pid": p, "start": start}) for p, start in pids):
+    if not procs or any(is_ours(p) for p in procs):
         return status
     return {**status, "state": "failed", "vanished": True,
             "error": status.get("error") or f"the {what} process vanished (killed or the "
