@@ -4,22 +4,16 @@ wrong, exit code 2, no traceback."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sga_core.cli import main
+from tests.cli import sga_cli as sga
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sga(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sga_core", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 def one_line_error(err: str) -> str:

@@ -10,12 +10,7 @@ import sys
 from pathlib import Path
 
 from sga_core.runs import status as run_status
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+from tests.cli import sga_cli as cli
 
 
 def make_run(run_id: str, tiny_model_dir, demo_dir, runs_dir, tmp_path) -> Path:

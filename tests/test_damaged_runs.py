@@ -8,15 +8,13 @@ with the damage in words."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli import sga_cli
 from tests.ui import APP, results_cells, shown
 
 pytestmark = pytest.mark.slow
@@ -181,12 +179,9 @@ def test_damaged_file_damages_its_run_only(pristine, tmp_path, monkeypatch, kind
             kind, run_id, rows[run_id]["damaged"])
 
     # the CLI: runs list, and runs show of each damaged run
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SGA_RUNS_DIR": str(runs)}
-
     def cli(*args):
         COUNTS["cli"] += 1
-        return subprocess.run([sys.executable, "-m", "sga_core", "runs", *args], env=env,
-                              capture_output=True, text=True, timeout=300)
+        return sga_cli("runs", *args, env={"SGA_RUNS_DIR": str(runs)})
 
     res = cli("list")
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr

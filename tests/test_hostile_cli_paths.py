@@ -6,19 +6,15 @@ and nothing is left behind (no temporary file beside it)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli import sga_cli as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo"
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 def refused_before_work(res: subprocess.CompletedProcess, flag: str, path: str,

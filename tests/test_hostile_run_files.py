@@ -6,7 +6,6 @@ next step' about a run that is not running."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,15 +13,12 @@ from pathlib import Path
 import pytest
 
 from sga_core.fileio import atomic_write_json
+from tests.cli import sga_cli as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo"
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 def test_a_folder_where_a_file_is_written_is_named(tmp_path):

@@ -14,15 +14,12 @@ import pytest
 
 from sga_core.config import load_config
 from sga_core.params import ConfigError
+from tests.cli import sga_cli as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo"
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from sga_core.runs import procs
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import list_runs
 from sga_core.runs.leftovers import clean_leftovers
+from tests.cli import sga_cli as cli
 from tests.ui import APP
 
 pytestmark = pytest.mark.slow
@@ -47,10 +48,6 @@ def wait_for(predicate, timeout: float, what: str):
     return value
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
 
 
 class Bench:

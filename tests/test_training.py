@@ -31,6 +31,7 @@ from sga_core.runs import launch
 from sga_core.runs import status as run_status
 from sga_core.runs.command import command_text
 from sga_core.runs.procs import pid_alive
+from tests.cli import sga_cli
 
 pytestmark = pytest.mark.slow
 
@@ -130,9 +131,7 @@ def all_finite(weights: dict) -> bool:
 
 
 def cli(*args: str, cwd: Path, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sga_core", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return sga_cli(*args, cwd=cwd, timeout=timeout)
 
 
 def assert_finite_number(value, name: str) -> None:
