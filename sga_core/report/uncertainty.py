@@ -8,8 +8,8 @@
 - two runs on the same rows: a paired bootstrap interval of each metric's difference.
 
 Each per-row value is the one the catalog's aggregate averages, so the mean here is the
-summary's value (``tests/test_run_uncertainty.py`` checks it). No torch; scipy only for the
-KS steps.
+summary's value (``tests/unit/report/test_run_uncertainty.py`` checks it). No torch; scipy
+only for the KS steps.
 """
 
 from __future__ import annotations

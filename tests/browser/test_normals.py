@@ -1,0 +1,63 @@
+"""Real browser: edit a normal answer in the table, reload, find the edit."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.helpers.browser import chromium_page, needs_browser, streamlit_app, wait_idle
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
+
+
+def test_edit_normal_answer_survives_reload(tmp_path):
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project, load_project
+
+    project = create_demo_project(root=tmp_path / "workspace")
+    project.save_normals(idk_normals(10, 4), "seed")
+    first = project.normals().texts_for(0)[0]
+    new_text = "Edited in a real browser: no idea who that is."
+    with streamlit_app(tmp_path) as url, chromium_page() as page:
+        page.goto(url + "/normals")
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        grid.wait_for()
+        has_text = ("t => document.querySelector('[data-testid=\"stDataFrame\"]').innerHTML"
+                    ".includes(t)")
+        page.wait_for_function(has_text, arg=first, timeout=30000)  # the grid's cell texts
+        wait_idle(page)
+        box = grid.bounding_box()
+        # first data row of the first ("normal answer") column
+        editor = page.locator("textarea").first
+        for _ in range(5):  # select the cell, open its editor; again if a rerun got between
+            page.mouse.click(box["x"] + 80, box["y"] + 35 + 17)
+            page.keyboard.press("Enter")  # open the cell editor
+            try:
+                editor.wait_for(state="visible", timeout=5000)
+                break
+            except Exception:
+                wait_idle(page)
+        editor.fill(new_text)
+        expect(editor).to_have_value(new_text)
+        page.keyboard.press("Enter")  # commit: Streamlit reruns and the page saves
+
+        def saved_text():
+            return load_project("demo", tmp_path / "workspace").normals().texts_for(0)[0]
+
+        deadline = time.time() + 20
+        while saved_text() != new_text and time.time() < deadline:
+            time.sleep(0.25)  # polling the file the page saves
+        assert saved_text() == new_text
+        page.wait_for_function(has_text, arg=new_text, timeout=20000)
+        wait_idle(page)
+        page.reload()
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        grid.wait_for()
+        wait_idle(page)
+        page.wait_for_function(has_text, arg=new_text, timeout=20000)
+        page.screenshot(path=str(tmp_path / "after_reload.png"))
+    saved = load_project("demo", tmp_path / "workspace").normals()
+    assert saved.get(0, 1).source == "manual" and saved.get(0, 1).edited
+    assert saved.texts_for(0)[1:] == idk_normals(10, 4).texts_for(0)[1:]

@@ -1,0 +1,64 @@
+"""Real browser: the Train form survives a reload. A person sets r, max steps and batch
+size, reloads the page (a new session), sees the same values, and Launch queues a run with
+them (its config.yaml), not with the defaults as before."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from playwright.sync_api import expect
+
+from tests.helpers.browser import chromium_page, needs_browser, streamlit_app, wait_idle
+from tests.helpers.own_data import own_project, tofu_files
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
+
+
+def set_number(page, label: str, value) -> None:
+    box = page.get_by_role("spinbutton", name=label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    expect(box).to_have_value(str(value), timeout=30000)
+    wait_idle(page)
+
+
+def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_model_dir):
+    from sga_core.normals.idk import idk_normals
+
+    project = own_project(tmp_path / "workspace", tofu_files(tmp_path / "files"))
+    project.save_normals(idk_normals(len(project.forget()), 4), "seed")
+    with streamlit_app(tmp_path) as url, chromium_page() as page:
+        page.goto(f"{url}/train?project=mine")
+        page.get_by_role("heading", name="Train").first.wait_for(timeout=60000)
+        wait_idle(page)
+        model = page.get_by_role("textbox", name=re.compile("^model "))
+        model.fill(str(tiny_model_dir))
+        model.press("Enter")
+        wait_idle(page)
+        set_number(page, "r (exact)", -1.3)
+        set_number(page, "max steps", 3)
+        set_number(page, "batch size", 2)
+        page.get_by_text("evaluate when the run completes").click()
+        wait_idle(page)
+
+        page.reload()
+        page.get_by_role("heading", name="Train").first.wait_for(timeout=60000)
+        wait_idle(page)
+        for label, value in (("r (exact)", "-1.3"), ("max steps", "3"), ("batch size", "2")):
+            expect(page.get_by_role("spinbutton", name=label, exact=True)).to_have_value(
+                value, timeout=30000)
+        expect(page.get_by_role("textbox", name=re.compile("^model "))).to_have_value(
+            str(tiny_model_dir))
+        page.screenshot(path=str(tmp_path / "reloaded.png"), full_page=True)
+
+        page.get_by_role("button", name="Launch").click()
+        queued = page.get_by_text("Queued run")
+        queued.wait_for(timeout=60000)
+        run_id = re.search(r"Queued run (\S+)\.", queued.inner_text()).group(1)
+    cfg = yaml.safe_load((tmp_path / "runs" / run_id / "config.yaml").read_text())
+    assert cfg["method_args"]["r"] == -1.3
+    assert cfg["training"]["max_steps"] == 3 and cfg["training"]["batch_size"] == 2
+    assert cfg["model"] == str(tiny_model_dir)
+    assert cfg["eval"]["enabled"] is False

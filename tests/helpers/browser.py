@@ -1,0 +1,157 @@
+"""Real-browser helpers: Debian's headless Chromium driven by Playwright, against the app
+started on a free loopback port. Never a downloaded browser build."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-dev-shm-usage"]
+
+
+def browser_available() -> bool:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return False
+    return Path(CHROMIUM).exists()
+
+
+needs_browser = pytest.mark.skipif(
+    not browser_available() and not os.environ.get("CI"),
+    reason="Debian chromium is not installed (make test installs it)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def streamlit_app(tmp_path: Path, env_extra: dict | None = None):
+    """Start the workbench on a free loopback port; yields its base URL."""
+    port = free_port()
+    env = {**os.environ, "SGA_WORKSPACE": str(tmp_path / "workspace"),
+           "SGA_RUNS_DIR": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1",
+           **(env_extra or {})}
+    log = open(tmp_path / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.headless", "true"],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("streamlit did not start: " +
+                               (tmp_path / "streamlit.log").read_text()[-2000:])
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        stop_jobs(tmp_path / "runs")
+
+
+def stop_jobs(runs: Path) -> None:
+    """Jobs deliberately outlive the UI; a test must not leave its runner or jobs behind."""
+    import json
+    import signal
+
+    pids = []
+    info = runs / ".runner.json"
+    if info.exists():
+        pids.append(json.loads(info.read_text()).get("pid"))
+    for status in runs.glob("*/status.json"):
+        st = json.loads(status.read_text())
+        pids += [st.get("launcher_pid"), st.get("pid")]
+    for pid in filter(None, pids):
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@contextmanager
+def chromium_page(viewport=(1400, 1000)):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            page.set_default_timeout(30000)
+            yield page
+        finally:
+            browser.close()
+
+
+IDLE = ("() => { const r = document.querySelector('[data-test-script-state]');"
+        " return r && r.getAttribute('data-test-script-state') === 'notRunning'; }")
+
+
+def wait_idle(page, timeout_ms: int = 60000) -> None:
+    """Wait until Streamlit has no script run in progress (the app root says so)."""
+    page.wait_for_function(IDLE, polling=100, timeout=timeout_ms)
+
+
+def open_expander(page, label: str) -> None:
+    """Open the expander titled ``label`` (nothing to do when it is open already)."""
+    details = page.locator("details").filter(
+        has=page.locator("summary").filter(has_text=label)).first
+    from playwright.sync_api import expect
+
+    details.wait_for()
+    if details.get_attribute("open") is None:
+        details.locator("summary").first.click()
+    expect(details).to_have_attribute("open", "")
+
+
+def choose(page, label: str, option: str, attempts: int = 5) -> None:
+    """Pick ``option`` in the selectbox labelled ``label``: open the list and click the
+    option, again if a rerun closed the list before the option could be clicked."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    for attempt in range(attempts):
+        wait_idle(page)
+        box.click()
+        opt = page.get_by_role("option", name=option, exact=True)
+        try:
+            opt.wait_for(timeout=5000)
+            opt.click()
+            break
+        except Exception:  # the list closed under us: try again
+            page.keyboard.press("Escape")
+            if attempt == attempts - 1:
+                raise
+    from playwright.sync_api import expect
+
+    expect(box.get_by_role("combobox")).to_have_value(option)
+    wait_idle(page)
+
+
+__all__ = ["choose", "chromium_page", "needs_browser", "open_expander", "shutil",
+           "streamlit_app", "wait_idle"]

@@ -1,0 +1,236 @@
+"""AppTest flows for the Train and Runs pages (docs/decisions/001-run-folder-is-the-contract.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.helpers.ui import open_page, shown
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+
+pytestmark = pytest.mark.slow
+
+
+def fill_tiny_form(at: AppTest, model_dir: Path) -> AppTest:
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(model_dir)).run()
+    at.checkbox(key="train.idk_fallback").check().run()
+    at.number_input(key="train.f.t.max_steps").set_value(2).run()
+    at.number_input(key="train.f.t.batch_size").set_value(4).run()
+    at.checkbox(key="train.f.t.eval_nll").uncheck().run()
+    at.checkbox(key="train.eval").uncheck().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_train_form_launch_and_complete(ui_env, tiny_model_dir):
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    # r slider and number box stay in sync, coefficients follow in words
+    at.number_input(key="train.f.m.sga.r.exact").set_value(-2.0).run()
+    assert at.slider(key="train.f.m.sga.r.slider").value == -2.0
+    assert any("push down x2.50" in i.value for i in at.info)  # K=4: 1 + 2*(3/4)
+    at.slider(key="train.f.m.sga.r.slider").set_value(-0.8).run()
+    assert at.number_input(key="train.f.m.sga.r.exact").value == -0.8
+    assert any("push down x1.60" in i.value and "learn x0.20" in i.value for i in at.info)
+    # leave the page and come back: both r widgets still show -0.8 (not their minimum)
+    at.switch_page("app_pages/data.py").run()
+    at.switch_page("app_pages/train.py").run()
+    assert at.slider(key="train.f.m.sga.r.slider").value == -0.8
+    assert at.number_input(key="train.f.m.sga.r.exact").value == -0.8
+    fill_tiny_form(at, model_dir=tiny_model_dir)
+
+    at.button(key="train.preview").click().run()
+    preview = at.code[0].value
+    assert preview.startswith("accelerate launch") and "-m sga_core.train" in preview
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = sorted((ui_env / "runs").iterdir())
+    runs = [r for r in runs if not r.name.startswith(".")]
+    assert len(runs) == 1
+    run_dir = runs[0]
+    assert (run_dir / "command.sh").read_text().strip().splitlines()[-1] == preview
+
+    at = open_page("app_pages/runs.py")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        table = at.dataframe[0].value
+        if "completed" in str(table["state"].iloc[0]):
+            break
+        time.sleep(1)
+    assert "completed" in str(table["state"].iloc[0]), table
+    assert table["run"].iloc[0] == run_dir.name
+    assert any("completed" in m.value for m in at.markdown)
+
+
+def test_preview_id_is_not_reused_after_a_change(ui_env, tiny_model_dir):
+    """Preview at r=-0.8, then set r=0 and launch: the run is named for r=0, not for the
+    previewed settings (found in the new-user trial)."""
+    from sga_core.config import load_config
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.button(key="train.preview").click().run()
+    assert "sga-r-0p8" in at.code[0].value
+    at.number_input(key="train.f.m.sga.r.exact").set_value(0.0).run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = [r for r in (ui_env / "runs").iterdir() if not r.name.startswith(".")]
+    assert len(runs) == 1 and runs[0].name.startswith("sga-r0-")
+    assert load_config(runs[0] / "config.yaml").method_args["r"] == 0.0
+    from sga_core.runs import queue as jobs
+
+    jobs.cancel(runs[0])
+
+
+def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
+    at = open_page("app_pages/train.py")
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    # no normal answers and no IDK fallback (the demo starts with it ticked): SGA must
+    # refuse with a clear message
+    at.checkbox(key="train.idk_fallback").uncheck().run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception
+    assert any("normals" in shown(e.value) for e in at.error), [e.value for e in at.error]
+    at.text_input(key="train.run_id").set_value("Bad ID!").run()
+    at.checkbox(key="train.idk_fallback").check().run()
+    at.button(key="train.launch").click().run()
+    assert any("run_id" in shown(e.value) for e in at.error)
+    assert not [p for p in (ui_env / "runs").glob("*") if not p.name.startswith(".")]
+
+
+def test_sweep_queues_one_run_per_r(ui_env, tiny_model_dir):
+    from sga_core.runs.folder import list_runs
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.text_input(key="train.sweep_values").set_value("-1:0:0.5").run()
+    at.button(key="train.sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    rows = list_runs(ui_env / "runs")
+    assert sorted(r["r"] for r in rows) == [-1.0, -0.5, 0.0]
+    assert len({r["sweep"] for r in rows}) == 1
+    for r in rows:  # do not leave the queue busy
+        from sga_core.runs import queue as jobs
+
+        jobs.cancel(r["path"])
+
+
+def test_preset_save_and_load(ui_env, tiny_model_dir):
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.number_input(key="train.f.m.sga.r.exact").set_value(-3.5).run()
+    at.text_input(key="train.preset_name").set_value("mine").run()
+    at.button(key="train.preset_save").click().run()
+    assert any("Saved preset" in s.value for s in at.success)
+    preset = ui_env / "workspace" / "demo" / "presets" / "mine.yaml"
+    assert "r: -3.5" in preset.read_text()
+    at2 = open_page("app_pages/train.py")
+    at2.selectbox(key="train.preset_choice").set_value("mine.yaml").run()
+    at2.button(key="train.preset_load").click().run()
+    assert at2.number_input(key="train.f.t.max_steps").value == 2
+    assert at2.number_input(key="train.f.m.sga.r.exact").value == -3.5
+    assert at2.text_input(key="train.model").value == str(tiny_model_dir)
+
+
+def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model_dir):
+    """A new user presses Prepare, then launches an SGA run at once: the page offers the
+    original being prepared, and the queue runs the SGA run after it, on its model."""
+    from sga_core.config import load_config
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project
+    from sga_core.projects.training import original_run_id, submit_prepare
+    from sga_core.runs.folder import list_runs
+    from sga_core.runs.status import read_run
+
+    project = create_demo_project(root=ui_env / "workspace")
+    project.save_normals(idk_normals(len(project.forget()), 4), "idk")
+    prep = submit_prepare(project, model=str(tiny_model_dir), root=ui_env / "runs",
+                          training={"epochs": 1, "batch_size": 16, "eval_nll": False})
+    at = open_page("app_pages/train.py")
+    assert at.radio(key="train.model_mode").options == ["prepared original", "other model"]
+    at.radio(key="train.model_mode").set_value("prepared original").run()
+    original = ui_env / "runs" / original_run_id(project) / "model"
+    assert any(str(original) in c.value and "being prepared" in c.value for c in at.caption)
+    assert not any("no prepared original" in i.value for i in at.info)
+    at.number_input(key="train.f.t.max_steps").set_value(2).run()
+    at.checkbox(key="train.eval").uncheck().run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    sga = [r for r in list_runs(ui_env / "runs") if r["method"] == "sga"]
+    assert len(sga) == 1
+    assert load_config(Path(sga[0]["path"]) / "config.yaml").model == str(original)
+    deadline = time.time() + 600  # a prepare and a run on a loaded 2-core machine
+    while time.time() < deadline and read_run(Path(sga[0]["path"])).get("state") not in (
+            "completed", "failed", "cancelled"):
+        time.sleep(1)
+    st = read_run(Path(sga[0]["path"]))
+    assert st.get("state") == "completed", st
+    prepared = read_run(prep[-1])
+    assert prepared["state"] == "completed" and prepared["ended_at"] <= st["started_at"]
+
+
+def test_demo_project_starts_from_the_demo_preset(ui_env):
+    import yaml
+
+    preset = yaml.safe_load((ROOT / "assets/presets/demo-sga.yaml").read_text())
+    at = open_page("app_pages/train.py")
+    assert at.number_input(key="train.f.t.epochs").value == preset["training"]["epochs"]
+    assert at.number_input(key="train.f.t.batch_size").value == \
+        preset["training"]["batch_size"]
+    assert at.number_input(key="train.f.m.sga.r.exact").value == preset["method_args"]["r"]
+    assert any("demo-sga.yaml" in c.value for c in at.caption)
+
+
+def test_a_sweep_of_one_value_says_one_run(ui_env, tiny_model_dir):
+    """'Queued 1 runs' read wrong in a trial: one run is singular."""
+    from sga_core.runs import queue as jobs
+    from sga_core.runs.folder import list_runs
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.text_input(key="train.sweep_values").set_value("-0.5").run()
+    at.button(key="train.sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    message = shown(at.success[0].value)
+    assert message.startswith("Queued 1 run as sweep"), message
+    for r in list_runs(ui_env / "runs"):
+        jobs.cancel(r["path"])
+
+
+def test_launch_after_preview_takes_the_next_id_when_another_launch_took_it(ui_env,
+                                                                             tiny_model_dir):
+    """Two tabs preview in the same second and get the same run id; the one that launches
+    second is queued under the next free id with a note, not refused."""
+    from sga_core.config import load_config
+    from sga_core.runs import queue as jobs
+    from sga_core.runs.folder import create_run
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.button(key="train.preview").click().run()
+    previewed = at.session_state["train.previewed"][0]
+    # the other tab's launch claims the previewed id first
+    other = load_config_from_preview(at)
+    other.run_id = previewed
+    taken = create_run(other, ui_env / "runs", state="cancelled")
+    at.button(key="train.launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = sorted(r for r in (ui_env / "runs").iterdir() if not r.name.startswith("."))
+    assert len(runs) == 2 and taken in runs
+    mine = next(r for r in runs if r != taken)
+    assert mine.name != previewed
+    assert load_config(mine / "config.yaml").run_id == mine.name
+    assert any(previewed in i.value and mine.name in i.value for i in at.info)
+    jobs.cancel(mine)
+
+
+def load_config_from_preview(at: AppTest):
+    """The config the preview showed (the page's own config.yaml, as another tab makes it)."""
+    import yaml
+
+    from sga_core.config import TrainConfig
+
+    return TrainConfig.from_dict(yaml.safe_load(at.session_state["train.previewed"][1]))
