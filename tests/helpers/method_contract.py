@@ -1,9 +1,8 @@
 """The contract every unlearning method meets (docs/decisions/008-typed-param-configs.md): its
 settings round-trip through CLI flags and YAML, it builds units on a tiny model, its loss is finite,
 gradients reach the weights, and one real training step completes.
-tests/unit/methods/test_method_contract.py
-runs it for every registered method; tests/repo/test_readme_recipes.py for the README's example
-method."""
+tests/unit/methods/test_method_contract.py runs it for every registered method;
+tests/repo/test_docs_recipes.py for the contributing guide's example method."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The README's "Add a method" recipe works as written: its example file, dropped into the
-methods package, is found by discovery and offered by the CLI and the Train page, and it
-meets the method contract (tests/helpers/method_contract.py)."""
+"""The contributing guide's "Add a method" recipe (docs/contributing.md) works as written:
+its example file, dropped into the methods package, is found by discovery and offered by the
+CLI and the Train page, and it meets the method contract (tests/helpers/method_contract.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import sga_core.methods as methods
 from tests.helpers import method_contract as contract
 from tests.helpers.ui import open_page
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "contributing.md"
 
 
 def recipe(heading: str) -> tuple[str, str]:
-    """(file name, code) of the first python block after ``heading`` in the README."""
-    text = README.read_text()
+    """(file name, code) of the first python block after ``heading`` in the contributing guide."""
+    text = GUIDE.read_text()
     section = text[text.index(heading):]
     name = re.search(r"`sga_core/methods/(\w+\.py)`", section).group(1)
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
@@ -27,8 +27,8 @@ def recipe(heading: str) -> tuple[str, str]:
 
 
 @pytest.fixture()
-def readme_method(tmp_path):
-    name, code = recipe("### Add a method")
+def guide_method(tmp_path):
+    name, code = recipe("## Add a method")
     assert len(code.splitlines()) < 80
     folder = tmp_path / "more_methods"
     folder.mkdir()
@@ -45,8 +45,8 @@ def readme_method(tmp_path):
 
 
 def test_the_example_method_is_discovered_and_meets_the_contract(
-        readme_method, tiny_model_dir, demo_dir, idk_normals_file, tmp_path, capsys):
-    assert readme_method == {"ga-ceiling"}
+        guide_method, tiny_model_dir, demo_dir, idk_normals_file, tmp_path, capsys):
+    assert guide_method == {"ga-ceiling"}
     from sga_core.cli import main
     from sga_core.model.encoding import Encoder
     from sga_core.model.loading import load_model, load_tokenizer
@@ -64,7 +64,7 @@ def test_the_example_method_is_discovered_and_meets_the_contract(
                                      tmp_path / "run")
 
 
-def test_the_train_page_offers_the_example_method(readme_method, ui_env):
+def test_the_train_page_offers_the_example_method(guide_method, ui_env):
     at = open_page("app_pages/train.py")
     assert "GA with a ceiling (bounded gradient ascent)" in at.selectbox(key="train.method").options
     at.selectbox(key="train.method").set_value("ga-ceiling").run()
