@@ -9,7 +9,8 @@ from sga_core.report.seeds import groups
 
 def export_rows(rows: list[dict], kind: str = "qa") -> list[dict]:
     """The CSV/JSON download: one row per seed (``level: seed``, the run's values) and one
-    per configuration (``level: group``: per metric its mean, sd, interval bounds and n)."""
+    per configuration (``level: group``: per metric its mean, sd, interval bounds and n, and
+    how many of its seeds collapsed)."""
     cols = column_labels(rows, kind)
     out = [{"level": "seed", "configuration": None, **r} for r in rows]
     for g in groups(rows, kind):
@@ -17,7 +18,8 @@ def export_rows(rows: list[dict], kind: str = "qa") -> list[dict]:
             next(o for o in out if o.get("run_id") == m["run_id"])["configuration"] = g["label"]
         row = {"level": "group", "configuration": g["label"], "group": g["group"],
                "method": g["method"], "r": g["r"], "K": g["K"], "sweep": g["sweep"],
-               "n": g["n"], "seeds": ", ".join(str(s) for s in g["seeds"] if s is not None)}
+               "n": g["n"], "seeds": ", ".join(str(s) for s in g["seeds"] if s is not None),
+               "collapsed seeds": g["collapsed"] if g["collapse_known"] else None}
         for c in cols:
             iv = g[c]
             row.update({c: iv.mean, f"{c} sd": iv.sd, f"{c} 95% low": iv.lo,

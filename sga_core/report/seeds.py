@@ -4,7 +4,12 @@ sd, 95% interval, n).
 A *configuration* is a seed group (``group`` in config.yaml: the runs one launch made over
 several seeds); a run launched without seeds is a configuration of its own (n = 1). Where a
 group holds two evaluated runs with the same seed (a re-run), the newer one counts. The
-intervals are Student-t over seeds (:mod:`sga_core.report.stats`, which says why). Metric versus r
+intervals are Student-t over seeds (:mod:`sga_core.report.stats`, which says why).
+
+A collapsed seed (:mod:`sga_core.report.collapse`) stays in its configuration's mean: leaving
+it out would report only the seeds that survived. The configuration says how many of its seeds
+collapsed instead (``collapsed``: "1 of 3"), and :func:`sga_core.report.sweeps.suggest_r` never
+suggests a value at which a seed collapsed. Metric versus r
 with these intervals is :mod:`sga_core.report.sweeps`; the download, :mod:`.export`. No
 Streamlit, no torch.
 """
@@ -59,7 +64,9 @@ def groups(rows: list[dict], kind: str = "qa") -> list[dict]:
         first = runs[0]
         g = {"label": _label(first), "group": key, "method": first.get("method"),
              "r": first.get("r"), "K": first.get("K"), "sweep": first.get("sweep"),
-             "n": len(runs), "seeds": [m.get("seed") for m in runs], "runs": runs}
+             "n": len(runs), "seeds": [m.get("seed") for m in runs], "runs": runs,
+             "collapsed": sum(m.get("collapsed") is True for m in runs),
+             "collapse_known": any(m.get("collapsed") is not None for m in runs)}
         for c in cols:
             g[c] = t_interval([m.get(c) for m in runs])
         out.append(g)
@@ -90,14 +97,24 @@ def fmt_interval(iv: Interval, digits: int = 3) -> str | None:
     return text
 
 
+def collapsed_text(g: dict) -> str | None:
+    """How many of a configuration's seeds collapsed, in words ("no", "1 of 3", "all 2");
+    None where no member was judged (reference rows, no evaluated Original)."""
+    if not g["collapse_known"]:
+        return None
+    k, n = g["collapsed"], g["n"]
+    return "no" if k == 0 else (f"all {n}" if k == n and n > 1 else f"{k} of {n}")
+
+
 def group_display(rows: list[dict], kind: str = "qa") -> list[dict]:
     """The pooled Results table: one row per configuration, each metric as text
-    (:func:`fmt_interval`), n and the seeds."""
+    (:func:`fmt_interval`), n, the seeds, and how many seeds collapsed."""
     cols = column_labels(rows, kind)
     out = []
     for g in groups(rows, kind):
         row = {"configuration": g["label"], "method": g["method"], "r": g["r"], "K": g["K"],
-               "n": g["n"], "seeds": ", ".join(str(s) for s in g["seeds"] if s is not None)}
+               "n": g["n"], "seeds": ", ".join(str(s) for s in g["seeds"] if s is not None),
+               "collapsed": collapsed_text(g)}
         row.update({c: fmt_interval(g[c]) for c in cols})
         out.append(row)
     return out

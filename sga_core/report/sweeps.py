@@ -135,10 +135,14 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
     if spec is None:
         return None
     by_r = _by_r(r_group_members(rows).get(sweep, []))
-    ivs = {r: t_interval([m.get(label) for m in runs]) for r, runs in by_r.items()}
+    excluded = {r: sum(m.get("collapsed") is True for m in runs) for r, runs in by_r.items()}
+    excluded = {r: f"{k} of {len(by_r[r])} seeds collapsed" for r, k in excluded.items() if k}
+    ivs = {r: t_interval([m.get(label) for m in runs]) for r, runs in by_r.items()
+           if r not in excluded}
     ivs = {r: iv for r, iv in ivs.items() if iv.mean is not None}
     if not ivs:
-        return None
+        return {"metric": label, "param": sweep_param_of(rows, sweep), "r": None,
+                "excluded": excluded} if excluded else None
     best = None
     for r, iv in ivs.items():
         if best is None or _better(spec.direction, iv.mean, ivs[best].mean):
@@ -152,7 +156,7 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
         others.append({"r": r, "interval": iv, "diff": diff, "clear": diff.excludes(0.0)})
     return {"metric": label, "direction": spec.direction, "r": best, "best": ivs[best],
             "others": others, "n_min": min(iv.n for iv in ivs.values()),
-            "param": sweep_param_of(rows, sweep)}
+            "param": sweep_param_of(rows, sweep), "excluded": excluded}
 
 
 def suggestion_text(s: dict | None) -> str:
@@ -161,6 +165,11 @@ def suggestion_text(s: dict | None) -> str:
     if not s:
         return "No evaluated runs with this metric yet."
     p = s.get("param") or "r"
+    excluded = s.get("excluded") or {}
+    left_out = ("Not suggested, because a seed collapsed there: " + "; ".join(
+        f"{p} = {r:g} ({why})" for r, why in sorted(excluded.items())) + ".") if excluded else ""
+    if s.get("r") is None:
+        return f"No {p} to suggest by {s['metric']}. {left_out}"
     fmt = fmt_interval(s["best"])
     tied = [o["r"] for o in s["others"] if o["interval"].mean == s["best"].mean]
     if tied:  # equal means: no value is better, whatever the order they were read in
@@ -168,6 +177,8 @@ def suggestion_text(s: dict | None) -> str:
         head = f"No best {p} by {s['metric']}: {p} = {rs} are tied at {fmt} (n = {s['best'].n})."
     else:
         head = f"Best {s['metric']} at {p} = {s['r']:g}: {fmt} (n = {s['best'].n})."
+    if left_out:
+        head += " " + left_out
     if s["n_min"] < 2:
         return (head + f" Some {p} values have a single run, so nothing says whether the "
                 "differences are more than seed noise: repeat the sweep over seeds "
