@@ -93,10 +93,14 @@ def apply_map(records: Sequence[dict[str, Any]], mapping: Mapping[str, str] | No
               ) -> list[dict[str, Any]]:
     """``records`` with their fields renamed by ``mapping`` (new dicts; the input is kept).
     A record that holds both a mapped field and, separately, the field it is mapped to is a
-    :class:`DataError` (one value would silently be lost)."""
+    :class:`DataError` (one value would silently be lost), and so is a mapping onto a field
+    every row needs (:data:`NEEDED`) from a field no row has (a typo such as ``Prompt`` for
+    ``prompt``). A mapping onto an optional field may name a field the file lacks: one
+    mapping then serves files with and without it."""
     mapping = check_map(mapping)
     if not mapping:
         return list(records)
+    _check_sources(records, mapping, file)
     rows = list(rows) if rows is not None else list(range(1, len(records) + 1))
     renamed_away = set(mapping)
     out = []
@@ -111,6 +115,25 @@ def apply_map(records: Sequence[dict[str, Any]], mapping: Mapping[str, str] | No
             new[target] = rec[source]
         out.append(new)
     return out
+
+
+#: the fields a row cannot do without: mapping one of them from a missing field is an error
+NEEDED = ("question", "answer", "text")
+
+
+def _check_sources(records, mapping: Mapping[str, str], file: str | None) -> None:
+    if not records:
+        return
+    present = set(file_fields(records))
+    for source, target in mapping.items():
+        if target not in NEEDED or source in present:
+            continue
+        near = [f for f in present if f.casefold() == source.casefold()]
+        hint = f"; did you mean '{printable(near[0])}'?" if near else ""
+        fields = ", ".join(f"'{printable(f)}'" for f in file_fields(records)[:12])
+        raise DataError(f"field mapping {printable(source)}={target}: no row has a field "
+                        f"'{printable(source)}' (the file's fields: {fields}){hint}", file,
+                        None, source)
 
 
 def translate(err: DataError, mapping: Mapping[str, str] | None) -> DataError:

@@ -62,7 +62,11 @@ def test_mapping_checks_and_suggestions():
         "prompt": "question", "response": "answer", "perturbed_response": "perturbed_answer"}
     assert suggest_map(["Input", "Output"], "qa") == {"Input": "question", "Output": "answer"}
     assert suggest_map(["content"], "text") == {"content": "text"}
-    assert apply_map([{"prompt": "q", "x": 1}], MAP) == [{"x": 1, "question": "q"}]
+    # a row without a mapped field keeps its other fields (the loader then names what it
+    # lacks); a mapping onto a needed field from a field NO row has is refused
+    # (tests/unit/data/test_map_sources.py)
+    assert apply_map([{"prompt": "q", "x": 1}, {"prompt": "q2", "response": "a2"}], MAP) == [
+        {"x": 1, "question": "q"}, {"question": "q2", "answer": "a2"}]
 
 
 def test_inspect_fields_says_what_is_missing(tmp_path):
