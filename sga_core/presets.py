@@ -252,3 +252,64 @@ def load_preset(path: str | os.PathLike, *, keep_run_fields: bool = False) -> di
     if isinstance(preset.get("launch"), dict):
         fold_legacy_cpu(preset["launch"])  # an old preset's launch.cpu as launch.device
     return preset
+
+
+# --- a project's presets (the Train page's Presets box) ----------------------------------------
+
+def list_presets(project) -> list[Path]:
+    """Shipped presets, then the project's own."""
+    from sga_core.assets import PRESETS_DIR
+
+    return sorted(PRESETS_DIR.glob("*.yaml")) + sorted((project.path / "presets").glob("*.yaml"))
+
+
+MAX_PRESET_NAME = 64
+
+
+# letters of other scripts drawn like a Latin letter (after case folding): Cyrillic and
+# Greek capitals and small letters that a reader cannot tell from a, b, c, e, ... ('mуrun'
+# with a Cyrillic 'у' is 'myrun' in the Load preset list)
+LOOK_ALIKES = str.maketrans({
+    "\u0430": "a", "\u0432": "b", "\u0435": "e", "\u043a": "k", "\u043c": "m",
+    "\u043d": "h", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0442": "t",
+    "\u0443": "y", "\u0445": "x", "\u0456": "i", "\u0458": "j", "\u0455": "s",
+    "\u0501": "d", "\u051b": "q", "\u051d": "w", "\u04bb": "h", "\u04cf": "l",
+    "\u03b1": "a", "\u03b2": "b", "\u03b5": "e", "\u03b7": "h", "\u03b9": "i",
+    "\u03ba": "k", "\u03bc": "m", "\u03bd": "v", "\u03bf": "o", "\u03c1": "p",
+    "\u03c4": "t", "\u03c5": "u", "\u03c7": "x", "\u03b6": "z", "\u0251": "a",
+    "\u0131": "i", "\u0261": "g",
+})
+
+
+def preset_key(name: str) -> str:
+    """What two preset names must not share: their NFKC form, case-folded, with letters of
+    other scripts drawn like Latin ones read as those ('Demo', 'DEMO', the full-width
+    'ｄｅｍｏ' and 'dеmo' with a Cyrillic 'е' are one name to a reader)."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", name).casefold().translate(LOOK_ALIKES)
+
+
+def save_preset(project, name: str, cfg) -> Path:
+    """Save a config as a preset of the project (without its run id, data and sweep). A name
+    longer than MAX_PRESET_NAME, or one another preset's differs from only in case or by
+    look-alike characters, is a ConfigError (saving under the same name replaces it)."""
+    import yaml
+
+    from sga_core.fileio import atomic_write_text
+
+    clean = "".join(ch for ch in name if ch.isalnum() or ch in "-_") or "preset"
+    if len(clean) > MAX_PRESET_NAME:
+        raise ConfigError(f"preset name {clean[:40]!r}... is {len(clean)} characters long; "
+                          f"at most {MAX_PRESET_NAME} are allowed")
+    for other in list_presets(project):
+        if other.stem != clean and preset_key(other.stem) == preset_key(clean):
+            raise ConfigError(f"preset name {clean!r} differs from the existing preset "
+                              f"{other.stem!r} only in case or by look-alike characters; "
+                              f"choose another name, or save as {other.stem!r} to replace it")
+    data = cfg.to_dict()
+    for key in RUN_KEYS:
+        data.pop(key, None)
+    path = project.path / "presets" / f"{clean}.yaml"
+    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+    return path

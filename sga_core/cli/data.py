@@ -167,10 +167,7 @@ def cmd_project(args) -> int:
 def add_parsers(sub, argv: list[str] | None = None) -> None:
     """Add this module's commands to the subparsers ``sub``."""
     from sga_core.normals import backends as normal_backends
-    from sga_core.projects.benchmarks import IMPORTERS
-
-    def benchmark_importers():
-        return list(IMPORTERS.values())
+    from sga_core.projects.benchmarks import benchmark_importers
 
     s = sub.add_parser("demo-data", help="write the demo corpus")
     s.add_argument("out_dir")

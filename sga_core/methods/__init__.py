@@ -39,5 +39,17 @@ def method_names(unlearning_only: bool = False) -> list[str]:
     return [c.name for c in classes if c.unlearning or not unlearning_only]
 
 
+def explain_method(name: str, args: dict) -> str | None:
+    """A method's settings in words (SGA: its coefficients), None when it has none or the
+    settings are not valid yet."""
+    from sga_core.params import ConfigError, from_dict
+
+    cls = get_method(name)
+    try:
+        return cls(from_dict(cls.Config, args)).explain()
+    except (ConfigError, ValueError):
+        return None
+
+
 __all__ = ["REGISTRY", "Method", "MethodData", "SeqStats", "StopTraining", "Unit", "flatten",
-           "get_method", "method_names"]
+           "explain_method", "get_method", "method_names"]

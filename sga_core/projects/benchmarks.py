@@ -132,6 +132,11 @@ def importer_names() -> list[str]:
     return list(IMPORTERS)
 
 
+def benchmark_importers() -> list[Importer]:
+    """Every importable benchmark (the registry), in the order the Data page offers them."""
+    return list(IMPORTERS.values())
+
+
 def get_importer(name: str) -> Importer:
     if name not in IMPORTERS:
         raise ConfigError(f"unknown benchmark {name!r} (known: {', '.join(IMPORTERS)})")

@@ -174,3 +174,12 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
         if len(set(vals)) >= 2:
             best[col.label] = pick[col.direction](vals)
     return best
+
+
+def protocol_note(rows: list[dict]) -> str | None:
+    """What the Results table's numbers were evaluated under: each protocol's one line (the
+    demo's says its settings are its own, not comparable with published tables)."""
+    from sga_core.protocols import get_protocol
+
+    names = sorted({r.get("protocol") or "demo" for r in rows})
+    return " · ".join(get_protocol(n).describe() for n in names) if names else None

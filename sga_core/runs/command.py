@@ -7,9 +7,10 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from sga_core.config import TrainConfig
+from sga_core.config import LaunchConfig, TrainConfig
 from sga_core.fileio import atomic_write_text
 from sga_core.model.device import describe
+from sga_core.params import field_specs
 
 
 def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
@@ -75,3 +76,15 @@ def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) 
     atomic_write_text(path, text)
     path.chmod(0o755)
     return path
+
+
+def device_note(launch: dict) -> str:
+    """Where a run with these launch settings trains, in words, with what this machine has
+    (found without torch): the Train page's device line."""
+    from sga_core.model.device import gpu_hint
+
+    la = {**{s["name"]: s["default"] for s in field_specs(LaunchConfig)}, **(launch or {})}
+    if la.get("cpu"):
+        la["device"] = "cpu"
+    return "Device: " + describe(la["device"], la["mixed_precision"], la.get("config_file"),
+                                 gpu=gpu_hint())

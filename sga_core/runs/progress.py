@@ -85,6 +85,14 @@ def typical_eval_seconds(run_dirs) -> float | None:
     return times[len(times) // 2] if times else None
 
 
+def eval_status_of(runs: list[dict], only: str | None = None) -> dict[str, dict]:
+    """run id -> its evaluation's progress and ETA (:func:`eval_progress`), the ETA from the
+    median time of these runs' finished evaluations (``only``: just that run's)."""
+    typical = typical_eval_seconds(r["path"] for r in runs)
+    return {r["run_id"]: eval_progress(r["path"], typical) for r in runs
+            if only is None or r["run_id"] == only}
+
+
 def _eval_seconds(run_dir: Path) -> float | None:
     try:
         st = (run_dir / "eval" / "summary.json").stat()

@@ -90,6 +90,17 @@ def submit(cfg, root: str | os.PathLike | None = None, start_runner: bool = True
     return run_dir
 
 
+def preview(cfg, root: str | os.PathLike | None = None) -> tuple[str, str, str]:
+    """(run id, the exact launch command, config.yaml) of a config about to be launched."""
+    from sga_core.config import dump_config
+    from sga_core.runs.command import command_text
+    from sga_core.runs.folder import make_run_id
+
+    root = runs_root(root)
+    cfg.run_id = cfg.run_id or make_run_id(cfg, root)
+    return cfg.run_id, command_text(cfg, root / cfg.run_id), dump_config(cfg)
+
+
 def cancel(run_dir: str | os.PathLike) -> dict:
     """Ask a run to stop. A queued run is cancelled by the runner before it starts; a running
     one stops at its next step boundary (escalated by the runner if it does not)."""
@@ -187,6 +198,6 @@ def eval_requested(run_dir: str | os.PathLike) -> bool:
 
 
 __all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
-           "ensure_runner", "eval_requested",
+           "ensure_runner", "eval_requested", "preview",
            "queued_runs", "request_eval", "rerun", "runner_alive", "runner_info", "submit",
            "wait_until"]

@@ -105,6 +105,16 @@ def submit_seeds(cfg: TrainConfig, root=None) -> list[Path]:
     return [submit(c, root) for c in expand_seeds(cfg, root)]
 
 
+def queue_sweep(make_cfg, values: list[float], name: str, root=None) -> tuple[str, list[Path]]:
+    """Queue one run per value (``make_cfg(sweep_group, value)`` builds each config) as one
+    sweep group, each repeated over its seeds (``training.seeds``: one seed group per
+    value); returns the sweep's name and the run folders."""
+    from sga_core.runs.queue import submit
+
+    group = sweep_name(name)
+    return group, [submit(c, root) for c in sweep_configs(make_cfg, values, group, root)]
+
+
 def queued_text(dirs: list[Path], cfgs: list[TrainConfig] | None = None) -> str:
     """What a launch queued, in words (plain text)."""
     if len(dirs) == 1:

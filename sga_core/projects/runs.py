@@ -1,0 +1,72 @@
+"""A project's runs: which runs belong to which project (the same forget rows), the runs
+evaluated before the project gained an evaluation set (and their evaluation queued again),
+and the models the probe can ask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sga_core.model.loading import is_model_folder
+from sga_core.projects.project import Project, ProjectError, list_projects, load_project
+from sga_core.projects.training import original_run_id, prepared_model
+from sga_core.report.table import project_runs, summary_of
+from sga_core.runs.folder import list_runs, runs_root
+from sga_core.runs.queue import request_eval
+
+
+def runs_of(project: Project | None, root=None) -> list[dict]:
+    """The runs the Runs page lists: the project's (same forget rows), or every run."""
+    return project_runs(project, root) if project is not None else list_runs(root)
+
+
+def run_projects(runs: list[dict]) -> dict[str, str]:
+    """run id -> the project(s) whose forget rows it trained on ("-": none, or a run made
+    before runs recorded their data's hash)."""
+    owners: dict[str, list[str]] = {}
+    for name in list_projects():
+        try:
+            owners.setdefault(load_project(name).forget_hash, []).append(name)
+        except ProjectError:
+            continue
+    return {r["run_id"]: ", ".join(owners.get(r.get("forget_hash") or "", [])) or "-"
+            for r in runs}
+
+
+def runs_missing_sets(project: Project, root=None) -> dict[str, list[str]]:
+    """Evaluated runs of the project (run id -> names) that were evaluated without some of
+    its current evaluation sets (added later)."""
+    root = runs_root(root)
+    current = set(project.eval_sets())
+    out = {}
+    for r in project_runs(project, root):
+        summ = summary_of(Path(r["path"]))
+        if summ is None or r["state"] != "completed" or r.get("eval_state") in ("queued",
+                                                                                "running"):
+            continue
+        have = set((summ.get("data") or {}).get("sets") or {})
+        if current - have:
+            out[r["run_id"]] = sorted(current - have)
+    return out
+
+
+def reevaluate(project: Project, run_ids: list[str], root=None) -> None:
+    """Queue the evaluation of these runs again, with the project's current evaluation
+    sets besides their own."""
+    root = runs_root(root)
+    sets = {name: str(path) for name, path in project.eval_sets().items()}
+    for run_id in run_ids:
+        request_eval(root / run_id, root, sets=sets)
+
+
+def probe_models(project: Project, root=None) -> dict[str, str]:
+    """Models the probe can ask: the Original, then every run of the project with a model."""
+    root = runs_root(root)
+    out = {}
+    original = prepared_model(project, root)
+    if original:
+        out["Original"] = str(original)
+    for r in project_runs(project, root):
+        model = root / r["run_id"] / "model"
+        if r["run_id"] != original_run_id(project) and is_model_folder(model):
+            out[r["run_id"]] = str(model)
+    return out
