@@ -1,6 +1,18 @@
 """The facade the browser pages import: one module instead of a dozen, so a page reads as
-what it shows. Everything here is also reachable from the CLI; nothing here imports torch or
-Streamlit (the UI process never loads a model)."""
+what it shows. It only re-exports (``tests/repo/test_facade.py``): every name here is defined
+in the package that owns it, and nothing here imports torch or Streamlit (the UI process
+never loads a model).
+
+What the pages do with these names, the CLI (``python -m sga_core``) does with the same
+library functions: the Data page is ``project`` and ``import``; Normal answers,
+``normals``; Train, ``prepare`` and ``train`` (``--queue``, ``--seeds``, ``--sweep``,
+``--preset``); Runs, ``runs`` and ``eval``; Results, ``results`` (the table, pooled over
+seeds, its CSV/JSON download) and ``compare`` (two runs, paired intervals); Token
+probabilities, ``probe``; r*, ``rstar``. What only the browser does is the Before / after
+probe's free question (:data:`probe`), a run re-run or deleted from the Runs page
+(:func:`rerun`, :func:`delete`; from the shell, ``train`` again or remove the folder), one
+normal answer edited in place (:func:`save_normals_row`; from the shell, edit the table's
+JSONL) and a preset saved (:func:`save_preset`; ``train --preset`` reads any YAML file)."""
 
 from __future__ import annotations
 
