@@ -265,6 +265,7 @@ class TrainConfig:
         for need in method.needs:
             if need in ("retain", "normals") and not getattr(self.data, need):
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
+        self._resolve_data_paths()
         self._absolute_eval_paths()
         fold_legacy_cpu(self.launch)
         self._check_seeds()
@@ -290,6 +291,16 @@ class TrainConfig:
         if self.group is not None and not GROUP_RE.fullmatch(str(self.group)):
             raise ConfigError(f"group: {str(self.group)[:80]!r} must be 1-100 letters, digits, "
                               "'.', '_' or '-'")
+
+    def _resolve_data_paths(self) -> None:
+        """The data files as :meth:`resolve` finds them (relative to the config file's
+        folder), so what reads a validated config (the run folder's snapshot) takes the
+        paths as they are instead of coming back here for each file. Paths relative to no
+        config file stay relative to the working directory, as given."""
+        for name in ("forget", "retain", "normals"):
+            path = self.resolve(getattr(self.data, name))
+            if path is not None:
+                setattr(self.data, name, str(path))
 
     def _absolute_eval_paths(self) -> None:
         """Check ``eval.sets`` and make the eval paths absolute (relative ones are relative to

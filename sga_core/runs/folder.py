@@ -105,9 +105,10 @@ def check_probe_rows(probe_rows: list[int], n_forget: int) -> None:
 
 
 def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
-    """Copy the data files into ``run_dir/data`` so the folder is self-contained and can be
-    moved to a cluster; the config then points at the copies (relative paths). Returns the
-    manifest: per file, its source, row count and rows hash."""
+    """Copy the data files of a validated ``cfg`` (its data paths resolved) into
+    ``run_dir/data`` so the folder is self-contained and can be moved to a cluster; the
+    config then points at the copies (relative paths). Returns the manifest: per file, its
+    source, row count and rows hash."""
     from sga_core.data import rows_hash, write_dataset
 
     data_dir = Path(run_dir) / "data"
@@ -115,9 +116,9 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
     manifest = {}
     field_map = dict(cfg.data.field_map or {})
     for name in ("forget", "retain", "normals"):
-        src = cfg.resolve(getattr(cfg.data, name))
-        if src is None:
+        if not getattr(cfg.data, name):
             continue
+        src = Path(getattr(cfg.data, name))
         if not src.exists():
             raise ConfigError(f"data.{name}: file {src} does not exist")
         # a bad file is reported (file, row, field) before any run folder exists
@@ -166,9 +167,8 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
     if cfg.launch.num_processes > 1 and not cfg.launch.config_file and \
             not cfg.launch.main_process_port:
         cfg.launch.main_process_port = free_port()  # so parallel runs never clash
-    given = cfg.run_id
+    given = cfg.run_id  # validated: a plain run id, not a path
     if given:
-        run_path(given, root)  # a plain run id, not a path
         if (root / given).exists():
             raise RunIdTaken(f"run_id: a run named {given!r} already exists in {root}")
     candidates = [given] if given else id_candidates(base_run_id(cfg))
@@ -176,8 +176,8 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
                                 suffix=f"-{os.getpid()}", dir=root))
     try:
         snapshot_data(cfg, tmp)
-        for run_id in candidates:
-            final = run_path(run_id, root)
+        for run_id in candidates:  # the given id or generated ones: plain ids, no paths
+            final = root / run_id
             if final.exists() and not given:
                 continue
             cfg.run_id, cfg.base_dir = run_id, str(final)
