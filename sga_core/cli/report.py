@@ -193,9 +193,10 @@ def probe_view(run_dir: Path, set_name: str = "forget", row: int | None = None,
                token: str | None = None) -> list[dict]:
     """What the Token probabilities page shows of one run, per row: its answer ``tokens``
     and their probabilities under the evaluated model (``probs``, ``top``: None when the
-    run is not evaluated), and with ``token`` its ``position`` (where the text starts in
-    the answer), ``p`` under the evaluated model and ``steps``: (step, p) across the run's
-    probes. Rows without ``token`` are left out; a one-line error when nothing is there."""
+    run is not evaluated; the tokens then come from its probes), and with ``token`` its
+    ``position`` (where the text starts in the answer), ``p`` under the evaluated model
+    and ``steps``: (step, p) across the run's probes. Rows without ``token`` are left out;
+    a one-line error when nothing is there."""
     from sga_core.report.run_files import follow_token, token_table, word_token_index
     from sga_core.runs import validate
     from sga_core.runs.folder import probes
@@ -296,7 +297,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                     "pooled over seeds. --format csv/json: the Results page's download (one "
                     "row per seed and one per configuration).")
     s.add_argument("--project", help="project name (default: the workspace's only project)")
-    s.add_argument("--format", choices=FORMATS, default="table")
+    s.add_argument("--format", choices=FORMATS, default="table",
+                   help="table: for reading; csv/json: the page's download")
     s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
                                        "./workspace)")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
@@ -307,25 +309,27 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
         description="Run A minus run B for each per-row metric on the rows both evaluated, "
                     "with a 95% paired bootstrap interval (2000 resamples) and whether it "
                     "excludes 0: the Results page's 'compare two runs'.")
-    s.add_argument("run_a", metavar="RUN_A")
-    s.add_argument("run_b", metavar="RUN_B")
-    s.add_argument("--format", choices=("table", "json"), default="table")
+    s.add_argument("run_a", metavar="RUN_A", help="an evaluated run's id")
+    s.add_argument("run_b", metavar="RUN_B", help="another evaluated run's id (same rows)")
+    s.add_argument("--format", choices=("table", "json"), default="table",
+                   help="json: every number unrounded")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser(
         "probe", help="a run's token probabilities (the Token probabilities page)",
-        description="Each answer token's probability under a run's evaluated model "
-                    "(eval/tokens.jsonl), and with --token the probability of that token "
-                    "under the evaluated model and across the training steps the run "
-                    "probed (probes.jsonl).")
-    s.add_argument("run_id", metavar="RUN")
+        description="Each answer token's probability under a run's evaluated model (the "
+                    "token table its evaluation wrote), and with --token the probability of "
+                    "that token under the evaluated model and across the training steps the "
+                    "run probed (its probe rows, set with training.probe_rows).")
+    s.add_argument("run_id", metavar="RUN", help="a run's id")
     s.add_argument("--token", metavar="TEXT",
                    help="follow the answer token where TEXT starts (e.g. French); rows "
                         "whose answer lacks it are left out")
     s.add_argument("--row", type=int, help="only this row (0-based; default: every row)")
     s.add_argument("--set", choices=("forget", "retain"), default="forget",
                    help="which set's rows (probes follow forget rows only)")
-    s.add_argument("--format", choices=("table", "json"), default="table")
+    s.add_argument("--format", choices=("table", "json"), default="table",
+                   help="json: every number unrounded")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
     s.set_defaults(func=cmd_probe)
