@@ -81,10 +81,12 @@ class TrainingArgs:
                              max=64)
 
     def settings_problem(self) -> str | None:
+        from sga_core.train.trackers import names_problem
+
         if self.max_steps == 0 and self.epochs <= 0:
             return (f"epochs: {self.epochs!r} trains no step; give at least one pass (e.g. "
                     "epochs 0.5 or 1), or a number of steps with max_steps")
-        return None
+        return names_problem(self.report_to)
     system_prompt: str | None = param(None, "System prompt for chat templates (None = the "
                                             "template's default).", advanced=True)
     dtype: str = param("float32", "Weights dtype when loading the model.",
@@ -141,6 +143,19 @@ class TrainingArgs:
                              choices=STEP_METRICS, advanced=True)
     keep_best: bool = param(False, "Keep the model of the best evaluated step in best_model/ "
                                    "(saved again each time the best improves).", advanced=True)
+    # long runs (docs/long-runs.md): checkpoints to resume from, experiment trackers
+    save_every: int = param(0, "Save a checkpoint every N steps into checkpoints/ (model or "
+                               "adapter, optimizer, scheduler, random states, position in the "
+                               "data order), to resume from (train --resume). 0 = only when "
+                               "stopped by SIGTERM/SIGUSR1.", min=0, max=10_000_000,
+                            advanced=True, label="checkpoint every N steps")
+    keep_checkpoints: int = param(1, "How many checkpoints to keep (the newest).", min=1,
+                                  max=10_000, advanced=True)
+    report_to: list[str] = param([], "Experiment trackers that also receive the run's losses "
+                                     "and evaluations: none, tensorboard (into the run "
+                                     "folder's tensorboard/), wandb, mlflow, or several "
+                                     "(tensorboard, wandb).", advanced=True,
+                                 label="report to")
 
 
 @dataclass
@@ -267,9 +282,20 @@ class TrainConfig:
                 raise ConfigError(f"data.{need}: method {self.method!r} needs {need} data")
         self._resolve_data_paths()
         self._absolute_eval_paths()
+        self._check_trackers()
         fold_legacy_cpu(self.launch)
         self._check_seeds()
         return self
+
+    def _check_trackers(self) -> None:
+        """``training.report_to`` as a clean list, each tracker installed (before a run
+        folder or a training process exists)."""
+        from sga_core.train.trackers import chosen, missing
+
+        problem = missing(self.training.report_to)
+        if problem:
+            raise ConfigError(problem)
+        self.training.report_to = chosen(self.training.report_to)
 
     def _check_field_map(self) -> None:
         from sga_core.data import DataError

@@ -141,8 +141,10 @@ from sga_core.runs.queue import (
     preview,
     request_eval,
     rerun,
+    resume,
     submit,
 )
+from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.seeds import queue_sweep, queued_text, submit_seeds
 from sga_core.runs.validate import Damaged
 from sga_core.text import plural, printable
@@ -174,6 +176,7 @@ __all__ = [
     "prepared_reference",
     "preview", "printable", "probe", "probe_models", "progress", "project_runs", "protocol_note",
     "queue_sweep", "queued_text", "r_bands", "r_groups", "reevaluate", "request_eval", "rerun",
+    "resume", "resume_offer",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",

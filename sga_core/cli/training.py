@@ -76,10 +76,35 @@ def demo_defaults(base: dict, args) -> None:
         ev["reference"] = str(reference)
 
 
+def cmd_resume(args) -> int:
+    """``train --resume RUN``: the run continues in its own folder from its newest
+    checkpoint, here (or queued with --queue)."""
+    from sga_core.runs.folder import run_path, runs_root
+    from sga_core.runs.launch import request_resume, run_foreground
+    from sga_core.runs.queue import ensure_runner
+
+    given = Path(args.resume)
+    run_dir = given if given.is_dir() else run_path(args.resume, args.runs_dir)
+    if not (run_dir / "config.yaml").exists():
+        raise ConfigError(f"--resume {args.resume}: no run folder at {run_dir}")
+    request_resume(run_dir, "queue" if args.queue else "foreground")
+    print(f"run folder: {run_dir.resolve()}")
+    if args.queue:
+        ensure_runner(runs_root(run_dir.resolve().parent))
+        print("queued: the background runner resumes it")
+        return 0
+    status = run_foreground(run_dir, evaluate=args.eval_enabled)
+    print(f"state: {status.get('state')}" + (f" ({status['error']})"
+                                              if status.get("error") else ""))
+    return 0 if status.get("state") in ("completed", "cancelled", "diverged") else 1
+
+
 def cmd_train(args) -> int:
     from sga_core.config import TrainConfig
     from sga_core.runs.leftovers import clean_temp_leftovers, temp_dir
 
+    if args.resume:
+        return cmd_resume(args)
     base = build_train_config(args)
     clean_temp_leftovers()  # what an earlier, killed ``train`` left in the temporary folder
     with temp_dir("normals") as tmp:
@@ -262,6 +287,10 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                         "instead of running them here one after another")
     s.add_argument("--notes")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
+    s.add_argument("--resume", metavar="RUN",
+                   help="continue a failed, cancelled or timed-out run (its id or folder) "
+                        "from its newest checkpoint, in the same run folder; the other "
+                        "flags are not used (docs/long-runs.md)")
     s.add_argument("--demo", action="store_true",
                    help="use the demo data and the model from `prepare --demo`")
     s.add_argument("--idk-normals", action=argparse.BooleanOptionalAction, default=True,

@@ -151,6 +151,20 @@ class Method:
     def detach(self) -> None:
         """Undo :meth:`attach` (remove hooks, unfreeze): for callers that reuse the model."""
 
+    def state_dict(self) -> dict:
+        """What of this method changes while it trains, for a checkpoint to keep: its
+        settings (adaptive r moves ``r``). A method with other state adds it."""
+        import dataclasses
+
+        return {"cfg": dataclasses.asdict(self.cfg)} if dataclasses.is_dataclass(self.cfg) \
+            else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Take back :meth:`state_dict`'s values when a run resumes from a checkpoint."""
+        for key, value in (state.get("cfg") or {}).items():
+            if hasattr(self.cfg, key):
+                setattr(self.cfg, key, value)
+
     def finish(self, trainer, state: str) -> bool:
         """Called once after the last step, before the final probes, answer NLL and saving,
         with the run's state so far. A method may change ``trainer.model`` here (Task

@@ -26,6 +26,11 @@ from sga_core.runs.command import write_command_sh
 CANCEL_FILE = "CANCEL"
 EVAL_REQUEST = "EVAL_REQUESTED"  # a marker: evaluate this completed run when a slot is free
 MANIFEST = Path("data") / "manifest.json"
+# long runs (docs/long-runs.md): checkpoints/step-<step>/ (accelerate's save_state, plus
+# CHECKPOINT_INFO written last), and the TensorBoard tracker's event files
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_INFO = "checkpoint.json"
+TENSORBOARD_DIR = "tensorboard"
 
 
 def runs_root(path: str | os.PathLike | None = None) -> Path:

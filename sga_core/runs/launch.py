@@ -25,23 +25,49 @@ from sga_core.runs.procs import caller_env, kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
 
 
-def start(run_dir: str | os.PathLike, foreground: bool = False) -> subprocess.Popen:
+def start(run_dir: str | os.PathLike, foreground: bool = False,
+          resume: bool | None = None) -> subprocess.Popen:
     """Start training for a prepared run folder; returns the launcher's Popen (not waited
     for): ``accelerate launch``, or for one process the trainer itself
     (:func:`~sga_core.runs.command.start_argv`). Training runs at the niceness of the caller
     (the runner is already niced). ``foreground``: the run belongs to this process, and its
     trainer stops (cancelled) once this process is gone, even killed with SIGKILL; a queued
-    run outlives its runner."""
+    run outlives its runner. ``resume``: continue from the newest checkpoint (None: when
+    status.json asks for it, :func:`request_resume`)."""
     run_dir = Path(run_dir).resolve()
     cfg = load_config(run_dir / "config.yaml")
     argv, env = start_argv(cfg, str(run_dir / "config.yaml"))
+    if resume is None:
+        resume = run_status.read_run(run_dir).get("resume") is True
+    if resume:
+        argv.append("--resume")
     if foreground:
         env = {**env, **caller_env()}
     proc = spawn(argv, run_dir / "train.log", env=env, nice=0)
     run_status.write_run(run_dir, "running", launcher_pid=proc.pid,
                          launcher_pid_start=proc.sga_record["start"], pid=None,
-                         started_at=now_iso(), host=os.uname().nodename)
+                         started_at=now_iso(), host=os.uname().nodename, resume=None)
     return proc
+
+
+def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
+    """Make a failed, cancelled or timed-out run with a checkpoint startable again as a
+    resume (its next :func:`start` passes ``--resume``): the cancel request is dropped and
+    the run is queued (``mode`` "queue": the runner starts it; "foreground": its caller
+    does). A run that cannot be resumed is a ValueError saying why."""
+    from sga_core.runs import checkpoints
+
+    run_dir = Path(run_dir)
+    st = run_status.effective_run(run_dir)
+    if st.get("state") not in checkpoints.RESUMABLE_STATES:
+        raise ValueError(f"run {run_dir.name} is {st.get('state') or 'unknown'}: only a "
+                         "failed, cancelled or timed-out run can be resumed")
+    if checkpoints.latest(run_dir) is None:
+        raise ValueError(f"run {run_dir.name} has no checkpoint to resume from (set "
+                         "training.save_every, or stop it with SIGTERM/SIGUSR1)")
+    (run_dir / CANCEL_FILE).unlink(missing_ok=True)
+    return run_status.write_run(run_dir, "queued", resume=True, mode=mode,
+                                queued_ns=time.time_ns(), ended_at=None, exit_code=None)
 
 
 def reap(run_dir: str | os.PathLike, proc: subprocess.Popen) -> bool:
@@ -96,15 +122,16 @@ def sigterm_as_interrupt():
 
 
 def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
-                   evaluate: bool | None = None) -> dict:
+                   evaluate: bool | None = None, resume: bool = False) -> dict:
     """Start a run and wait for it, echoing progress lines; Ctrl-C (or SIGTERM to this
     process) cancels it cleanly.
 
     A run that completes is then evaluated (``python -m sga_core eval RUN_DIR``, output in
     eval.log) when ``evaluate`` is True, or when it is None and the config's
-    ``eval.enabled`` is true. Returns :func:`sga_core.runs.status.run_view`."""
+    ``eval.enabled`` is true. ``resume``: continue from the newest checkpoint. Returns
+    :func:`sga_core.runs.status.run_view`."""
     run_dir = Path(run_dir)
-    proc = start(run_dir, foreground=True)
+    proc = start(run_dir, foreground=True, resume=resume or None)
     seen = 0
     try:
         with sigterm_as_interrupt():

@@ -155,6 +155,16 @@ def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> 
     return submit(cfg, root or Path(run_dir).parent)
 
 
+def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> dict:
+    """Queue a failed, cancelled or timed-out run that has a checkpoint to continue from it
+    in its own folder (ValueError saying why when it cannot); the runner starts it."""
+    from sga_core.runs.launch import request_resume
+
+    st = request_resume(run_dir, "queue")
+    ensure_runner(root or Path(run_dir).parent)
+    return st
+
+
 def delete(run_dir: str | os.PathLike) -> None:
     """Delete a run folder; a run still queued or running is refused."""
     run_dir = Path(run_dir)
@@ -198,6 +208,5 @@ def eval_requested(run_dir: str | os.PathLike) -> bool:
 
 
 __all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
-           "ensure_runner", "eval_requested", "preview",
-           "queued_runs", "request_eval", "rerun", "runner_alive", "runner_info", "submit",
-           "wait_until"]
+           "ensure_runner", "eval_requested", "preview", "queued_runs", "request_eval",
+           "rerun", "resume", "runner_alive", "runner_info", "submit", "wait_until"]

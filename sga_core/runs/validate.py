@@ -94,6 +94,10 @@ def mapping(v: Any) -> str | None:
     return None if isinstance(v, dict) else f"must be an object, got {_show(v)}"
 
 
+def flag(v: Any) -> str | None:
+    return None if isinstance(v, bool) else f"must be true or false, got {_show(v)}"
+
+
 def one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
     def check(v):
         return None if v in choices else f"must be one of {', '.join(choices)}, got {_show(v)}"
@@ -156,6 +160,9 @@ RUN_STATUS_FIELDS = {
     "step": COUNT, "n_units": COUNT, "best_step": COUNT, "best_metric": STAMP,
     "best_value": NUM, "best_model": STAMP, "epoch": NUM, "exit_code": opt(integer()),
     "elapsed_s": NUM, "nll_before": opt(map_of(NUM)), "nll_after": opt(map_of(NUM)),
+    # long runs (docs/long-runs.md): the newest checkpoint, a stop signal's checkpoint, resumes
+    "checkpoint_step": COUNT, "stopped_at_checkpoint": COUNT, "resumes": COUNT,
+    "resumed_from": COUNT, "resumed_at": STAMP, "resume": opt(flag),
     # each pid's start time (clock ticks since boot): with the pid, which process it was
     "pid_start": COUNT, "launcher_pid_start": COUNT, "runner_pid_start": COUNT,
 }

@@ -10,6 +10,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sga_core.train",
                                      description="Train one run folder (under accelerate).")
     parser.add_argument("--config", required=True, help="RUN_DIR/config.yaml")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the run folder's newest checkpoint (from step 0 "
+                             "when it has none; docs/long-runs.md)")
     args = parser.parse_args(argv)
     from pathlib import Path
 
@@ -27,10 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         write_run(run_dir, "failed", ended_at=now_iso(), exit_code=2, error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from sga_core.train.trainer import run_training
+    from sga_core.train.trainer import train
 
-    run_training(cfg, run_dir)
-    return 0
+    # 0, or STOPPED_EXIT when a stop signal saved a checkpoint (a batch script requeues)
+    return train(cfg, run_dir, resume=args.resume).exit_code
 
 
 if __name__ == "__main__":

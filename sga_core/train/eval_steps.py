@@ -32,6 +32,7 @@ from sga_core.evaluation.reference import NO_REFERENCE
 from sga_core.fileio import append_jsonl
 from sga_core.metrics.catalog import HIGHER, LOWER, QA, metrics_for, spec_of
 from sga_core.metrics.context import MetricInputs, SetData
+from sga_core.train import trackers
 
 EVAL_STEPS_FILE = "eval_steps.jsonl"
 BEST_MODEL = "best_model"
@@ -87,6 +88,16 @@ class StepEval:
             trainer.log("evaluation during training: QA data only; off for text data")
             return None
         return cls(trainer)
+
+    def state_dict(self) -> dict:
+        """The record a checkpoint keeps: the best step so far, the steps evaluated, the
+        time spent evaluating."""
+        return {"best": self.best, "done": sorted(self.done), "spent": self.spent}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best = state.get("best")
+        self.done = set(state.get("done") or ())
+        self.spent = float(state.get("spent") or 0.0)
 
     def due(self, step: int, last: bool = False) -> bool:
         return step not in self.done and (step == 0 or last or step % self.every == 0)
@@ -188,6 +199,7 @@ class StepEval:
                **out["values"], "reasons": out["reasons"], "best": improved}
         if tr.acc.is_main_process:
             append_jsonl(tr.run_dir / EVAL_STEPS_FILE, rec)
+        trackers.log_eval(tr.acc, tr.cfg, step, out["values"])
         self.spent += eval_s
         if improved:
             if self.keep_best:

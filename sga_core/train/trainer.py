@@ -22,10 +22,13 @@ from sga_core.methods import MethodData, StopTraining, Unit, get_method
 from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
+from sga_core.runs import checkpoints as ckpts
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE
 from sga_core.runs.procs import caller_gone, foreground_caller
+from sga_core.runs.validate import EVAL_STEPS, METRICS, PROBES, SUMMARY
 from sga_core.text import plural
+from sga_core.train import trackers
 from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
 
@@ -89,12 +92,20 @@ def probe_records(model, enc: Encoder, units_by_index: dict[int, Unit], rows: li
 
 # ------------------------------------------------------------------------------ loop --------
 
+#: the signals that save a checkpoint and stop the run at the next step boundary (SLURM
+#: sends SIGUSR1 before a time limit when asked to: docs/long-runs.md)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
 class Trainer:
-    def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike):
+    def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike, resume: bool = False):
         self.cfg = cfg
         self.run_dir = Path(run_dir)
-        self._sigterm = False
+        self.resume = resume  # continue from the newest checkpoint, if there is one
+        self._sigterm = False  # a stop signal arrived
         self._caller: dict | None = None
+        self.stopped_at: int | None = None  # the step of the checkpoint a signal saved
+        self.exit_code = 0
 
     # -- helpers --------------------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -105,7 +116,7 @@ class Trainer:
         if self.acc.is_main_process:
             run_status.write_run(self.run_dir, state, **fields)
 
-    def _on_sigterm(self, signum, frame) -> None:
+    def _on_signal(self, signum, frame) -> None:
         self._sigterm = True
 
     def setup(self) -> None:
@@ -119,16 +130,28 @@ class Trainer:
         cfg, t, la = self.cfg, self.cfg.training, self.cfg.launch
         # the device is decided here, on the machine that runs the command (model/device.py)
         self.device_choice = resolve(la.device, la.mixed_precision, config_file=la.config_file)
+        # where a resume continues: the newest complete checkpoint (None: from step 0)
+        self.resume_from = ckpts.latest(self.run_dir) if self.resume else None
         self.acc = Accelerator(cpu=self.device_choice.use_cpu,
                                mixed_precision=self.device_choice.mixed_precision,
-                               gradient_accumulation_steps=t.grad_accum)
-        signal.signal(signal.SIGTERM, self._on_sigterm)
+                               gradient_accumulation_steps=t.grad_accum,
+                               log_with=trackers.log_with(cfg, self.run_dir, (
+                                   self.resume_from[0] if self.resume_from else
+                                   -1 if self.resume else None)))
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._on_signal)
         set_seed(t.seed)
         # keep the launcher's start time (the run started when its process was launched)
         prev = run_status.read_run(self.run_dir) if self.acc.is_main_process else {}
         started = prev.get("started_at") if prev.get("state") == "running" else None
+        again = {"ended_at": None, "exit_code": None, "traceback": None,
+                 "stopped_at_checkpoint": None}
+        if self.resume_from is not None:  # (--resume with no checkpoint yet: a fresh start)
+            again.update(resumes=int(prev.get("resumes") or 0) + 1, resumed_at=now_iso(),
+                         resumed_from=self.resume_from[0])
         self.status("running", pid=os.getpid(), started_at=started or now_iso(),
-                    num_processes=self.acc.num_processes, error=None)
+                    num_processes=self.acc.num_processes, error=None, **again)
+        trackers.start(self.acc, cfg)
         self.log(f"run {cfg.run_id}: method={cfg.method} args={cfg.method_args} "
                  f"processes={self.acc.num_processes} device={self.acc.device} "
                  f"mixed_precision={self.acc.mixed_precision} "
@@ -189,10 +212,45 @@ class Trainer:
         self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
-                    step=0, n_units=n)
+                    n_units=n, **({} if self.resume else {"step": 0}))
         self.step_eval = StepEval.create(self)  # evaluation during training, or None
+        from sga_core.train.checkpoint import Checkpointer
+
+        self.checkpointer = Checkpointer(self)
         self.log(f"{plural(n, 'sample')}, batch {t.batch_size}, "
                  f"{self.steps_per_epoch} steps/epoch, {plural(self.total_steps, 'step')}")
+
+    def continue_from_checkpoint(self) -> dict | None:
+        """On a resume: load the newest checkpoint and cut the step logs back to its step
+        (this process writes them), so each step keeps one line; None when there is no
+        checkpoint (the run starts again from step 0, its logs emptied)."""
+        step = self.resume_from[0] if self.resume_from else -1
+        if self.acc.is_main_process:
+            for name in (METRICS, PROBES, EVAL_STEPS):
+                ckpts.truncate_log(self.run_dir / name, step)
+            # what a save cut short left (this process writes checkpoints/ from now on)
+            ckpts.prune(self.run_dir, self.cfg.training.keep_checkpoints)
+        if self.resume_from is None:
+            self.log("resume: no checkpoint yet; starting from step 0")
+            return None
+        pos = self.checkpointer.load(self.resume_from[1])
+        self.method.load_state_dict(pos.get("method") or {})
+        if self.step_eval is not None and pos.get("step_eval"):
+            self.step_eval.load_state_dict(pos["step_eval"])
+        self.status(step=pos["step"], epoch=round(pos["step"] / self.steps_per_epoch, 4))
+        self.log(f"resumed from the checkpoint at step {pos['step']}")
+        return pos
+
+    def save_checkpoint(self, step: int, elapsed: float) -> None:
+        """Save a checkpoint of the state after ``step`` (sga_core.train.checkpoint)."""
+        if self.checkpointer.saved_step == step:
+            return
+        ts = time.time()
+        self.checkpointer.save(step, {
+            "elapsed_s": elapsed, "method": self.method.state_dict(),
+            "step_eval": self.step_eval.state_dict() if self.step_eval else None})
+        self.status(checkpoint_step=step)
+        self.log(f"checkpoint saved at step {step} ({time.time() - ts:.1f}s)")
 
     def write_probes(self, step: int) -> None:
         if not self.probe_rows:
@@ -203,7 +261,7 @@ class Trainer:
         self.model.train()
         if self.acc.is_main_process:
             for rec in recs:
-                append_jsonl(self.run_dir / "probes.jsonl", rec)
+                append_jsonl(self.run_dir / PROBES, rec)
 
     def data_nll(self) -> dict:
         """Mean answer NLL over all forget rows and all retain rows (sharded over processes),
@@ -233,13 +291,19 @@ class Trainer:
         it no chance to cancel the run itself)."""
         return caller_gone(self._caller)
 
-    def should_cancel(self) -> bool:
+    def stop_requests(self) -> tuple[bool, bool]:
+        """(cancel, checkpoint-and-stop), agreed by every process: a cancel request (the
+        CANCEL file, the foreground caller gone) wins over a stop signal, which saves a
+        checkpoint first."""
         import torch
 
-        flag = float(self._sigterm or (self.run_dir / CANCEL_FILE).exists()
-                     or self.caller_gone())
-        flag_t = self.acc.reduce(torch.tensor([flag], device=self.acc.device), "sum")
-        return bool(flag_t.item() > 0)
+        cancel = float((self.run_dir / CANCEL_FILE).exists() or self.caller_gone())
+        flags = self.acc.reduce(torch.tensor([cancel, float(self._sigterm)],
+                                             device=self.acc.device), "sum")
+        return bool(flags[0].item() > 0), bool(flags[1].item() > 0)
+
+    def should_cancel(self) -> bool:
+        return self.stop_requests()[0]
 
     def weights_finite(self) -> bool:
         import torch
@@ -420,26 +484,40 @@ class Trainer:
         self.setup()
         t = self.cfg.training
         t0 = time.time()
-        step, epoch, state, reason = 0, 0, "completed", None
-        self.write_probes(0)
-        nll_before = self.data_nll() if t.eval_nll else {}
-        if nll_before:
-            self.status(nll_before=nll_before)
-            self.log("answer NLL before: " + _fmt_nll(nll_before))
-        self.evaluate_steps(0, t0)
+        step, state, reason = 0, "completed", None
+        pos = self.continue_from_checkpoint() if self.resume else None
+        if pos is not None:
+            step = pos["step"]
+            t0 -= float(pos.get("elapsed_s") or 0.0)
+        else:
+            self.write_probes(0)
+            nll_before = self.data_nll() if t.eval_nll else {}
+            if nll_before:
+                self.status(nll_before=nll_before)
+                self.log("answer NLL before: " + _fmt_nll(nll_before))
+            self.evaluate_steps(0, t0)
         from sga_core.train import caller_watch
 
         caller_watch.stand_down()  # the loop checks the foreground caller from now on
+        # the place in the data order: every epoch has steps_per_epoch batches
+        epoch, skip = divmod(step, self.steps_per_epoch)
         try:
             while step < self.total_steps:
-                for batch in make_batches(self.units, t.batch_size, t.seed, epoch,
-                                          t.group_by_length):
+                batches = make_batches(self.units, t.batch_size, t.seed, epoch,
+                                       t.group_by_length)
+                for batch in batches[skip:]:
                     if step >= self.total_steps:
                         break
-                    if self.should_cancel():
+                    cancel, signalled = self.stop_requests()
+                    if cancel:
                         raise StopTraining("cancelled", (
                             f"its foreground caller (pid {self._caller['pid']}) exited"
                             if self.caller_gone() else "cancelled by request"))
+                    if signalled:
+                        self.save_checkpoint(step, time.time() - t0)
+                        self.stopped_at = step
+                        raise StopTraining("cancelled",
+                                           f"stopped: checkpoint saved at step {step}")
                     if self._ppid is not None and os.getppid() != self._ppid:
                         # the launcher is gone (killed): stop at once, and let the process
                         # that launched it record the end (never "failed" while training)
@@ -460,7 +538,8 @@ class Trainer:
                            "batch": [self.units[i].index for i in batch]}
                     if step % t.log_every == 0 or step == self.total_steps:
                         if self.acc.is_main_process:
-                            append_jsonl(self.run_dir / "metrics.jsonl", rec)
+                            append_jsonl(self.run_dir / METRICS, rec)
+                        trackers.log_step(self.acc, self.cfg, rec)
                         self.status(step=step, epoch=rec["epoch"])
                         self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
                                  f"{_nll_text(out, self.nll_names)} "
@@ -468,10 +547,21 @@ class Trainer:
                     if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
                         self.write_probes(step)
                     self.evaluate_steps(step, t0, last=step == self.total_steps)
-                epoch += 1
+                    if t.save_every and step % t.save_every == 0 and step < self.total_steps:
+                        self.save_checkpoint(step, time.time() - t0)
+                epoch, skip = epoch + 1, 0
         except StopTraining as stop:
             state, reason = stop.state, stop.reason
             self.log(f"stopping at step {step}: {reason}")
+        if self.stopped_at is not None:  # a stop signal: the checkpoint is the run's state
+            self.exit_code = ckpts.STOPPED_EXIT
+            self.status(state, step=step, ended_at=now_iso(), exit_code=self.exit_code,
+                        error=reason, stopped_at_checkpoint=step,
+                        elapsed_s=round(time.time() - t0, 3))
+            self.log(f"run stopped after {plural(step, 'step')}: resume it with "
+                     f"`python -m sga_core train --resume {self.run_dir}`")
+            self.acc.end_training()
+            return state
         if state != "cancelled" and not getattr(self, "weights_broken", False):
             self.evaluate_steps(step, t0, last=True)
         saved = self.method.finish(self, state)  # Task Vector / WHP build their model here
@@ -490,7 +580,11 @@ class Trainer:
         if state == "completed":
             from sga_core.train.inprocess import evaluate_in_process
 
-            evaluate_in_process(self)  # when eval.in_process applies (one plain process)
+            if evaluate_in_process(self):  # when eval.in_process applies (one process)
+                from sga_core.fileio import read_json
+
+                trackers.log_summary(self.acc, self.cfg, step,
+                                     read_json(self.run_dir / SUMMARY, default={}))
         self.acc.end_training()
         return state
 
@@ -515,12 +609,20 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.4f}"
 
 
-def run_training(cfg: TrainConfig, run_dir: str | os.PathLike) -> str:
-    """Train ``cfg`` into ``run_dir``; returns the final state. On an unexpected error the
-    run is marked failed with the error text, and the error is re-raised."""
-    trainer = Trainer(cfg, run_dir)
+def run_training(cfg: TrainConfig, run_dir: str | os.PathLike, resume: bool = False) -> str:
+    """Train ``cfg`` into ``run_dir`` (``resume``: from its newest checkpoint); returns the
+    final state. On an unexpected error the run is marked failed with the error text, and
+    the error is re-raised."""
+    return train(cfg, run_dir, resume).run_state
+
+
+def train(cfg: TrainConfig, run_dir: str | os.PathLike, resume: bool = False) -> Trainer:
+    """:func:`run_training`, returning the trainer (its ``run_state`` and ``exit_code``:
+    :data:`~sga_core.runs.checkpoints.STOPPED_EXIT` after a stop signal's checkpoint)."""
+    trainer = Trainer(cfg, run_dir, resume)
     try:
-        return trainer.run()
+        trainer.run_state = trainer.run()
+        return trainer
     except BaseException as exc:
         is_main = getattr(getattr(trainer, "acc", None), "is_main_process", True)
         if is_main:
