@@ -10,6 +10,7 @@ from ui import run_detail
 from ui.context import current_project
 from ui.damaged import warn_damaged
 from ui.forms import kept
+from ui.resume import resume_button
 from ui.run_detail import eta
 from ui.show import plain, show_error, state_text
 
@@ -153,6 +154,7 @@ def actions(selected: str, p: dict, ev: dict) -> None:
             st.rerun()
         except Exception as exc:  # shown, never a crash
             show_error(exc, "cannot re-run")
+    resume_button(c2, run_dir, root, p)
 
     def delete_selected() -> None:
         """Delete's on_click: runs before the next script run draws the widgets, so unticking

@@ -1,0 +1,61 @@
+"""The Runs page's Resume button (docs/long-runs.md): offered for a failed, cancelled or
+timed-out run with a checkpoint, and it queues that run to continue in its own folder."""
+
+from __future__ import annotations
+
+import fcntl
+
+from sga_core.config import TrainConfig
+from sga_core.fileio import atomic_write_json
+from sga_core.runs import checkpoints as ckpts
+from sga_core.runs.folder import CHECKPOINT_INFO, create_run
+from sga_core.runs.queue import RUNNER_LOCK
+from sga_core.runs.status import read_run, write_run
+from tests.helpers.ui import open_page, shown
+
+
+def _run(ui_env, run_id: str, state: str, checkpoint: int | None):
+    forget = ui_env / "f.jsonl"
+    forget.write_text('{"question": "q", "answer": "a"}\n')
+    run_dir = create_run(TrainConfig.from_dict({
+        "run_id": run_id, "method": "ga", "data": {"forget": str(forget)},
+        "eval": {"enabled": False}}), ui_env / "runs")
+    if checkpoint is not None:
+        folder = ckpts.checkpoints_dir(run_dir) / ckpts.checkpoint_name(checkpoint)
+        folder.mkdir(parents=True)
+        atomic_write_json(folder / CHECKPOINT_INFO, {"step": checkpoint})
+    write_run(run_dir, state, step=checkpoint or 0, total_steps=20,
+              error="stopped" if state != "completed" else None)
+    return run_dir
+
+
+def _page_on(run_id: str):
+    at = open_page("app_pages/runs.py")
+    at.radio(key="runs.filter").set_value("all projects").run()
+    at.selectbox(key="runs.select").set_value(run_id).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_resume_queues_a_cancelled_run_that_has_a_checkpoint(ui_env):
+    run_dir = _run(ui_env, "cut", "cancelled", 10)
+    # hold the runner's lock: the page must not start a real runner (and a training)
+    with open(ui_env / "runs" / RUNNER_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        at = _page_on("cut")
+        button = at.button(key="runs.resume")
+        assert not button.disabled and "step 10" in button.help
+        button.click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    st = read_run(run_dir)
+    assert st["state"] == "queued" and st["resume"] is True and st["mode"] == "queue"
+    assert any("Queued cut to resume from the checkpoint at step 10" in shown(s.value)
+               for s in at.success)
+
+
+def test_resume_is_not_offered_without_a_checkpoint_or_for_a_completed_run(ui_env):
+    _run(ui_env, "no-ckpt", "failed", None)
+    _run(ui_env, "done", "completed", 10)
+    for run_id in ("no-ckpt", "done"):
+        at = _page_on(run_id)
+        assert at.button(key="runs.resume").disabled, run_id
