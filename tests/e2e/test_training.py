@@ -343,7 +343,12 @@ def test_cancel_file_stops_run_and_saves_model(tiny_model_dir, demo_dir, normals
     _assert_cancelled(run_dir, proc)
 
 
-def test_sigterm_to_trainer_cancels(tiny_model_dir, demo_dir, normals_file, runs_dir):
+def test_sigterm_to_trainer_saves_a_checkpoint_and_stops(tiny_model_dir, demo_dir,
+                                                         normals_file, runs_dir):
+    """SIGTERM (a scheduler's time limit or preemption) stops the run at the next step
+    boundary with a checkpoint to resume from (tests/e2e/test_resume.py resumes one)."""
+    from sga_core.runs import checkpoints
+
     run_dir, proc = _start_long_run(tiny_model_dir, demo_dir, normals_file, runs_dir)
     pid = wait_for(lambda: run_status.read_run(run_dir).get("pid"), what="the trainer pid",
                    proc=proc)
@@ -351,7 +356,13 @@ def test_sigterm_to_trainer_cancels(tiny_model_dir, demo_dir, normals_file, runs
     # docs/spec.md#54-how-a-run-is-started)
     assert pid == proc.pid
     os.kill(pid, signal.SIGTERM)
-    _assert_cancelled(run_dir, proc)
+    launch.finish(run_dir, wait_proc(proc))
+    status = run_status.effective_run(run_dir)
+    step = status["step"]
+    assert status["state"] == "cancelled" and 1 <= step < 2000, status
+    assert status["exit_code"] == checkpoints.STOPPED_EXIT
+    assert status["error"] == f"stopped: checkpoint saved at step {step}"
+    assert checkpoints.latest(run_dir)[0] == step == len(runs.metrics(run_dir))
     assert not (run_dir / runs.CANCEL_FILE).exists()
 
 
