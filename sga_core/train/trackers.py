@@ -73,10 +73,11 @@ def tags(cfg) -> list[str]:
                         f"method:{cfg.method}") if t]
 
 
-def log_with(cfg, run_dir, resume_step: int | None):
+def log_with(cfg, tensorboard_dir, resume_step: int | None):
     """The ``log_with`` argument of the run's Accelerator (None when no tracker): TensorBoard
-    as a tracker object writing straight into ``RUN/tensorboard/``; a resumed run purges
-    the events after its checkpoint's step (``purge_step``), as metrics.jsonl is cut."""
+    as a tracker object writing straight into ``tensorboard_dir`` (the run folder's
+    ``tensorboard/``); a resumed run purges the events after its checkpoint's step
+    (``purge_step``), as metrics.jsonl is cut."""
     names = chosen(cfg.training.report_to)
     if not names:
         return None
@@ -85,10 +86,8 @@ def log_with(cfg, run_dir, resume_step: int | None):
         if name == "tensorboard":
             from accelerate.tracking import TensorBoardTracker
 
-            from sga_core.runs.folder import TENSORBOARD_DIR
-
             kwargs = {"purge_step": resume_step + 1} if resume_step is not None else {}
-            out.append(TensorBoardTracker("", str(run_dir / TENSORBOARD_DIR), **kwargs))
+            out.append(TensorBoardTracker("", str(tensorboard_dir), **kwargs))
         else:
             out.append(name)
     return out

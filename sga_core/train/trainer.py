@@ -24,7 +24,7 @@ from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import checkpoints as ckpts
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import CANCEL_FILE
+from sga_core.runs.folder import CANCEL_FILE, TENSORBOARD_DIR
 from sga_core.runs.procs import caller_gone, foreground_caller
 from sga_core.runs.validate import EVAL_STEPS, METRICS, PROBES, SUMMARY
 from sga_core.text import plural
@@ -135,7 +135,7 @@ class Trainer:
         self.acc = Accelerator(cpu=self.device_choice.use_cpu,
                                mixed_precision=self.device_choice.mixed_precision,
                                gradient_accumulation_steps=t.grad_accum,
-                               log_with=trackers.log_with(cfg, self.run_dir, (
+                               log_with=trackers.log_with(cfg, self.run_dir / TENSORBOARD_DIR, (
                                    self.resume_from[0] if self.resume_from else
                                    -1 if self.resume else None)))
         for sig in STOP_SIGNALS:
