@@ -121,8 +121,8 @@ def identity(model: str, runs: Path, method: str) -> tuple[float, float]:
     assert out.returncode == 0, out.stderr[-3000:]
 
     def losses(d):
-        return [json.loads(x)["loss"] for x in (runs / d / "metrics.jsonl").read_text().split()
-                if x]
+        lines = (runs / d / "metrics.jsonl").read_text().splitlines()
+        return [json.loads(x)["loss"] for x in lines if x]
 
     a, b = losses(whole), losses(cut)
     assert len(a) == len(b) == 20, (len(a), len(b))

@@ -212,7 +212,7 @@ class Trainer:
         self.probe_rows = list(t.probe_rows) or [u.index for u in self.units[:t.probe_count]]
         self.probe_rows = [i for i in self.probe_rows if i in self.units_by_index]
         self.status(total_steps=self.total_steps, steps_per_epoch=self.steps_per_epoch,
-                    n_units=n, **({} if self.resume else {"step": 0}))
+                    n_units=n, **({} if self.resume_from else {"step": 0}))
         self.step_eval = StepEval.create(self)  # evaluation during training, or None
         from sga_core.train.checkpoint import Checkpointer
 

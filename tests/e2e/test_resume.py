@@ -48,6 +48,8 @@ def make_cfg(model: Path, demo_dir: Path, normals: Path, method: str, run_id: st
     """20 steps of batch 4 over the 10 demo rows: 3 batches an epoch, so step 10 is inside
     an epoch (a resume must find its place in the data order)."""
     data = {"forget": str(demo_dir / "forget.jsonl")}
+    if method == "sga-lora":  # only the adapters are saved and loaded back
+        method, training = "sga", {"lora_rank": 4, "lr": 1e-2, **training}
     if method == "sga":
         args = {"r": -0.8, "k": 4}
         data["normals"] = str(normals)
@@ -83,7 +85,9 @@ def finish(run_dir: Path, proc: subprocess.Popen) -> dict:
 def weights(run_dir: Path) -> dict:
     from safetensors.torch import load_file
 
-    return load_file(str(run_dir / "model" / "model.safetensors"))
+    files = sorted((run_dir / "model").glob("*.safetensors"))  # a model, or an adapter
+    assert len(files) == 1, files
+    return load_file(str(files[0]))
 
 
 def losses(run_dir: Path) -> list[tuple[int, float]]:
@@ -100,7 +104,7 @@ def resume_cli(run_dir: Path) -> subprocess.CompletedProcess:
                    timeout=RUN_TIMEOUT)
 
 
-@pytest.fixture(scope="module", params=["sga", "npo"])
+@pytest.fixture(scope="module", params=["sga", "npo", "sga-lora"])
 def uninterrupted(request, tmp_path_factory, tiny_model_dir, demo_dir, normals_file):
     root = tmp_path_factory.mktemp(f"runs-{request.param}")
     cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, request.param, "whole")

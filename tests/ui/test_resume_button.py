@@ -59,3 +59,28 @@ def test_resume_is_not_offered_without_a_checkpoint_or_for_a_completed_run(ui_en
     for run_id in ("no-ckpt", "done"):
         at = _page_on(run_id)
         assert at.button(key="runs.resume").disabled, run_id
+
+
+def test_the_train_form_offers_checkpoints_and_trackers_and_refuses_a_missing_one(
+        ui_env, tiny_model_dir):
+    """The long-run settings come from their param() fields (no page edits); a tracker
+    that is not installed is one clear error at launch, and no run folder is made."""
+    import importlib.util
+
+    import pytest
+
+    from tests.ui.test_train import fill_tiny_form
+
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    assert at.number_input(key="train.f.ta.save_every").value == 0
+    assert at.number_input(key="train.f.ta.keep_checkpoints").value == 1
+    at.number_input(key="train.f.ta.save_every").set_value(5).run()
+    at.text_input(key="train.f.ta.report_to").set_value("tensorboard, wandb").run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception, at.exception
+    assert any("training.report_to: wandb is asked for but not installed here"
+               in shown(e.value) for e in at.error), [e.value for e in at.error]
+    runs = ui_env / "runs"
+    assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]
