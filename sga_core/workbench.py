@@ -113,6 +113,7 @@ from sga_core.report.uncertainty import (
     fq_resolution_text,
     run_intervals,
 )
+from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.command import command_text, device_note
 from sga_core.runs.folder import (
     RunIdTaken,
@@ -144,7 +145,6 @@ from sga_core.runs.queue import (
     resume,
     submit,
 )
-from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.seeds import queue_sweep, queued_text, submit_seeds
 from sga_core.runs.validate import Damaged
 from sga_core.text import plural, printable
