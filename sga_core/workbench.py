@@ -82,9 +82,11 @@ from sga_core.projects.workspace import clean_workspace, ensure_projects
 from sga_core.report.collapse import collapse_rule
 from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
+from sga_core.report.measurable import can_rank, table_verdict
 from sga_core.report.paper import paper_columns, paper_groups, paper_table, top_values
 from sga_core.report.run_files import (
     config_diff,
+    default_token,
     follow_token,
     per_sample,
     token_table,
@@ -153,7 +155,7 @@ __all__ = [
     "PREPARE_DEFAULTS",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
-    "cancel", "cancel_eval",
+    "can_rank", "cancel", "cancel_eval", "table_verdict",
     "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
@@ -162,7 +164,8 @@ __all__ = [
     "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
     "explain_method", "export_csv", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
     "load_train_form", "save_train_form",
-    "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
+    "default_token", "follow_token", "fq_resolution", "fq_resolution_text", "generation",
+    "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "benchmark_importers", "import_benchmark",
     "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
