@@ -45,8 +45,8 @@ def reference_text(row: dict | None, table: dict | None = None) -> tuple[str, st
     row's continuation (as far as the token table scores it)."""
     if row and row.get("answer"):
         return "Answer", str(row["answer"])
-    return "Continuation", "".join((table or {}).get("tokens") or []) or \
-        str((row or {}).get("continuation") or "")
+    return "Continuation", ("".join((table or {}).get("tokens") or []) or
+                            str((row or {}).get("continuation") or "")).strip()
 
 
 def side_by_side(records_by_run: dict[str, list[dict]], which: str) -> dict[int, dict]:
