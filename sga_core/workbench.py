@@ -29,7 +29,7 @@ from sga_core.model.losses import describe_coefficients
 from sga_core.normals import backends as normal_backends
 from sga_core.normals import get_backend as normal_backend
 from sga_core.normals import job as generation
-from sga_core.normals.templates import list_templates
+from sga_core.normals.templates import default_template, list_templates
 from sga_core.params import ConfigError, field_specs, parse_seeds
 from sga_core.presets import list_presets, load_preset, save_preset, validate_preset
 from sga_core.projects import (
@@ -164,7 +164,7 @@ __all__ = [
     "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
     "explain_method", "export_csv", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
     "load_train_form", "save_train_form",
-    "default_token", "follow_token", "fq_resolution", "fq_resolution_text", "generation",
+    "default_template", "default_token", "follow_token", "fq_resolution", "fq_resolution_text", "generation",
     "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "benchmark_importers", "import_benchmark",
     "import_normals", "inspect_upload", "last_generation",
