@@ -50,7 +50,7 @@ from sga_core.projects.normal_answers import (
     normals_problems,
     save_normals_row,
 )
-from sga_core.projects.prepare import PREPARE_DEFAULTS
+from sga_core.projects.prepare import PREPARE_DEFAULTS, prepare_defaults
 from sga_core.projects.runs import (
     probe_models,
     reevaluate,
@@ -152,7 +152,7 @@ from sga_core.text import plural, printable
 __all__ = [
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
-    "PREPARE_DEFAULTS",
+    "PREPARE_DEFAULTS", "prepare_defaults",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
     "can_rank", "cancel", "cancel_eval", "table_verdict",
