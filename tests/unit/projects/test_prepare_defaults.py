@@ -1,6 +1,7 @@
-"""Prepare's settings suit the task (docs/measurability.md#what-the-prepared-models-should-
-reach): text passages get more passes and longer sequences than QA answers, so the prepared
-Original memorises its forget passages; both sets of settings are valid training settings."""
+"""Prepare's settings suit the task
+(docs/measurability.md#what-the-prepared-models-should-reach): text passages get more
+passes and longer sequences than QA answers, so the prepared Original memorises its forget
+passages; both sets of settings are valid training settings."""
 
 from __future__ import annotations
 

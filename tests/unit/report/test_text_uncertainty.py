@@ -1,6 +1,7 @@
-"""Every column of a text project's Results table has an interval (docs/spec.md#57-seeds-
-and-groups): VerbMem and KnowMem (means of rows), and PrivLeak, MIA AUC and perplexity
-(recomputed on each bootstrap resample of the rows), for one run and for two runs compared;
+"""Every column of a text project's Results table has an interval
+(docs/spec.md#57-seeds-and-groups): VerbMem and KnowMem (means of rows), and PrivLeak, MIA
+AUC and perplexity (recomputed on each bootstrap resample of the rows), for one run and for
+two runs compared;
 and a text evaluation writes the token tables of the Token probabilities page. Real
 evaluations of tiny models on the demo's text sets."""
 
