@@ -23,6 +23,15 @@ everything = wb.project_runs(project, root)
 warn_damaged(everything)
 runs = [r for r in everything if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
 original = root / wb.original_run_id(project)
+without = [r["run_id"] for r in everything if r["run_id"] not in {x["run_id"] for x in runs}
+           and (root / r["run_id"] / "eval" / "summary.json").exists()]
+if without:  # evaluated before text evaluations wrote token tables
+    st.caption(f"{wb.plural(len(without), 'evaluated run')} without token tables (evaluated "
+               "before they were written for text).")
+    if st.button("Re-evaluate them (queued jobs)", key="tokens.reeval"):
+        for run_id in without:
+            wb.request_eval(root / run_id)
+        st.rerun()
 if not runs:
     st.info("No evaluated runs with token tables yet: runs are evaluated when they complete "
             "(the prepared Original model too).")

@@ -48,3 +48,14 @@ def test_a_text_project_shows_its_continuation_tokens(ui_env, demo_dir):
     assert "Mits" in tokens and "border:2px solid" in tokens  # the followed token outlined
     (table,) = at.table
     assert "sga-text continues" in str(table.value.to_dict())
+    assert not [b for b in at.button if b.key == "tokens.reeval"]  # every run has its tables
+
+
+def test_runs_evaluated_without_token_tables_are_offered_a_re_evaluation(ui_env, demo_dir):
+    project = text_token_project(ui_env, demo_dir)
+    old = ui_env / "runs" / "sga-text"
+    (old / "eval" / "tokens.jsonl").unlink()  # evaluated before text token tables existed
+    at = open_page("app_pages/tokens.py")
+    at.selectbox(key="_project_picker").set_value(project.name).run()
+    assert any("1 evaluated run without token tables" in shown(c.value) for c in at.caption)
+    assert at.button(key="tokens.reeval").label == "Re-evaluate them (queued jobs)"
