@@ -33,7 +33,7 @@ def generation_settings(project) -> tuple[str, int, dict, str | None]:
         choices["template"] = templates
         if values.get("template") not in templates:
             values["template"] = wb.default_template(  # the project's kind, rows, protocol
-                project.kind, project.forget(), getattr(project, "protocol", None))
+                project.kind, project.forget(), (project.meta or {}).get("protocol"))
     key = f"normals.{backend}"
     options = dataclass_form(entry.config, values, key=key, columns=2, advanced=False,
                              choices=choices)
