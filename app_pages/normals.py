@@ -116,8 +116,9 @@ edited = st.data_editor(
                    "source": st.column_config.TextColumn(disabled=True),
                    "score": st.column_config.NumberColumn(
                        "similarity", disabled=True, format="%.3f",
-                       help="cosine to the forget row (retrieval); none for other sources "
-                            "and for the 'I don't know' fill-in below the threshold")})
+                       help="cosine to the forget row (retrieval, also for the nearest "
+                            "rows taken below the threshold); none for other sources and "
+                            "for 'I don't know' answers")})
 texts = ["" if pd.isna(t) else str(t) for t in edited["text"].tolist()]
 if texts != [a.text for a in current]:
     wb.save_normals_row(project, row, texts, current)

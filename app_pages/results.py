@@ -11,6 +11,7 @@ from sga_core import workbench as wb
 from ui import intervals, run_compare
 from ui.context import project_note, require_project
 from ui.damaged import unless_damaged, warn_damaged
+from ui.measurable import show_verdict, verdict
 from ui.paper_table import show_paper_table
 from ui.results_table import show_results_table
 from ui.show import plain
@@ -31,7 +32,9 @@ if not rows:
             " come from the prepared models.")
 else:
     st.caption(plain(wb.protocol_note(rows) or ""))
-    show_results_table(rows, specs, kind, wb.extra_columns(rows))
+    measured = verdict(rows, root)  # can the Original and Retained be told apart?
+    show_verdict(measured)
+    show_results_table(rows, specs, kind, wb.extra_columns(rows), wb.can_rank(measured))
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
                         for c in specs))
     whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns
@@ -43,7 +46,7 @@ else:
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
     run_compare.mu_explained(rows)
     intervals.pooled_table(rows, kind)
-    show_paper_table(rows, root, kind)
+    show_paper_table(rows, root, kind, wb.can_rank(measured))
     intervals.downloads(rows, kind, project.name)
 
     st.subheader("Metrics versus r")

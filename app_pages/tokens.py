@@ -1,5 +1,6 @@
 """Token probabilities (the paper's Figure 3): how the probability of each answer token (say
-"French") moves under the original model and each run, and across training steps."""
+"French"), or of each token of a forget passage's continuation (say " Mitsotakis"), moves
+under the original model and each run, and across training steps."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sga_core import workbench as wb
 from ui.context import require_project
 from ui.damaged import unless_damaged, warn_damaged
 from ui.show import plain
-from ui.tokens import tokens_html
+from ui.tokens import reference_text, row_title, side_by_side, tokens_html
 
 st.title("Token probabilities")
 project = require_project()
@@ -22,6 +23,15 @@ everything = wb.project_runs(project, root)
 warn_damaged(everything)
 runs = [r for r in everything if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
 original = root / wb.original_run_id(project)
+without = [r["run_id"] for r in everything if r["run_id"] not in {x["run_id"] for x in runs}
+           and (root / r["run_id"] / "eval" / "summary.json").exists()]
+if without:  # evaluated before text evaluations wrote token tables
+    st.caption(f"{wb.plural(len(without), 'evaluated run')} without token tables (evaluated "
+               "before they were written for text).")
+    if st.button("Re-evaluate them (queued jobs)", key="tokens.reeval"):
+        for run_id in without:
+            wb.request_eval(root / run_id)
+        st.rerun()
 if not runs:
     st.info("No evaluated runs with token tables yet: runs are evaluated when they complete "
             "(the prepared Original model too).")
@@ -29,17 +39,21 @@ if not runs:
 
 
 starred = project.starred_rows()  # the French-style rows (the paper's Figure 3 example)
+first = {}
+with unless_damaged(runs[0]["run_id"]):  # rows as the token tables have them (a text
+    first = wb.token_table(root / runs[0]["run_id"])  # project's own forget passages too)
+indices = sorted(first) or list(range(len(forget)))
 
 
 def row_label(i: int) -> str:
-    q = forget[i].get("question") or forget[i].get("prompt", "")
+    q = row_title(forget[i] if i < len(forget) else None, first.get(i))
     return f"{i}: {q[:90]}{' ★' if i in starred else ''}"
 
 
 row = st.selectbox("forget row" + (" (★: a French-style fact, the paper's Figure 3 example)"
                                    if starred else ""),
-                   list(range(len(forget))), format_func=row_label, key="tokens.row",
-                   index=starred[0] if starred else 0)
+                   indices, format_func=row_label, key="tokens.row",
+                   index=indices.index(starred[0]) if starred and starred[0] in indices else 0)
 names = wb.display_names(runs, project)
 ids = [r["run_id"] for r in runs]
 default = [i for i in ids if i == original.name] + [i for i in ids if i != original.name][:3]
@@ -57,11 +71,13 @@ if not tables:
     st.stop()
 ref = next(iter(tables.values()))
 tokens = ref["tokens"]
-st.markdown("**Answer:** " + plain(forget[row].get("answer") or
-                                   forget[row].get("continuation", "")))
+what, spelled = reference_text(forget[row] if row < len(forget) else None, ref)
+if ref.get("prompt"):
+    st.markdown("**Prompt:** " + plain(ref["prompt"]))
+st.markdown(f"**{what}:** " + plain(spelled))
 candidates = [f"{j}: {t.strip() or repr(t)}" for j, t in enumerate(tokens)]
-default_tok = wb.word_token_index(tokens, "French") or 0  # the demo's distinctive fact
-mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,
+default_tok = wb.default_token(list(tables.values()), "French")  # the demo's fact, else the
+mark = st.selectbox("follow a token", range(len(tokens)), index=default_tok,  # largest fall
                     format_func=lambda j: candidates[j], key=f"tokens.mark.{row}")
 
 labels = [names.get(k, k) for k in tables]
@@ -75,7 +91,7 @@ fig = go.Figure(go.Heatmap(z=z, x=[f"{j}:{tok}" for j, tok in enumerate(tokens)]
 fig.add_vline(x=mark, line_color="#1f4fff", line_width=2)
 fig.update_yaxes(autorange="reversed")  # the Original on top, as in the selector
 fig.update_layout(height=120 + 40 * len(labels), margin=dict(l=10, r=10, t=30, b=10),
-                  title="probability of each answer token (hover: top-5 alternatives)")
+                  title=f"probability of each {what.lower()} token (hover: top-5 alternatives)")
 st.plotly_chart(fig, key="tokens.heatmap")
 
 for label, t in zip(labels, tables.values()):
@@ -88,7 +104,7 @@ fig = go.Figure()
 for run_id in tables:
     pts = []
     with unless_damaged(run_id):
-        pts = wb.follow_token(root / run_id, row, mark)
+        pts = wb.follow_token(root / run_id, row, mark, ref.get("token_ids"))
     if pts and run_id != original.name:
         fig.add_scatter(x=[s for s, _ in pts], y=[p for _, p in pts], mode="lines+markers",
                         name=names.get(run_id, run_id))
@@ -99,18 +115,13 @@ if fig.data:
 else:
     st.caption("No probes of this row in the chosen runs (set probe rows on the Train page).")
 
-st.subheader("Greedy answers side by side")
+st.subheader("Greedy answers (or continuations) side by side")
 which = st.radio("set", ["forget", "retain"], horizontal=True, key="tokens.set")
-answers = {}
+records = {}
 for run_id in chosen:
-    recs = []
     with unless_damaged(run_id):
-        recs = wb.per_sample(root / run_id)
-    for rec in recs:
-        if rec["set"] == which:
-            answers.setdefault(rec["index"], {"question": rec["question"],
-                                              "reference": rec["answer"]})[
-                names.get(run_id, run_id)] = rec["generated"]
+        records[names.get(run_id, run_id)] = wb.per_sample(root / run_id)
+answers = side_by_side(records, which)
 if answers:
     order = sorted(answers)
     pick = st.selectbox("row" + (" (the evaluated sample of the retain set)" if which == "retain"
@@ -118,3 +129,5 @@ if answers:
                         index=order.index(row) if which == "forget" and row in order else 0,
                         format_func=lambda i: f"{i}: {answers[i]['question'][:80]}")
     st.table({k: [v] for k, v in answers[pick].items()})
+else:
+    st.caption(f"No greedy outputs of the {which} set in the chosen runs.")

@@ -29,7 +29,7 @@ from sga_core.model.losses import describe_coefficients
 from sga_core.normals import backends as normal_backends
 from sga_core.normals import get_backend as normal_backend
 from sga_core.normals import job as generation
-from sga_core.normals.templates import list_templates
+from sga_core.normals.templates import default_template, list_templates
 from sga_core.params import ConfigError, field_specs, parse_seeds
 from sga_core.presets import list_presets, load_preset, save_preset, validate_preset
 from sga_core.projects import (
@@ -50,7 +50,7 @@ from sga_core.projects.normal_answers import (
     normals_problems,
     save_normals_row,
 )
-from sga_core.projects.prepare import PREPARE_DEFAULTS
+from sga_core.projects.prepare import PREPARE_DEFAULTS, prepare_defaults
 from sga_core.projects.runs import (
     probe_models,
     reevaluate,
@@ -82,9 +82,11 @@ from sga_core.projects.workspace import clean_workspace, ensure_projects
 from sga_core.report.collapse import collapse_rule
 from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
+from sga_core.report.measurable import can_rank, table_verdict
 from sga_core.report.paper import paper_columns, paper_groups, paper_table, top_values
 from sga_core.report.run_files import (
     config_diff,
+    default_token,
     follow_token,
     per_sample,
     token_table,
@@ -152,10 +154,10 @@ from sga_core.text import plural, printable
 __all__ = [
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
-    "PREPARE_DEFAULTS",
+    "PREPARE_DEFAULTS", "prepare_defaults",
     "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
-    "cancel", "cancel_eval",
+    "can_rank", "cancel", "cancel_eval", "table_verdict",
     "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
@@ -164,7 +166,8 @@ __all__ = [
     "ensure_projects", "ensure_runner", "eval_progress", "eval_status_of", "eval_steps",
     "explain_method", "export_csv", "export_rows", "extra_columns", "field_specs", "fmt_seconds",
     "load_train_form", "save_train_form",
-    "follow_token", "fq_resolution", "fq_resolution_text", "generation", "get_method",
+    "default_template", "default_token", "follow_token", "fq_resolution", "fq_resolution_text",
+    "generation", "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "benchmark_importers", "import_benchmark",
     "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",

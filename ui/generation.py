@@ -32,7 +32,8 @@ def generation_settings(project) -> tuple[str, int, dict, str | None]:
         templates = [t.name for t in wb.list_templates()]
         choices["template"] = templates
         if values.get("template") not in templates:
-            values["template"] = "tofu_qa" if project.kind == "qa" else "copyright_continuation"
+            values["template"] = wb.default_template(  # the project's kind, rows, protocol
+                project.kind, project.forget(), (project.meta or {}).get("protocol"))
     key = f"normals.{backend}"
     options = dataclass_form(entry.config, values, key=key, columns=2, advanced=False,
                              choices=choices)

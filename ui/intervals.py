@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from sga_core import workbench as wb
@@ -53,10 +52,50 @@ def _error_bars(ivs) -> dict | None:
                 arrayminus=[(iv.mean - iv.lo) if iv.lo is not None else 0 for iv in ivs])
 
 
+PANEL_COLUMNS = 3  # small panels per row
+
+
+def panels(bands: dict, columns: list[str], x_name: str, original_fq: float | None = None):
+    """One small panel per metric, each on its own y scale (PPL near 28, PrivLeak near 16 and
+    VerbMem near 0.1 on one axis made the forgetting metrics flat lines): the mean per r with
+    its 95% interval over seeds, each seed a faint dot. None when no metric has a value."""
+    from plotly.subplots import make_subplots
+
+    shown = [c for c in columns if any(iv.mean is not None for iv in bands[c])]
+    if not shown:
+        return None
+    n_rows = -(-len(shown) // PANEL_COLUMNS)
+    fig = make_subplots(rows=n_rows, cols=min(PANEL_COLUMNS, len(shown)), subplot_titles=shown,
+                        horizontal_spacing=0.08, vertical_spacing=0.16 if n_rows > 1 else 0.1)
+    for i, col in enumerate(shown):
+        at = dict(row=i // PANEL_COLUMNS + 1, col=i % PANEL_COLUMNS + 1)
+        ivs = bands[col]
+        color = f"hsl({i * 360 // max(len(shown), 1)}, 65%, 45%)"
+        fig.add_scatter(x=bands["r"], y=[iv.mean for iv in ivs], mode="lines+markers",
+                        name=col, error_y=_error_bars(ivs), line=dict(color=color),
+                        customdata=[[iv.n] for iv in ivs], showlegend=False,
+                        hovertemplate=f"{col}<br>{x_name}=%{{x}}<br>mean %{{y:.4g}}"
+                                      "<br>n=%{customdata[0]}<extra></extra>", **at)
+        pts = bands["points"][col]
+        if any(iv.n > 1 for iv in ivs):
+            fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers",
+                            marker=dict(color=color, size=5, opacity=0.35),
+                            showlegend=False, name=f"{col} seeds",
+                            text=[f"seed {p[2]}" for p in pts],
+                            hovertemplate=f"{col} %{{text}}: %{{y:.4g}}<extra></extra>", **at)
+        if col == "FQ" and original_fq is not None:
+            fig.add_hline(y=original_fq, line_dash="dot", annotation_text="Original",
+                          **at)
+        fig.update_xaxes(title_text=x_name, **at)
+    fig.update_layout(height=230 * n_rows + 40, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
 def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None = None
                 ) -> None:
     """Pick a sweep (or all runs of a method); plot each metric's mean per r with its 95%
-    interval over seeds and every seed as a faint dot; suggest r with its uncertainty."""
+    interval over seeds and every seed as a faint dot, one panel per metric; suggest r
+    with its uncertainty."""
     groups = wb.r_groups(rows)
     if not groups:
         st.caption("Appears once two runs of a method at different r, and otherwise the same "
@@ -69,29 +108,9 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
     bands = wb.r_bands(rows, sweep, kind)
     x_name = wb.sweep_param_of(rows, sweep)  # r for SGA, alpha for Task Vector and WHP
     columns = [c.label for c in wb.row_columns(rows, kind)]
-    fig = go.Figure()
-    for i, col in enumerate(columns):
-        ivs = bands[col]
-        if not any(iv.mean is not None for iv in ivs):
-            continue
-        color = f"hsl({i * 360 // max(len(columns), 1)}, 65%, 45%)"
-        fig.add_scatter(x=bands["r"], y=[iv.mean for iv in ivs], mode="lines+markers",
-                        name=col, error_y=_error_bars(ivs), line=dict(color=color),
-                        customdata=[[iv.n] for iv in ivs],
-                        hovertemplate=f"{col}<br>{x_name}=%{{x}}<br>mean %{{y:.4g}}"
-                                      "<br>n=%{customdata[0]}<extra></extra>")
-        pts = bands["points"][col]
-        if any(iv.n > 1 for iv in ivs):
-            fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers",
-                            marker=dict(color=color, size=5, opacity=0.35),
-                            showlegend=False, name=f"{col} seeds",
-                            text=[f"seed {p[2]}" for p in pts],
-                            hovertemplate=f"{col} %{{text}}: %{{y:.4g}}<extra></extra>")
-    if original_fq is not None:
-        fig.add_hline(y=original_fq, line_dash="dot", annotation_text="Original FQ")
-    fig.update_layout(height=380, xaxis_title=x_name, yaxis_title="metric value",
-                      margin=dict(l=10, r=10, t=30, b=10))
-    st.plotly_chart(fig, key=f"{key}.plot")
+    fig = panels(bands, columns, x_name, original_fq)
+    if fig is not None:
+        st.plotly_chart(fig, key=f"{key}.plot")
     n = [iv.n for iv in bands[columns[0]]] if columns else []
     st.caption("Lines: the mean per r; bars: its 95% t-interval over seeds; faint dots: "
                "each seed." if n and max(n) > 1 else

@@ -10,8 +10,9 @@ from sga_core import workbench as wb
 from ui.show import plain
 
 
-def show_paper_table(rows: list[dict], root, kind: str) -> None:
-    """The table for the newest paper-table group of ``rows`` (Results rows), or nothing."""
+def show_paper_table(rows: list[dict], root, kind: str, rank: bool = True) -> None:
+    """The table for the newest paper-table group of ``rows`` (Results rows), or nothing.
+    ``rank`` False: nothing highlighted (forgetting cannot be measured)."""
     groups = wb.paper_groups(rows)
     if not groups:
         return
@@ -24,7 +25,7 @@ def show_paper_table(rows: list[dict], root, kind: str) -> None:
         st.caption("No run of this group is evaluated yet.")
         return
     columns = [c.label for c in wb.paper_columns(kind)]
-    top = wb.top_values(table, kind)
+    top = wb.top_values(table, kind) if rank else {}
     df = pd.DataFrame(table)
 
     def highlight(col):
@@ -34,7 +35,8 @@ def show_paper_table(rows: list[dict], root, kind: str) -> None:
 
     st.caption(f"Runs of `{plain(group)}` (`python bench/paper_table.py`): every method at "
                "its defaults and SGA at the paper's r values, with the same training "
-               "settings, seed and data order. The top-2 unlearning values of each column "
-               "are highlighted, as in the paper.")
+               "settings, seed and data order. " +
+               ("The top-2 unlearning values of each column are highlighted, as in the paper."
+                if rank else "Nothing is highlighted: forgetting cannot be measured here."))
     st.dataframe(df[["run"] + columns].style.apply(highlight, subset=columns).format(
         {c: "{:.4g}" for c in columns}, na_rep="—"), hide_index=True, width="stretch")

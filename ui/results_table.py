@@ -45,10 +45,12 @@ def _collapse_cell(row: dict) -> str:
                  "color:#b00020;font-weight:bold" if flag else "")
 
 
-def table_html(rows: list[dict], specs, kind: str, extra: list[str] = ()) -> str:
+def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
+               rank: bool = True) -> str:
     """The table as HTML: run, method, r, K, collapsed, then each metric column, then the
-    ``extra`` lm-eval task columns (accuracy, higher is better)."""
-    best = wb.best_values(rows, kind)
+    ``extra`` lm-eval task columns (accuracy, higher is better). ``rank`` False: no value is
+    marked best (the experiment cannot measure forgetting)."""
+    best = wb.best_values(rows, kind) if rank else {}
     head = ["run", "method", "r", "K", "collapsed"] + [c.label for c in specs] + list(extra)
     helps = {c.label: f"{c.help} ({wb.DIRECTIONS[c.direction]})" for c in specs}
     helps["collapsed"] = wb.collapse_rule(kind)
@@ -84,11 +86,13 @@ def table_html(rows: list[dict], specs, kind: str, extra: list[str] = ()) -> str
             "</tbody></table></div>")
 
 
-def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()) -> None:
+def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = (),
+                       rank: bool = True) -> None:
+    best = ("Best value of each column in **bold green**, among runs that did not collapse. "
+            if rank else "No value is marked best: forgetting cannot be measured here. ")
     st.caption("One row per evaluated run, with the Original (before unlearning) and Retained "
-               "(never saw the forget set: the target) models first. Best value of each "
-               "column in **bold green**, among runs that did not collapse. **" +
+               "(never saw the forget set: the target) models first. " + best + "**" +
                wb.collapse_rule(kind).replace(" = ", "** = ", 1) + "; collapsed rows are "
                "greyed. — = cannot be computed: hover it for the reason (and the column "
                "headers for what each metric means).")
-    st.html(table_html(rows, specs, kind, extra))
+    st.html(table_html(rows, specs, kind, extra, rank))

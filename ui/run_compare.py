@@ -66,7 +66,10 @@ def one_run(run_ids: list[str], names: dict, root) -> None:
                  hide_index=True, width="stretch", key="results.unc_table")
     st.caption("Percentile bootstrap over the evaluated rows (2000 resamples): how much the "
                "value depends on which rows were asked, not on the training seed (for that, "
-               "repeat over seeds). With few rows these intervals are a little narrow.")
+               "repeat over seeds). PrivLeak and MIA AUC resample the forget and holdout "
+               "rows separately; perplexity is recomputed token-weighted on each resample; "
+               "MU resamples each of its sets. With few rows these intervals are a little "
+               "narrow.")
     summary = wb.summary_of(root / run_id)
     res = wb.fq_resolution(summary)
     if res:

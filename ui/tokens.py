@@ -1,5 +1,7 @@
 """Answer tokens coloured by their probability, as HTML for ``st.html``: the library gives
-the tokens and probabilities (probes, token tables), the UI draws them."""
+the tokens and probabilities (probes, token tables), the UI draws them; and what the Token
+probabilities page says about a row (QA: question and answer; text: prompt and
+continuation)."""
 
 from __future__ import annotations
 
@@ -27,3 +29,36 @@ def tokens_html(tokens: list[str], probs: list[float], highlight: str | None = N
                      f'white-space:pre-wrap;{border}">{html.escape(tok)}</span>')
     return ("<div style='line-height:2;max-width:100%;overflow-wrap:anywhere;"
             "word-break:break-word;white-space:normal'>" + "<wbr>".join(spans) + "</div>")
+
+
+def row_title(row: dict | None, table: dict | None = None) -> str:
+    """A forget row as the row selector shows it: its question (QA), its prompt (text), or
+    the prefix the token table recorded (a benchmark's own forget passages)."""
+    row = row or {}
+    text = ((table or {}).get("prompt") or row.get("question") or row.get("prompt") or
+            row.get("text") or "")
+    return " ".join(str(text).split())
+
+
+def reference_text(row: dict | None, table: dict | None = None) -> tuple[str, str]:
+    """(what the tokens are called, the text they spell): a QA row's answer, or a text
+    row's continuation (as far as the token table scores it)."""
+    if row and row.get("answer"):
+        return "Answer", str(row["answer"])
+    return "Continuation", ("".join((table or {}).get("tokens") or []) or
+                            str((row or {}).get("continuation") or "")).strip()
+
+
+def side_by_side(records_by_run: dict[str, list[dict]], which: str) -> dict[int, dict]:
+    """Per row index of set ``which``: its question (QA) or prompt (text), the reference
+    answer or continuation, then each run's greedy output by run name."""
+    out: dict[int, dict] = {}
+    for name, recs in records_by_run.items():
+        for rec in recs:
+            if rec.get("set") != which or rec.get("generated") is None:
+                continue
+            entry = out.setdefault(rec["index"], {
+                "question": rec.get("question") or rec.get("prompt") or "",
+                "reference": rec.get("answer") or rec.get("reference") or ""})
+            entry[name] = rec["generated"]
+    return out

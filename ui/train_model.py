@@ -52,7 +52,7 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
             "base model on forget + retain (the model to unlearn) and on retain only (the "
             "reference for Forget Quality); both run as queued jobs on the Runs page.")
     project_note(project, "prepares")
-    training = _prepare_settings()
+    training = _prepare_settings(project.kind)
     if st.button("Prepare models", key="train.prepare"):
         try:
             dirs = wb.submit_prepare(project, model=model if mode == OTHER else
@@ -67,12 +67,13 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
         st.rerun()  # offer the original being prepared at once, with the confirmation
 
 
-def _prepare_settings() -> dict:
-    """The fine-tuning settings of both prepare runs (defaults: ``PREPARE_DEFAULTS``, what
-    ``python -m sga_core prepare`` uses), kept per project like every field."""
-    d = wb.PREPARE_DEFAULTS
+def _prepare_settings(kind: str = "qa") -> dict:
+    """The fine-tuning settings of both prepare runs (defaults: ``prepare_defaults(kind)``,
+    what ``python -m sga_core prepare --task <kind>`` uses: more epochs and longer sequences
+    for text), kept per project like every field."""
+    d = wb.prepare_defaults(kind)
     with st.expander("prepare settings (both models)"):
-        c = st.columns(4)
+        c = st.columns(5)
         out = {
             "lr": forms.kept(c[0].number_input, "train.prep.lr", float(d["lr"]),
                              label="learning rate", min_value=1e-8, max_value=1.0,
@@ -82,10 +83,18 @@ def _prepare_settings() -> dict:
             "batch_size": forms.kept(c[2].number_input, "train.prep.batch_size",
                                      int(d["batch_size"]), label="batch size", min_value=1,
                                      max_value=1024),
-            "max_steps": forms.kept(c[3].number_input, "train.prep.max_steps", 0,
+            "max_length": forms.kept(c[3].number_input, "train.prep.max_length",
+                                     int(d.get("max_length", 256)), label="sequence length",
+                                     min_value=8, max_value=32768,
+                                     help="tokens per training sequence (longer passages are "
+                                          "cut)"),
+            "max_steps": forms.kept(c[4].number_input, "train.prep.max_steps", 0,
                                     label="max steps", min_value=0, max_value=10**7,
                                     help="0: the epochs decide"),
         }
         st.caption("The original and the retain reference are fine-tuned with the same "
-                   "settings, so Forget Quality compares like with like.")
+                   "settings, so Forget Quality compares like with like." +
+                   (" Text: the Original must memorise its passages, or no forgetting can be "
+                    "measured (the Results page says so); see docs/measurability.md."
+                    if kind == "text" else ""))
     return out

@@ -264,12 +264,21 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             tokens = row_token_table(m, enc, forget_rows, "qa", "forget", device)
             summary.setdefault("timings", {})["tokens_s"] = round(time.time() - ts_tok, 3)
         else:
-            tokens = None
             summary, per_sample = evaluate_text(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
                 verbmem_new_tokens=proto.verbmem_new_tokens, options=options)
+            # the same token table for text: each forget passage's continuation, cut to the
+            # tokens VerbMem compares (docs/token-probabilities.md)
+            from sga_core.evaluation.text import drop_end_token, token_rows
+            from sga_core.model.forward import row_token_table
+
+            ts_tok = time.time()
+            rows = token_rows(enc.tok, forget_rows, proto.verbmem_new_tokens)
+            tokens = [{**t, "prompt": r["prompt"]} for t, r in zip(
+                drop_end_token(row_token_table(m, enc, rows, "text", "forget", device)), rows)]
+            timings["tokens_s"] = round(time.time() - ts_tok, 3)
     finally:
         del m
         free_memory()

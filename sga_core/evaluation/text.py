@@ -45,12 +45,15 @@ from sga_core.metrics.context import (
     MetricInputs,
     SetData,
 )
+from sga_core.metrics.result import numbers
 
 VERBMEM_NEW_TOKENS = 128  # MUSE
 TEXT_PROMPT_WORDS = 15  # text rows without a prompt: split after this many words (the demo's)
 TEXT_SETS = ("holdout", "forget_qa", "retain_qa")
 ICL_SUFFIX = "_icl"  # <set>_icl: MUSE's few-shot examples for the QA set <set>
-TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated")
+# scored_tokens: the tokens a row's perplexity is over (perplexity is token-weighted, so its
+# bootstrap over rows needs them: sga_core/report/row_stats.py)
+TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated", "scored_tokens")
 TEXT_SAMPLE_KEYS = TEXT_INPUT_KEYS + sample_keys(TEXT)
 
 
@@ -76,6 +79,26 @@ def prompt_and_continuation(row: dict) -> tuple[str, str]:
     words = full_text(row).split()
     cut = min(TEXT_PROMPT_WORDS, max(1, len(words) // 2))
     return " ".join(words[:cut]), " ".join(words[cut:])
+
+
+def token_rows(tok, rows: Sequence[dict], n_tokens: int) -> list[dict]:
+    """The rows a text evaluation's token table scores (the Token probabilities page): each
+    forget row's VerbMem prefix with the first ``n_tokens`` tokens of its true continuation,
+    the part VerbMem compares against (a whole news article would be thousands of
+    columns)."""
+    out = []
+    for r in rows:
+        prompt, cont = prompt_and_continuation(r)
+        out.append({"prompt": prompt, "continuation": first_tokens(tok, cont, n_tokens)
+                    if n_tokens else cont})
+    return out
+
+
+def drop_end_token(records: list[dict]) -> list[dict]:
+    """Token records without their last entry: the end-of-text token the encoder appends,
+    which a continuation cut after N tokens does not have."""
+    keys = ("tokens", "token_ids", "probs", "top")
+    return [{**r, **{k: r[k][:-1] for k in keys if k in r}} for r in records]
 
 
 def icl_examples(sets: Mapping[str, Sequence[dict]] | None) -> dict[str, list[dict]]:
@@ -209,6 +232,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
 
 def _sample_base(d: SetData, j: int) -> dict:
     base = {"set": d.name, "index": d.indices[j]}
+    if d.logprobs is not None and j < len(d.logprobs):
+        base["scored_tokens"] = len(numbers(d.logprobs[j]))
     made = d.generated if d.generated is not None else d.completions
     if made is not None:
         return base | {"prompt": d.prompts[j], "reference": d.gold[j], "generated": made[j]}

@@ -5,8 +5,14 @@ for QA rows, the whole passage for text rows; unit-normalised, so a dot product 
 similarity). For each forget row the K-1 most similar retain rows whose cosine is above
 ``threshold`` give their answers (QA: the retain row's ``answer``; text: its ``continuation``,
 the whole text for plain-text rows) as normal answers, ``source="retrieval"``,
-``score=<cosine>``, best first. Slots left over are filled with distinct "I don't know"
-templates (``source="idk"``, no score).
+``score=<cosine>``, best first. What fills the slots left over is a choice
+(``below_threshold``): ``idk``, distinct "I don't know" templates (``source="idk"``, no
+score: the paper's TOFU recipe), or ``nearest``, the next nearest retain rows anyway, each
+with its cosine (``below_threshold: true`` in ``details``). ``auto`` (the default) is
+``idk`` for QA and ``nearest`` for text: an "I don't know" is no continuation of a news
+article, and MUSE-News passages sit at cosine 0.06-0.39 from each other, below any useful
+threshold, so a silent fallback would give every article the same template. "I don't know"
+still fills what ``nearest`` cannot (fewer distinct retain passages than K-1).
 
 A retain row whose answer is the forget row's own answer (the same text, whitespace and case
 aside) is never used, and one answer text is used once per forget row, so a forget row that
@@ -45,6 +51,7 @@ __all__ = [
 
 DEFAULT_EMBEDDING_MODEL = "embedded:minilm"
 DEFAULT_THRESHOLD = 0.5
+BELOW_THRESHOLD = ("auto", "nearest", "idk")  # what fills the slots no neighbour reaches
 _EMBEDDED_ALIASES = {
     "embedded:minilm",
     "all-minilm-l6-v2",
@@ -154,6 +161,7 @@ def retrieval_normals(
     seed: int = 0,
     idk_templates: list[str] | None = None,
     progress: Progress | None = None,
+    below_threshold: str = "auto",
 ) -> GenerationResult:
     """K-1 normal answers per forget row from the most similar retain rows.
 
@@ -167,6 +175,10 @@ def retrieval_normals(
 
     if kind not in ("qa", "text"):
         raise ValueError(f"kind must be 'qa' or 'text', not {kind!r}")
+    if below_threshold not in BELOW_THRESHOLD:
+        raise ValueError(f"below_threshold must be one of {', '.join(BELOW_THRESHOLD)}, "
+                         f"not {below_threshold!r}")
+    nearest = fill_mode(below_threshold, kind) == "nearest"
     threshold = float(threshold)
     if not -1.0 <= threshold <= 1.0:
         raise ValueError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
@@ -195,7 +207,7 @@ def retrieval_normals(
             order = np.argsort(-sims[i], kind="stable")
             for j in order:
                 score = float(sims[i, j])
-                if not score > threshold or len(picked[i]) == need:
+                if len(picked[i]) == need or not (nearest or score > threshold):
                     break
                 if not retain_answers[j].strip() or retain_norm[j] in seen:
                     continue
@@ -210,7 +222,8 @@ def retrieval_normals(
             answers.append(NormalAnswer(forget_index=i, k=slot,
                                         text=retain_answers[j], source="retrieval",
                                         score=score))
-            details.append({"forget_index": i, "k": slot, "retain_index": j, "score": score})
+            details.append({"forget_index": i, "k": slot, "retain_index": j, "score": score,
+                            "below_threshold": not score > threshold})
         if fill is not None and len(picked[i]) < need:
             used = {_norm(retain_answers[j]) for j, _ in picked[i]}
             idk_texts = [t for t in fill.texts_for(i) if _norm(t) not in used]
@@ -220,6 +233,14 @@ def retrieval_normals(
         progress(total, total)
     return GenerationResult("retrieval", NormalTable(answers, k), n_forget, details=details,
                             elapsed_s=time.perf_counter() - start)
+
+
+def fill_mode(below_threshold: str, kind: str) -> str:
+    """``nearest`` or ``idk``: what fills the slots no neighbour above the threshold reaches
+    (``auto``: idk for QA, nearest for text)."""
+    if below_threshold == "auto":
+        return "nearest" if kind == "text" else "idk"
+    return below_threshold
 
 
 # ------------------------------------------------------------------ registration ------------
@@ -232,9 +253,16 @@ class RetrievalConfig:
               "all-MiniLM-L6-v2; or a folder such as bge-large-en-v1.5).",
         label="embedding model")
     threshold: float = param(DEFAULT_THRESHOLD, "A neighbour's cosine similarity must be "
-                                                "above this; 'I don't know' fills the rest.",
+                                                "above this; 'below the threshold' says what "
+                                                "fills the rest.",
                              min=-1.0, max=1.0, slider=(0.0, 1.0),
                              label="similarity threshold")
+    below_threshold: str = param(
+        "auto", "What fills a row's slots that no retain row above the threshold reaches: "
+                "'nearest' = the nearest retain rows anyway (their cosine shown as the score), "
+                "'idk' = \"I don't know\" templates; 'auto' = idk for QA (the paper's TOFU "
+                "recipe), nearest for text (an \"I don't know\" continues no passage).",
+        choices=BELOW_THRESHOLD, label="below the threshold")
     batch_size: int = param(64, "Rows embedded per batch.", min=1, advanced=True)
     device: str | None = param(None, "Device of the embedding model (empty = automatic).",
                                advanced=True)
@@ -242,7 +270,9 @@ class RetrievalConfig:
 
 @register_backend("retrieval", RetrievalConfig, rank=0, needs_retain=True, loads_model=True,
                   description="answers of the most similar retain rows (sentence "
-                              "embeddings); 'I don't know' below the similarity threshold",
+                              "embeddings), with their cosine; below the similarity "
+                              "threshold: the nearest rows anyway (text) or 'I don't know' "
+                              "(QA), as chosen",
                   runtime_options=("retain_rows", "seed", "idk_templates", "progress"))
 def generate(forget_rows: list[dict[str, Any]], kind: str, k: int, *, retain_rows,
              **options: Any) -> GenerationResult:

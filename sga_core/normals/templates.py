@@ -190,13 +190,19 @@ def load_template(name_or_path: str | os.PathLike | Template) -> Template:
                         "(or give a path to a .yaml file)")
 
 
-def default_template(kind: str, rows: list[dict[str, Any]] | None = None) -> str:
+def default_template(kind: str, rows: list[dict[str, Any]] | None = None,
+                     protocol: str | None = None) -> str:
     """The shipped template for a data kind: ``tofu_qa`` for QA; for text,
-    ``copyright_continuation`` when the rows have prefixes, else ``news_fabrication``."""
+    ``copyright_continuation`` under the copyright protocol (the paper's Harry Potter prompt),
+    else ``text_different_facts`` when the rows have prefixes ("continue this passage with
+    different facts"), else ``news_fabrication`` (whole passages: the paper's MUSE-News
+    prompt)."""
     if kind == "qa":
         return "tofu_qa"
-    if rows and any((r.get("prompt") or "").strip() for r in rows):
+    if protocol == "copyright":
         return "copyright_continuation"
+    if rows and any((r.get("prompt") or "").strip() for r in rows):
+        return "text_different_facts"
     return "news_fabrication"
 
 

@@ -23,6 +23,18 @@ from sga_core.runs.prepared_ids import original_id, reference_id
 # Chosen on the demo with SmolLM2 (see README): answer NLL < 0.2 on forget and retain rows.
 PREPARE_DEFAULTS = {"lr": 1e-4, "epochs": 4, "batch_size": 8, "probe_count": 0,
                     "log_every": 1, "probe_every": 0}
+# Text passages are longer and have many more tokens to memorise than a QA answer: the QA
+# settings left a prepared Original whose forget VerbMem equalled the Retained model's (no
+# forgetting could be measured). More passes, and sequences long enough to hold a news
+# article's opening (MUSE's VerbMem prompts and 128-token continuations), in smaller
+# batches (docs/measurability.md#what-the-prepared-models-should-reach).
+PREPARE_TEXT_DEFAULTS = {**PREPARE_DEFAULTS, "epochs": 10, "max_length": 1024,
+                         "batch_size": 4}
+
+
+def prepare_defaults(task: str = "qa") -> dict:
+    """The fine-tuning settings of both prepare runs for a task kind ('qa' or 'text')."""
+    return dict(PREPARE_TEXT_DEFAULTS if task == "text" else PREPARE_DEFAULTS)
 
 
 def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str | None = None,
@@ -54,7 +66,7 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             "method_args": {"include_forget": include_forget},
             "data": {"task": task, "forget": forget, "retain": retain,
                      "field_map": dict(field_map or {})},
-            "training": {**PREPARE_DEFAULTS, **(training or {})},
+            "training": {**prepare_defaults(task), **(training or {})},
             "launch": launch or {},
             # both are compared with the retain reference (Forget Quality, PrivLeak); the
             # reference against itself gives the paper's "Retained" row (FQ 1)

@@ -170,7 +170,7 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     """Queue the project's two prepare runs (original, then retain reference)."""
     import shutil
 
-    from sga_core.projects.prepare import PREPARE_DEFAULTS
+    from sga_core.projects.prepare import prepare_defaults
     from sga_core.runs import queue as jobs
 
     root = runs_root(root)
@@ -186,7 +186,8 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
             shutil.rmtree(root / run_id)
         cfg = build_config(project, method="finetune",
                            method_args={"include_forget": include_forget},
-                           training={**PREPARE_DEFAULTS, **(training or {})}, launch={},
+                           training={**prepare_defaults(project.kind), **(training or {})},
+                           launch={},
                            model=model, run_id=run_id,
                            eval_cfg={**default_eval(project, root),
                                      "reference": str(root / reference_run_id(project))},

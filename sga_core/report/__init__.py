@@ -9,6 +9,10 @@
 - :mod:`.sweeps`: metric versus r (or alpha) with intervals, and the r suggestion;
 - :mod:`.export`: the CSV/JSON download;
 - :mod:`.uncertainty`: one run's bootstrap intervals, FQ's resolution, two runs compared;
+- :mod:`.measurable`: whether the Original and Retained can be told apart on the forget
+  set (if not, no forgetting can be measured and nothing is ranked);
+- :mod:`.row_stats`: the columns that are not a mean of rows (MIA AUC, PrivLeak,
+  perplexity, Model Utility), recomputed per bootstrap resample;
 - :mod:`.paper`: the paper's Table 1;
 - :mod:`.stats`: the statistics behind them (t intervals, bootstraps, KS steps);
 - :mod:`.run_files`: one run's config diff, tokens, per-row values and probes.

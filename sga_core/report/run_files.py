@@ -69,10 +69,55 @@ def word_token_index(tokens: list[str], word: str) -> int | None:
     return max(i for i, s in enumerate(starts) if s <= at)
 
 
-def follow_token(run_dir: Path, forget_index: int, position: int) -> list[tuple[int, float]]:
-    """(step, probability) of the answer token at ``position`` across a run's probes."""
+def locate(ids: list[int], position: int, other: list[int]) -> int | None:
+    """Where the token at ``position`` of ``ids`` sits in ``other``: the same token with
+    the same tokens before it (up to 7; fewer only when no longer context matches), the
+    hit at the same position preferred. A text run's probes score the whole training
+    passage, its token table the continuation after the VerbMem prefix, so a token's
+    position differs between them; a QA answer is the same sequence in both."""
+    if not 0 <= position < len(ids):
+        return None
+    for width in (8, 4, 2, 1):
+        pat = ids[max(0, position - width + 1):position + 1]
+        hits = [s + len(pat) - 1 for s in range(len(other) - len(pat) + 1)
+                if other[s:s + len(pat)] == pat]
+        if hits:
+            return position if position in hits else hits[0]
+    return None
+
+
+def follow_token(run_dir: Path, forget_index: int, position: int,
+                 token_ids: list[int] | None = None) -> list[tuple[int, float]]:
+    """(step, probability) of the answer token at ``position`` across a run's probes.
+    ``token_ids`` (the token table's ids of that row) find the token by its context
+    (:func:`locate`) where the probe scored a longer sequence (text passages)."""
     pts = []
     for rec in probes(run_dir):
-        if rec.get("forget_index") == forget_index and position < len(rec.get("probs", [])):
-            pts.append((rec["step"], rec["probs"][position]))
+        if rec.get("forget_index") != forget_index:
+            continue
+        probs = rec.get("probs", [])
+        at = position
+        if token_ids and rec.get("token_ids"):
+            at = locate(list(token_ids), position, list(rec["token_ids"]))
+        if at is not None and at < len(probs):
+            pts.append((rec["step"], probs[at]))
     return pts
+
+
+def default_token(tables: list[dict], word: str | None = None) -> int:
+    """The token the page follows first: where ``word`` starts (the demo's "French"), else
+    the one whose probability fell most from the first table (the Original) to the lowest
+    of the others, else the first token."""
+    if not tables:
+        return 0
+    tokens = tables[0]["tokens"]
+    if word:
+        at = word_token_index(tokens, word)
+        if at is not None:
+            return at
+    first = tables[0]["probs"]
+    others = [t["probs"] for t in tables[1:] if len(t["probs"]) == len(first)]
+    if not others:
+        return 0
+    drops = [first[j] - min(o[j] for o in others) for j in range(len(first))]
+    return max(range(len(drops)), key=lambda j: (drops[j], -j)) if drops else 0

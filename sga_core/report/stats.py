@@ -21,6 +21,9 @@ Which interval where:
   gives the same data order in every configuration (docs/spec.md#15-data-order), so differences are
   taken seed by seed (paired t) where both have the same seeds, else Welch's unpaired t interval.
 - **two runs on the same rows** (:func:`paired_bootstrap_diff`): rows are resampled jointly.
+- **statistics that are not means** (:func:`bootstrap_statistic`,
+  :func:`paired_bootstrap_statistic`): MIA AUC and PrivLeak (forget and holdout rows, each
+  group resampled on its own) and token-weighted perplexity are recomputed on each resample.
 """
 
 from __future__ import annotations
@@ -270,6 +273,75 @@ def paired_bootstrap_diff(a, b, level: float = LEVEL, n_boot: int = N_BOOT,
     return _bootstrap(diffs, level, n_boot, seed, "paired bootstrap")
 
 
+def _resample(groups: Sequence[Sequence], rng: random.Random) -> list[list[int]]:
+    """Row indices drawn with replacement within each group (a stratified resample)."""
+    return [[rng.randrange(len(g)) for _ in g] for g in groups]
+
+
+def bootstrap_statistic(groups: Sequence[Sequence], stat, level: float = LEVEL,
+                        n_boot: int = N_BOOT, seed: int = 0,
+                        method: str = "bootstrap") -> Interval:
+    """A statistic of several groups of rows that is not a plain mean (an AUC of forget
+    against holdout scores, a token-weighted perplexity), with a percentile-bootstrap
+    interval: each group is resampled on its own (stratified), ``stat(groups)`` is
+    recomputed on each resample (resamples where it is None are dropped). ``n`` is the
+    smallest group."""
+    groups = [list(g) for g in groups]
+    value = stat(groups) if all(groups) else None
+    n = min((len(g) for g in groups), default=0)
+    if value is None:
+        return Interval(n, None, level=level, method=method)
+    if n < 2:
+        return Interval(n, value, level=level, method=method)
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(n_boot):
+        idx = _resample(groups, rng)
+        v = stat([[g[i] for i in ix] for g, ix in zip(groups, idx)])
+        if v is not None and math.isfinite(v):
+            draws.append(v)
+    if not draws:
+        return Interval(n, value, level=level, method=method)
+    draws.sort()
+    tail = (1.0 - level) / 2.0
+    return Interval(n, value, None, _percentile(draws, tail), _percentile(draws, 1.0 - tail),
+                    level, method)
+
+
+def paired_bootstrap_statistic(groups_a: Sequence[Sequence], groups_b: Sequence[Sequence],
+                               stat_a, stat_b=None, level: float = LEVEL,
+                               n_boot: int = N_BOOT, seed: int = 0) -> Interval:
+    """``stat_a(groups_a) - stat_b(groups_b)`` for two runs scored on the same rows (group
+    ``k``, row ``i`` is the same text in both), with a paired bootstrap: the same row
+    indices are drawn for both runs in every resample."""
+    stat_b = stat_b or stat_a
+    ga, gb = [list(g) for g in groups_a], [list(g) for g in groups_b]
+    if [len(g) for g in ga] != [len(g) for g in gb]:
+        raise ValueError("paired groups must have the same sizes")
+    method = "paired bootstrap"
+    n = min((len(g) for g in ga), default=0)
+    va = stat_a(ga) if all(ga) else None
+    vb = stat_b(gb) if all(gb) else None
+    if va is None or vb is None:
+        return Interval(n, None, level=level, method=method)
+    if n < 2:
+        return Interval(n, va - vb, level=level, method=method)
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(n_boot):
+        idx = _resample(ga, rng)
+        a = stat_a([[g[i] for i in ix] for g, ix in zip(ga, idx)])
+        b = stat_b([[g[i] for i in ix] for g, ix in zip(gb, idx)])
+        if a is not None and b is not None and math.isfinite(a - b):
+            draws.append(a - b)
+    if not draws:
+        return Interval(n, va - vb, level=level, method=method)
+    draws.sort()
+    tail = (1.0 - level) / 2.0
+    return Interval(n, va - vb, None, _percentile(draws, tail),
+                    _percentile(draws, 1.0 - tail), level, method)
+
+
 # --- Forget Quality's resolution -----------------------------------------------------------------
 
 def ks_statistics(n: int, m: int) -> list[float]:
@@ -320,7 +392,8 @@ def fq_neighbours(p: float, steps: list[tuple[float, float]]) -> dict:
             "lower": ps[i + 1] if i + 1 < len(ps) else None}
 
 
-__all__ = ["Interval", "LEVEL", "N_BOOT", "betainc", "bootstrap_mean", "clean",
+__all__ = ["Interval", "LEVEL", "N_BOOT", "betainc", "bootstrap_mean", "bootstrap_statistic",
+           "clean", "paired_bootstrap_statistic",
            "compare_by_seed", "fq_neighbours", "ks_pvalue_steps", "ks_statistics", "mean",
            "paired_bootstrap_diff", "paired_t_interval", "sample_sd", "t_cdf",
            "t_interval", "t_quantile", "welch_interval"]

@@ -5,7 +5,10 @@
   ``eval/per_sample.jsonl``: how much the value depends on which rows were asked;
 - Forget Quality's resolution: the p-values its KS test can take for n forget rows, so 0.40
   and 0.58 read as neighbouring steps, not a large difference;
-- two runs on the same rows: a paired bootstrap interval of each metric's difference.
+- two runs on the same rows: a paired bootstrap interval of each metric's difference;
+- the columns that are not a mean of rows (MIA AUC, PrivLeak, perplexity, Model Utility):
+  recomputed on each resample of the rows (:mod:`sga_core.report.row_stats`), so every
+  Results column with per-row inputs has an interval.
 
 Each per-row value is the one the catalog's aggregate averages, so the mean here is the
 summary's value (``tests/unit/report/test_run_uncertainty.py`` checks it). No torch; scipy
@@ -18,12 +21,15 @@ import math
 from pathlib import Path
 
 from sga_core.metrics.catalog import metrics_for
+from sga_core.report.row_stats import groups_of, statistics
 from sga_core.report.stats import (
     bootstrap_mean,
+    bootstrap_statistic,
     clean,
     fq_neighbours,
     ks_pvalue_steps,
     paired_bootstrap_diff,
+    paired_bootstrap_statistic,
 )
 from sga_core.runs import validate
 
@@ -42,6 +48,9 @@ def _tr_score(tr, forget: bool):
 
 QA_KEYS = {"probability": "probability", "truth_ratio": "truth_ratio",
            "rouge_l_recall": "rouge"}  # per_sample.jsonl key -> metric suffix
+# per-row means of either kind: per_sample.jsonl key -> metric suffix
+MEAN_KEYS = {"extraction_strength": "extraction_strength",
+             "exact_memorization": "exact_memorization"}
 
 
 def _qa_metric(set_name: str, key: str) -> str:
@@ -67,6 +76,11 @@ def row_values(records: list[dict]) -> dict[str, dict[int, float | None]]:
                 out.setdefault(_qa_metric(s, key), {})[i] = v
         if rec.get("rouge_l_f1") is not None:
             out.setdefault(_text_metric(s), {})[i] = rec["rouge_l_f1"]
+        if rec.get("rouge_l_recall") is not None:  # the copyright task's completions
+            out.setdefault(f"{s}_completion_rouge", {})[i] = rec["rouge_l_recall"]
+        for key, suffix in MEAN_KEYS.items():
+            if rec.get(key) is not None:
+                out.setdefault(f"{s}_{suffix}", {})[i] = rec[key]
     return out
 
 
@@ -81,7 +95,7 @@ def _label(name: str, kind: str) -> str:
     labels = _labels(kind)
     if name in labels:
         return labels[name]
-    for m in ("probability", "truth_ratio", "rouge", "knowmem"):
+    for m in ("probability", "truth_ratio", "rouge", "knowmem", "perplexity"):
         if name.endswith("_" + m):
             return labels.get("{set}_" + m, name).format(set=name[:-len(m) - 1])
     return name
@@ -108,7 +122,21 @@ def run_intervals(run_dir, n_boot: int = 2000) -> list[dict]:
         out.append({"metric": name, "label": _label(name, kind), "value": iv.mean,
                     "lo": iv.lo, "hi": iv.hi, "n": iv.n,
                     "summary": (metrics.get(name) or {}).get("value")})
-    return sorted(out, key=lambda d: (not d["metric"].startswith("forget"), d["metric"]))
+    for stat in statistics(summary):
+        groups = [list(g.values()) for g in groups_of(records, stat)]
+        iv = bootstrap_statistic(groups, stat.stat, n_boot=n_boot)
+        if iv.mean is None:
+            continue
+        out.append({"metric": stat.name, "label": _label(stat.name, kind), "value": iv.mean,
+                    "lo": iv.lo, "hi": iv.hi, "n": iv.n,
+                    "summary": (metrics.get(stat.name) or {}).get("value")})
+    return sorted(out, key=_order)
+
+
+def _order(d: dict):
+    """Forget-side metrics first (PrivLeak and MIA AUC read the forget rows), then by name."""
+    return (not (d["metric"].startswith("forget") or d["metric"] in ("privleak", "mia_auc")),
+            d["metric"])
 
 
 def fq_resolution(summary: dict | None) -> dict | None:
@@ -147,17 +175,17 @@ def fq_resolution_text(res: dict | None) -> str:
     return text
 
 
-def _pairs(a: list[dict], b: list[dict]) -> tuple[dict, int]:
+def _pairs(a: list[dict], b: list[dict]) -> tuple[dict, int, list[dict], list[dict]]:
     """Per metric, the (a, b) values of the rows both runs evaluated (same set, index and
-    question); and how many rows were left out because their text differs."""
+    question); how many rows were left out because their text differs; and those rows'
+    records of each run."""
     key = ("set", "index")
     qa = {(r.get(key[0]), r.get(key[1])): r for r in a}
     qb = {(r.get(key[0]), r.get(key[1])): r for r in b}
     mismatched = 0
     same = []
     for k in qa.keys() & qb.keys():
-        ta = qa[k].get("question", qa[k].get("prompt"))
-        tb = qb[k].get("question", qb[k].get("prompt"))
+        ta, tb = _row_text(qa[k]), _row_text(qb[k])
         if ta != tb:
             mismatched += 1
         else:
@@ -167,7 +195,36 @@ def _pairs(a: list[dict], b: list[dict]) -> tuple[dict, int]:
     for name in va.keys() & vb.keys():
         rows = sorted(va[name].keys() & vb[name].keys())
         out[name] = ([va[name][i] for i in rows], [vb[name][i] for i in rows])
-    return out, mismatched
+    return out, mismatched, [qa[k] for k in same], [qb[k] for k in same]
+
+
+def _row_text(rec: dict):
+    """What identifies a row's content: its question, prompt or (text sets without a
+    prompt) its reference passage."""
+    for key in ("question", "prompt", "reference"):
+        if rec.get(key) is not None:
+            return rec[key]
+    return None
+
+
+def _paired_statistics(ra: list[dict], rb: list[dict], sa: dict, sb: dict,
+                       n_boot: int) -> dict:
+    """A minus B for each non-mean metric both runs have, on the rows both scored."""
+    out = {}
+    stats_b = {s.name: s for s in statistics(sb)}
+    for stat in statistics(sa):
+        other = stats_b.get(stat.name)
+        if other is None:
+            continue
+        ga, gb = groups_of(ra, stat), groups_of(rb, other)
+        common = [sorted(x.keys() & y.keys()) for x, y in zip(ga, gb)]
+        xa = [[g[i] for i in ix] for g, ix in zip(ga, common)]
+        xb = [[g[i] for i in ix] for g, ix in zip(gb, common)]
+        out[stat.name] = (paired_bootstrap_statistic(xa, xb, stat.stat, other.stat,
+                                                     n_boot=n_boot),
+                          stat.stat(xa) if all(xa) else None,
+                          other.stat(xb) if all(xb) else None)
+    return out
 
 
 def compare_runs(run_a, run_b, n_boot: int = 2000) -> dict:
@@ -176,10 +233,14 @@ def compare_runs(run_a, run_b, n_boot: int = 2000) -> dict:
     (rows whose question differs: left out). Damaged files raise
     :class:`sga_core.runs.validate.Damaged`."""
     ra, rb = validate.per_sample(run_a), validate.per_sample(run_b)
-    kind = (validate.summary(run_a) or {}).get("task", "qa")
-    pairs, mismatched = _pairs(ra, rb)
+    sa, sb = validate.summary(run_a) or {}, validate.summary(run_b) or {}
+    kind = sa.get("task", "qa")
+    pairs, mismatched, same_a, same_b = _pairs(ra, rb)
     rows = []
+    names = set(sa.get("metrics") or {}) | set(sb.get("metrics") or {})
     for name, (a, b) in pairs.items():
+        if name not in names:
+            continue
         iv = paired_bootstrap_diff(a, b, n_boot=n_boot)
         if iv.mean is None:
             continue
@@ -189,5 +250,11 @@ def compare_runs(run_a, run_b, n_boot: int = 2000) -> dict:
                      "b": sum(cb) / len(cb) if cb else None,
                      "diff": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n,
                      "clear": iv.excludes(0.0)})
-    rows.sort(key=lambda d: (not d["metric"].startswith("forget"), d["metric"]))
+    for name, (iv, a, b) in _paired_statistics(same_a, same_b, sa, sb, n_boot).items():
+        if iv.mean is None:
+            continue
+        rows.append({"metric": name, "label": _label(name, kind), "a": a, "b": b,
+                     "diff": iv.mean, "lo": iv.lo, "hi": iv.hi, "n": iv.n,
+                     "clear": iv.excludes(0.0)})
+    rows.sort(key=_order)
     return {"rows": rows, "mismatched": mismatched}

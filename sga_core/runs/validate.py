@@ -418,11 +418,12 @@ def _short(rel: str, rows: list[dict], expected: dict) -> None:
 
 
 def tokens(run_dir) -> list[dict]:
-    """eval/tokens.jsonl: a QA evaluation writes one token table per forget row."""
+    """eval/tokens.jsonl: an evaluation (QA or text) writes one token table per forget
+    row."""
     rows = read_jsonl_file(run_dir, TOKENS, TOKENS_ROW)
     if (Path(run_dir) / TOKENS).exists():
         expected, task = _evaluated_rows(run_dir)
-        if task == "qa" and "forget" in expected:
+        if "forget" in expected:
             _short(TOKENS, rows, {"forget": expected["forget"]})
     return rows
 

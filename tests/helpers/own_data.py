@@ -100,3 +100,53 @@ def write_summary(run_dir: Path, metrics: dict, elapsed_s: float = 100.0) -> Non
 def metrics(fq=0.1, mu=0.4, f_rouge=0.5, r_rouge=0.9, f_prob=0.5, r_prob=0.9) -> dict:
     return {"FQ": fq, "MU": mu, "forget ROUGE-L": f_rouge, "retain ROUGE-L": r_rouge,
             "forget prob": f_prob, "retain prob": r_prob}
+
+
+# a forget passage's continuation as a text evaluation's token table holds it (MUSE-News
+# style: the researcher follows " Mits" of Mitsotakis, or " 57")
+TEXT_TOKENS = [" Prime", " Minister", " Mits", "ot", "akis", " said", " 57", " people",
+               " were", " hurt"]
+TEXT_PROMPT = "Greek police said on Sunday that"
+
+
+def _token_table(probs: list[float], index: int = 0) -> dict:
+    ids = list(range(100, 100 + len(TEXT_TOKENS)))
+    return {"set": "forget", "index": index, "prompt": TEXT_PROMPT, "tokens": TEXT_TOKENS,
+            "token_ids": ids, "probs": probs,
+            "top": [[[t, p], [" the", 0.05], [" a", 0.04], [" of", 0.03], [",", 0.02]]
+                    for t, p in zip(TEXT_TOKENS, probs)]}
+
+
+def text_token_project(root: Path, demo_dir: Path):
+    """A text project (the demo's text sets) with an evaluated Original and an SGA run whose
+    evaluations hold token tables of forget passage 0's continuation, the SGA run with
+    probes of that passage at steps 0-2 (the whole passage: a prefix, then the same
+    tokens)."""
+    from sga_core.fileio import atomic_write_json, atomic_write_jsonl
+    from sga_core.projects import create_project
+
+    project = create_project("txt", demo_dir / "text_forget.jsonl",
+                             demo_dir / "text_retain.jsonl", kind="text",
+                             root=root / "workspace")
+    runs = root / "runs"
+    original = [0.9, 0.95, 0.8, 0.99, 0.99, 0.7, 0.6, 0.5, 0.6, 0.4]
+    after = [0.8, 0.9, 0.2, 0.9, 0.9, 0.6, 0.1, 0.5, 0.6, 0.4]  # " Mits" and " 57" fell
+    out = {}
+    for run_id, method, probs in (("txt-original", "finetune", original),
+                                  ("sga-text", "sga", after)):
+        run_dir = fake_run(runs, project, run_id, method=method)
+        atomic_write_json(run_dir / "eval" / "summary.json", {
+            "task": "text", "rows": {"forget": 1},
+            "metrics": {"forget_verbmem": {"name": "forget_verbmem", "value": 0.5}}})
+        atomic_write_jsonl(run_dir / "eval" / "tokens.jsonl", [_token_table(probs)])
+        atomic_write_jsonl(run_dir / "eval" / "per_sample.jsonl", [
+            {"set": "forget", "index": 0, "prompt": TEXT_PROMPT,
+             "reference": "".join(TEXT_TOKENS), "generated": f"{run_id} continues"}])
+        out[run_id] = run_dir
+    prefix = [7, 8, 9]  # the probe scores the whole training passage: the prompt first
+    atomic_write_jsonl(out["sga-text"] / "probes.jsonl", [
+        {"step": step, "forget_index": 0, "tokens": ["Greek", " police", " said"] + TEXT_TOKENS,
+         "token_ids": prefix + list(range(100, 110)),
+         "probs": [0.5, 0.5, 0.5] + [p + (0.8 - p) * (2 - step) / 2 for p in after]}
+        for step in (0, 1, 2)])
+    return project

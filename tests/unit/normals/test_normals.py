@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_shipped_templates_load():
     templates = {t.name: t for t in list_templates()}
-    assert set(templates) == {"tofu_qa", "copyright_continuation", "news_fabrication"}
+    assert set(templates) == {"tofu_qa", "copyright_continuation", "news_fabrication",
+                              "text_different_facts"}
     for t in templates.values():
         assert t.description and t.system and t.user and t.kind in ("qa", "text")
         t.check(t.kind)
@@ -59,7 +60,8 @@ def test_render_qa_and_text():
     assert render("copyright_continuation", plain, "text")[1]["content"].endswith(
         "please: A whole news story.")
     assert default_template("qa") == "tofu_qa"
-    assert default_template("text", [row]) == "copyright_continuation"
+    assert default_template("text", [row]) == "text_different_facts"
+    assert default_template("text", [row], "copyright") == "copyright_continuation"
     assert default_template("text", [plain]) == "news_fabrication"
 
 
@@ -196,6 +198,42 @@ def test_retrieval_text_rows_use_continuations():
     result = generate_normals("retrieval", forget, "text", 2, retain_rows=retain, threshold=0.2)
     assert result.table.get(0, 1).text == "sourdough starter takes two days."
     assert result.details[0]["retain_index"] == 0
+
+
+@pytest.mark.slow
+def test_text_retrieval_gives_the_nearest_passages_with_scores_below_the_threshold():
+    """News passages sit far apart (cosine well below 0.5): for text, the nearest retain
+    passages are used anyway, each with its cosine, instead of "I don't know" for every
+    article; "I don't know" is a choice."""
+    forget = [{"prompt": "Greek Prime Minister Kyriakos Mitsotakis said on Sunday",
+               "continuation": "that 57 people were hurt when two trains collided."}]
+    retain = [{"prompt": "", "continuation": "The central bank raised interest rates."},
+              {"prompt": "", "continuation": "Rail unions called a strike over safety."},
+              {"prompt": "", "continuation": "A new museum opened in Lisbon."}]
+    result = generate_normals("retrieval", forget, "text", 3, retain_rows=retain,
+                              threshold=0.95)
+    answers = sorted(result.table.answers, key=lambda a: a.k)
+    assert [a.source for a in answers] == ["retrieval", "retrieval"]
+    assert all(a.score is not None and a.score < 0.95 for a in answers)
+    assert answers[0].score >= answers[1].score  # best first
+    assert all(d["below_threshold"] for d in result.details)
+    idk = generate_normals("retrieval", forget, "text", 3, retain_rows=retain,
+                           threshold=0.95, below_threshold="idk")
+    assert {a.source for a in idk.table.answers} == {"idk"}
+    # QA keeps the paper's TOFU recipe: "I don't know" below the threshold
+    qa = generate_normals("retrieval", FORGET, "qa", 4, retain_rows=RETAIN, threshold=0.99)
+    assert {a.source for a in qa.table.answers} == {"idk"}
+    with pytest.raises(ValueError, match="below_threshold must be one of"):
+        generate_normals("retrieval", forget, "text", 3, retain_rows=retain,
+                         below_threshold="sometimes")
+
+
+def test_text_template_continues_with_different_facts():
+    row = {"prompt": "Greek police said on Sunday", "continuation": "that 57 were hurt."}
+    system, user = render("text_different_facts", row, "text")
+    assert "different facts" in user["content"] and "Greek police said on Sunday" in \
+        user["content"] and "that 57 were hurt." in user["content"]
+    assert system["role"] == "system" and "different facts" in system["content"]
 
 
 # --------------------------------------------------------------------------------------------

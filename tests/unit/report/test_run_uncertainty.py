@@ -139,3 +139,16 @@ def test_results_rows_carry_components_and_the_lowest(evaluated, tmp_path):
     # an evaluation without MU (text data, old runs) adds no component columns
     assert "MU lowest" not in run_fields({}, {"metrics": {}})
     assert Path(evaluated["a"]).exists()
+
+
+def test_model_utility_has_an_interval_over_rows(evaluated):
+    summary = read_json(evaluated["a"] / "eval" / "summary.json")
+    rows = {r["metric"]: r for r in run_intervals(evaluated["a"], n_boot=300)}
+    mu = rows["model_utility"]
+    assert mu["value"] == pytest.approx(summary["metrics"]["model_utility"]["value"], abs=1e-9)
+    assert mu["lo"] <= mu["value"] <= mu["hi"] and mu["label"] == "MU"
+    cmp = {r["metric"]: r for r in compare_runs(evaluated["a"], evaluated["b"],
+                                                n_boot=300)["rows"]}
+    sb = read_json(evaluated["b"] / "eval" / "summary.json")["metrics"]
+    assert cmp["model_utility"]["diff"] == pytest.approx(
+        summary["metrics"]["model_utility"]["value"] - sb["model_utility"]["value"], abs=1e-9)

@@ -1,0 +1,61 @@
+"""The Token probabilities page for a text project (docs/token-probabilities.md): each token of
+a forget passage's continuation with its probability under the Original and each run, the
+token whose probability fell most followed first (" Mits" of Mitsotakis), across runs and
+across training steps (the probes score the whole passage, so the token is found by its
+context), and the greedy continuations side by side. Hand-built evaluations."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.own_data import TEXT_PROMPT, text_token_project
+from tests.helpers.ui import open_page, shown
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_text_project_shows_its_continuation_tokens(ui_env, demo_dir):
+    text_token_project(ui_env, demo_dir)
+    at = open_page("app_pages/tokens.py")
+    at.selectbox(key="_project_picker").set_value("txt").run()
+    assert not at.exception, at.exception
+    row = at.selectbox(key="tokens.row")
+    assert row.options == [f"0: {TEXT_PROMPT}"]
+    texts = [shown(m.value) for m in at.markdown]
+    assert f"**Prompt:** {TEXT_PROMPT}" in texts
+    assert any(t.startswith("**Continuation:** Prime Minister Mitsotakis said 57") for t in texts)
+    mark = at.selectbox(key="tokens.mark.0")
+    assert mark.value == 2 and mark.options[2] == "2: Mits"  # fell most: 0.8 -> 0.2
+    follow = [shown(m.value) for m in at.markdown if "p('Mits')" in shown(m.value)]
+    assert any("0.800" in t for t in follow) and any("0.200" in t for t in follow), follow
+    import json
+
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # the heatmap and the token across training steps
+    steps = json.loads(charts[1].proto.spec)["data"]
+    (line,) = [d for d in steps if d.get("mode") == "lines+markers"]
+    assert line["x"] == [0, 1, 2] and line["y"] == pytest.approx([0.8, 0.5, 0.2])
+    heat = json.loads(charts[0].proto.spec)["data"][0]
+    assert heat["x"][2] == "2: Mits" and len(heat["y"]) == 2
+    assert "top-5" in heat["text"][0][2]  # the alternatives on hover
+    mark.set_value(6).run()  # follow " 57" the same way
+    follow = [shown(m.value) for m in at.markdown if "p('57')" in shown(m.value)]
+    assert any("0.600" in t for t in follow) and any("0.100" in t for t in follow), follow
+    steps = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
+    (line,) = [d for d in steps if d.get("mode") == "lines+markers"]
+    assert line["y"] == pytest.approx([0.8, 0.45, 0.1])
+    tokens = "".join(h.proto.body for h in at.html)
+    assert "Mits" in tokens and "border:2px solid" in tokens  # the followed token outlined
+    (table,) = at.table
+    assert "sga-text continues" in str(table.value.to_dict())
+    assert not [b for b in at.button if b.key == "tokens.reeval"]  # every run has its tables
+
+
+def test_runs_evaluated_without_token_tables_are_offered_a_re_evaluation(ui_env, demo_dir):
+    project = text_token_project(ui_env, demo_dir)
+    old = ui_env / "runs" / "sga-text"
+    (old / "eval" / "tokens.jsonl").unlink()  # evaluated before text token tables existed
+    at = open_page("app_pages/tokens.py")
+    at.selectbox(key="_project_picker").set_value(project.name).run()
+    assert any("1 evaluated run without token tables" in shown(c.value) for c in at.caption)
+    assert at.button(key="tokens.reeval").label == "Re-evaluate them (queued jobs)"
