@@ -128,6 +128,58 @@ register_protocol(Protocol(
     max_retain_rows=0, max_length=1024, completion_new_tokens=400,
     lm_eval_tasks=(WIKITEXT_TASK, *ZERO_SHOT_TASKS)))
 
+# ------------------------------------------------------------------ set roles -------------
+@dataclass(frozen=True)
+class SetRole:
+    """What an evaluation set named ``name`` does (the evaluation reads sets by name):
+    ``replaces`` the project's forget or retain rows in the evaluation, or is read as itself
+    by the metrics whose sets include ``name`` (the metric catalog's ``on``). The words a
+    page shows are built from this and the catalog under the project's protocol
+    (:func:`sga_core.projects.eval_sets.role_words`)."""
+
+    name: str
+    kinds: tuple[str, ...]  # the project kinds it applies to ("qa", "text")
+    data_kind: str  # the data kind the set must have: "qa", "text" or "auto"
+    replaces: str | None = None  # "forget" / "retain"
+    what: str = ""  # what its rows are, in a few words
+
+
+#: Every set name that gives a set a role (a name ending in ICL_SUFFIX is the few-shot
+#: examples of the set it names); adding a set under one of these is confirmed first.
+SET_ROLES: dict[str, SetRole] = {}
+ICL_SUFFIX = "_icl"
+
+
+def register_role(role: SetRole) -> SetRole:
+    if role.name in SET_ROLES:
+        raise ValueError(f"set role {role.name!r} is registered twice")
+    SET_ROLES[role.name] = role
+    return role
+
+
+register_role(SetRole("forget_eval", ("qa", "text"), "auto", replaces="forget",
+                      what="a benchmark's own forget evaluation rows (MUSE: verbmem/forget)"))
+register_role(SetRole("retain_eval", ("qa", "text"), "auto", replaces="retain",
+                      what="a benchmark's own retain evaluation rows (TOFU: retain_perturbed)"))
+register_role(SetRole("holdout", ("text",), "text",
+                      what="texts never trained on (MUSE: privleak/holdout)"))
+register_role(SetRole("forget_qa", ("text",), "qa",
+                      what="questions about the forget documents (MUSE: knowmem/forget_qa)"))
+register_role(SetRole("retain_qa", ("text",), "qa",
+                      what="questions about the retain documents (MUSE: knowmem/retain_qa)"))
+
+
+def set_role(project_kind: str, name: str) -> SetRole | None:
+    """The role a set's name gives it in a project of ``project_kind`` (None: no role)."""
+    role = SET_ROLES.get(name)
+    if role is not None and project_kind in role.kinds:
+        return role
+    if name.endswith(ICL_SUFFIX) and project_kind == "text":
+        return SetRole(name, ("text",), "qa", what=f"few-shot examples for "
+                                                  f"{name[:-len(ICL_SUFFIX)]}")
+    return None
+
+
 #: Every known difference from the references: (protocol, what, why, how large).
 DEVIATIONS: tuple[tuple[str, str, str, str], ...] = (
     ("demo", "48 new tokens per answer, 40 evenly spaced retain rows, 256-token texts, "

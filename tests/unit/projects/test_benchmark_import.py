@@ -94,7 +94,10 @@ def test_import_through_datasets_uses_the_hub_configs(tmp_path, muse_folder, mon
 
     def fake_hub_rows(repo, config, split):
         asked.append((repo, config, split))
-        return read_jsonl(muse_folder / config / f"{split}.jsonl")
+        path = muse_folder / config / f"{split}.jsonl"
+        if not path.exists():  # as datasets says it
+            raise ValueError(f'Unknown split "{split}". Should be one of [...].')
+        return read_jsonl(path)
 
     monkeypatch.setattr(hub, "hub_rows", fake_hub_rows)
     p = import_benchmark("muse-news", root=tmp_path)
