@@ -111,6 +111,8 @@ def cmd_import(args) -> int:
           f"{meta.get('n_retain')} ({meta.get('retain_source')})")
     sets = project.eval_sets()
     print(f"  evaluation sets: {', '.join(sets) or 'none'}; protocol: {meta.get('protocol')}")
+    for note in meta.get("import_notes") or []:
+        print(f"  {note}")
     set_flags = " ".join(f"--set {n}={p}" for n, p in sets.items())
     print("next: python -m sga_core prepare --forget "
           f"{project.forget_path} --retain {project.retain_path} --task {project.kind} "
