@@ -75,6 +75,25 @@ class Protocol:
         """The protocol as a plain dict (written into summary.json)."""
         return asdict(self)
 
+    def summary(self) -> str:
+        """Its settings in one line (the Data and Train pages, ``project show``)."""
+        parts = [f"{self.qa_new_tokens} new tokens per QA answer",
+                 f"{self.max_retain_rows} retain rows" if self.max_retain_rows else
+                 "every retain row",
+                 f"texts up to {self.max_length} tokens" if self.max_length else
+                 "the run's own token limit",
+                 f"KnowMem {'few-shot (<set>_icl)' if self.knowmem_icl else 'zero-shot'}, "
+                 f"{self.knowmem_new_tokens or self.qa_new_tokens} tokens",
+                 f"VerbMem {self.verbmem_new_tokens} new tokens" +
+                 (f" against the first {self.verbmem_gt_tokens} true ones"
+                  if self.verbmem_gt_tokens else "")]
+        if self.lm_eval_tasks:
+            parts.append(f"completions of {self.completion_new_tokens} tokens, lm-eval: "
+                         f"{', '.join(self.lm_eval_tasks)}")
+        if self.epsilon:
+            parts.append(f"epsilon {self.epsilon:g}")
+        return "; ".join(parts)
+
     def describe(self) -> str:
         """One line for the Results page."""
         if self.fast:
@@ -100,6 +119,11 @@ def register_protocol(protocol: Protocol) -> Protocol:
         raise ValueError(f"protocol {protocol.name!r} is registered twice")
     PROTOCOLS[protocol.name] = protocol
     return protocol
+
+
+def registered_protocols() -> list[Protocol]:
+    """Every registered protocol, in registration order (the Data page's choices)."""
+    return list(PROTOCOLS.values())
 
 
 def protocol_names() -> tuple[str, ...]:

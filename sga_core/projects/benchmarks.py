@@ -1,5 +1,5 @@
-"""Projects from benchmarks: TOFU, MUSE-News and MUSE-Books by name (through Hugging Face ``datasets``,
-:mod:`sga_core.data.hub`), and the copyright task from your own text files
+"""Projects from benchmarks: TOFU, MUSE-News and MUSE-Books by name (through Hugging Face
+``datasets``, :mod:`sga_core.data.hub`), and the copyright task from your own text files
 (:mod:`sga_core.data.book`). Each writes a ready project: forget and retain data, the
 evaluation sets, and the benchmark's evaluation protocol (``project.json`` ``protocol``,
 which the project's runs evaluate with).

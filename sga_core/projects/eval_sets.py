@@ -114,6 +114,11 @@ def role_words(project_kind: str, name: str, protocol: str | None = None) -> str
     return f"{head}: {role.what}"
 
 
+def project_role_words(project, name: str) -> str | None:
+    """:func:`role_words` in ``project`` (its kind, its protocol)."""
+    return role_words(project.kind, name, project.protocol)
+
+
 def check_role_confirmed(project_kind: str, name: str, confirmed: bool,
                          protocol: str | None = None) -> None:
     """A set name that gives a role is taken only when ``confirmed``; otherwise a
@@ -194,5 +199,6 @@ set_summary.cache_clear = _summary.cache_clear  # type: ignore[attr-defined]
 
 
 __all__ = ["RESERVED", "SET_NAME_RE", "TEXT_ROLES", "check_role_confirmed", "check_set_name",
-           "forget_overlap_warning", "load_set", "role_of", "role_words", "set_kind",
+           "forget_overlap_warning", "load_set", "project_role_words", "role_of", "role_words",
+           "set_kind",
            "set_summary"]
