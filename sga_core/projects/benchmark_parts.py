@@ -44,25 +44,30 @@ def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool =
     """Load every part that is there; a missing required part, or any missing part under
     ``strict``, raises one HubError naming every missing part (nothing is kept then)."""
     out = Gathered()
-    required: list[str] = []
+    first: str | None = None  # the first missing required part's message (with its fix)
+    required: list[Part] = []
     try:
         for part in bench.parts(variant):
             try:
                 got, name = load_named(bench, part, folder=folder, online=online,
                                        variant=variant)
             except MissingPart as exc:
-                if not part.optional:
-                    required.append(str(exc))
-                else:
+                if part.optional:
                     out.missing.append(part)
+                else:
+                    first = first or str(exc)
+                    required.append(part)
                 continue
             out.loaded[part.role] = got
             if name != part:
                 out.notes.append(f"{part.where} read from its older name {name.where}")
         if required or (strict and out.missing):
-            lines = required + ([f"and {plural(len(out.missing), 'optional part')} missing:"]
-                                if required and out.missing else
-                                ["missing (strict import):"] if out.missing else [])
+            lines = [first] if first else ["missing (strict import):"]
+            if len(required) > 1:
+                lines.append("also missing (required): " +
+                             ", ".join(p.where for p in required[1:]))
+            if required and out.missing:
+                lines.append(f"and {plural(len(out.missing), 'optional part')} missing:")
             raise HubError("\n".join(lines + ["  " + m for m in missing_lines(out.missing)]))
     except BaseException:
         out.cleanup()

@@ -300,5 +300,6 @@ def test_data_page_imports_a_benchmark_from_a_folder(ui_env, tofu_folder):
     at.button(key="bench.go").click().run()
     assert not at.exception, at.exception
     text = " ".join(shown(c.value) for c in at.caption)
-    assert "evaluation protocol: tofu" in text
+    assert at.selectbox(key="data.protocol.tofu-ui").value == "tofu"
+    assert "TOFU protocol: follows" in text
     assert (ui_env / "workspace" / "tofu-ui" / "project.json").exists()
