@@ -9,6 +9,7 @@ from ui.benchmark_import import import_panel
 from ui.context import current_project, select_project, show_damaged
 from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for, valid
+from ui.protocol import protocol_section
 from ui.show import created_flash, plain, show_error, show_flash
 
 st.title("Data")
@@ -22,7 +23,9 @@ with st.expander("New project from files", expanded=project is None):
              f"retrieval normals and GradDiff/KL). Formats: "
              f"{', '.join(wb.SUPPORTED_EXTENSIONS)}; at most **{limit_mb} MB** per file. QA "
              f"rows need `question` and `answer` (TOFU files load as they are); text rows need "
-             f"`text` or `prompt` + `continuation` (MUSE `gt` works too). A file with other "
+             f"`text` or `prompt` + `continuation` (MUSE `gt` works too); a JSON list of "
+             f"strings (MUSE's raw files) or a .txt of passages separated by blank lines is "
+             f"text too. A file with other "
              f"field names (`prompt` / `response`, ...) gets a field-mapping step. Evaluation "
              f"sets (utility sets for MU) are added to the project below, once it exists.")
     name = st.text_input("project name", key="data.name",
@@ -76,8 +79,9 @@ m1.metric("forget rows", len(forget_rows))
 m2.metric("retain rows", len(retain_rows))
 m3.metric("kind", project.kind)
 m4.metric("extra eval sets", len(project.eval_sets()))
-if meta.get("protocol"):
-    st.caption(plain(f"evaluation protocol: {meta['protocol']} ({meta.get('benchmark')})"))
+if meta.get("import_notes"):
+    with st.expander(f"Import notes ({meta.get('benchmark')})"):
+        st.text("\n".join(meta["import_notes"]))
 st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
                  f"created {meta.get('created_at')} · folder {project.path}"))
 for warning in project.data_warnings(forget_rows, retain_rows):
@@ -100,4 +104,5 @@ if retain_rows:
     st.markdown("**Retain data** (first rows)")
     st.dataframe(preview(retain_rows), hide_index=True)
 
+protocol_section(project, wb.runs_root())
 eval_sets_section(project, wb.runs_root())

@@ -9,6 +9,7 @@ from sga_core import workbench as wb
 from ui import forms
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
+from ui.protocol import protocol_line
 from ui.show import plain, show_error
 from ui.train_model import OTHER, model_section
 from ui.train_sweep import sweep_panel
@@ -120,6 +121,7 @@ with st.expander("Accelerate (processes, precision, DeepSpeed/FSDP config)"):
 st.caption(wb.device_note(launch))  # decided when the run starts, on the machine running it
 evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "
                 "(TOFU/MUSE metrics, token tables; takes about as long as a short run)")
+st.caption(plain(protocol_line(project) + " The Data page changes it."))
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
 
 

@@ -75,6 +75,25 @@ class Protocol:
         """The protocol as a plain dict (written into summary.json)."""
         return asdict(self)
 
+    def summary(self) -> str:
+        """Its settings in one line (the Data and Train pages, ``project show``)."""
+        parts = [f"{self.qa_new_tokens} new tokens per QA answer",
+                 f"{self.max_retain_rows} retain rows" if self.max_retain_rows else
+                 "every retain row",
+                 f"texts up to {self.max_length} tokens" if self.max_length else
+                 "the run's own token limit",
+                 f"KnowMem {'few-shot (<set>_icl)' if self.knowmem_icl else 'zero-shot'}, "
+                 f"{self.knowmem_new_tokens or self.qa_new_tokens} tokens",
+                 f"VerbMem {self.verbmem_new_tokens} new tokens" +
+                 (f" against the first {self.verbmem_gt_tokens} true ones"
+                  if self.verbmem_gt_tokens else "")]
+        if self.lm_eval_tasks:
+            parts.append(f"completions of {self.completion_new_tokens} tokens, lm-eval: "
+                         f"{', '.join(self.lm_eval_tasks)}")
+        if self.epsilon:
+            parts.append(f"epsilon {self.epsilon:g}")
+        return "; ".join(parts)
+
     def describe(self) -> str:
         """One line for the Results page."""
         if self.fast:
@@ -102,6 +121,11 @@ def register_protocol(protocol: Protocol) -> Protocol:
     return protocol
 
 
+def registered_protocols() -> list[Protocol]:
+    """Every registered protocol, in registration order (the Data page's choices)."""
+    return list(PROTOCOLS.values())
+
+
 def protocol_names() -> tuple[str, ...]:
     """The registered protocols' names, in registration order."""
     return tuple(PROTOCOLS)
@@ -127,6 +151,58 @@ register_protocol(Protocol(
     "FLAT (Wang et al. 2025) evaluate.py: eval_leakage_rate, eval_ppl, eval_few_shots",
     max_retain_rows=0, max_length=1024, completion_new_tokens=400,
     lm_eval_tasks=(WIKITEXT_TASK, *ZERO_SHOT_TASKS)))
+
+# ------------------------------------------------------------------ set roles -------------
+@dataclass(frozen=True)
+class SetRole:
+    """What an evaluation set named ``name`` does (the evaluation reads sets by name):
+    ``replaces`` the project's forget or retain rows in the evaluation, or is read as itself
+    by the metrics whose sets include ``name`` (the metric catalog's ``on``). The words a
+    page shows are built from this and the catalog under the project's protocol
+    (:func:`sga_core.projects.eval_sets.role_words`)."""
+
+    name: str
+    kinds: tuple[str, ...]  # the project kinds it applies to ("qa", "text")
+    data_kind: str  # the data kind the set must have: "qa", "text" or "auto"
+    replaces: str | None = None  # "forget" / "retain"
+    what: str = ""  # what its rows are, in a few words
+
+
+#: Every set name that gives a set a role (a name ending in ICL_SUFFIX is the few-shot
+#: examples of the set it names); adding a set under one of these is confirmed first.
+SET_ROLES: dict[str, SetRole] = {}
+ICL_SUFFIX = "_icl"
+
+
+def register_role(role: SetRole) -> SetRole:
+    if role.name in SET_ROLES:
+        raise ValueError(f"set role {role.name!r} is registered twice")
+    SET_ROLES[role.name] = role
+    return role
+
+
+register_role(SetRole("forget_eval", ("qa", "text"), "auto", replaces="forget",
+                      what="a benchmark's own forget evaluation rows (MUSE: verbmem/forget)"))
+register_role(SetRole("retain_eval", ("qa", "text"), "auto", replaces="retain",
+                      what="a benchmark's own retain evaluation rows (TOFU: retain_perturbed)"))
+register_role(SetRole("holdout", ("text",), "text",
+                      what="texts never trained on (MUSE: privleak/holdout)"))
+register_role(SetRole("forget_qa", ("text",), "qa",
+                      what="questions about the forget documents (MUSE: knowmem/forget_qa)"))
+register_role(SetRole("retain_qa", ("text",), "qa",
+                      what="questions about the retain documents (MUSE: knowmem/retain_qa)"))
+
+
+def set_role(project_kind: str, name: str) -> SetRole | None:
+    """The role a set's name gives it in a project of ``project_kind`` (None: no role)."""
+    role = SET_ROLES.get(name)
+    if role is not None and project_kind in role.kinds:
+        return role
+    if name.endswith(ICL_SUFFIX) and project_kind == "text":
+        return SetRole(name, ("text",), "qa", what=f"few-shot examples for "
+                                                  f"{name[:-len(ICL_SUFFIX)]}")
+    return None
+
 
 #: Every known difference from the references: (protocol, what, why, how large).
 DEVIATIONS: tuple[tuple[str, str, str, str], ...] = (

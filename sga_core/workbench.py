@@ -43,7 +43,8 @@ from sga_core.projects import (
 from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
 from sga_core.projects.benchmarks import benchmark_importers
-from sga_core.projects.eval_sets import suggest_set_name
+from sga_core.projects.eval_sets import project_role_words as set_role_words
+from sga_core.projects.eval_sets import set_kind, suggest_set_name
 from sga_core.projects.normal_answers import (
     idk_fallback,
     last_generation,
@@ -57,6 +58,7 @@ from sga_core.projects.runs import (
     run_projects,
     runs_missing_sets,
     runs_of,
+    runs_other_protocol,
 )
 from sga_core.projects.train_form import load_train_form, save_train_form
 from sga_core.projects.training import (
@@ -79,6 +81,7 @@ from sga_core.projects.uploads import (
 )
 from sga_core.projects.uploads import import_uploaded_benchmark as import_benchmark
 from sga_core.projects.workspace import clean_workspace, ensure_projects
+from sga_core.protocols import registered_protocols as protocols
 from sga_core.report.collapse import collapse_rule
 from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
@@ -186,5 +189,5 @@ __all__ = [
     "suggest_r", "suggest_set_name", "suggestion_text", "summary_of", "sweep_default",
     "sweep_param_of", "sweep_series", "table_columns", "tail",
     "token_table", "top_values", "typical_eval_seconds", "validate_preset",
-    "word_token_index",
+    "word_token_index", "runs_other_protocol", "protocols", "set_role_words", "set_kind",
 ]

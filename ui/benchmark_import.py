@@ -22,9 +22,11 @@ def _source_form() -> dict:
     source = st.radio("from", list(SOURCES), format_func=SOURCES.get, key="bench.source")
     folder = st.text_input("folder", key="bench.folder",
                            help="files named <config>.json (TOFU: forget10_perturbed.json, "
-                                "...) or <config>/<split>.jsonl (MUSE: raw/forget.jsonl, ...), or "
-                                "the hub's parquet shards <config>/<split>-00000-of-00002"
-                                ".parquet ...; one file per split"
+                                "...) or <config>/<split>.jsonl (MUSE: raw/forget.jsonl, ...), "
+                                "MUSE's published files (raw/forget.json, knowmem/"
+                                "retain2_qa.json, ...), or the hub's parquet shards "
+                                "<config>/<split>-00000-of-00002.parquet ...; one file per "
+                                "split. Missing optional parts are listed after the import"
                            ) if source == "folder" else None
     return {"online": source == "hub", "from_folder": folder or None}
 
@@ -38,7 +40,7 @@ def import_panel(select_project) -> None:
         bench = st.radio("benchmark", list(importers), horizontal=True,
                          format_func=lambda b: importers[b].label, key="bench.kind")
         entry = importers[bench]
-        name = st.text_input("project name (empty: tofu-forget10 / muse-news)",
+        name = st.text_input("project name (empty: tofu-forget10 / muse-news / muse-books)",
                              key="bench.name")
         labels = {s["name"]: s.get("label") or s["name"] for s in wb.field_specs(entry.config)}
         uploads = {}

@@ -20,9 +20,11 @@ ROLES_QA = ("A QA set whose every row has `perturbed_answer` is a **utility set*
             "normalised probability, ROUGE-L and truth ratio enter **Model Utility (MU)** with "
             "the retain set's (TOFU's real_authors and world_facts are two such sets; yours "
             "count the same, whatever their names). Other QA sets are reported, not in MU.")
-ROLES_TEXT = ("`holdout` (text never trained on: MIA AUC, PrivLeak, perplexity), `forget_qa` "
-              "/ `retain_qa` (KnowMem questions); any other set gets its perplexity (text) or "
-              "KnowMem (QA).")
+ROLES_TEXT = ("A set's name can give it a role (`holdout`, `forget_qa`, `retain_qa`, "
+              "`<set>_icl`, `forget_eval`, ...: what each does is shown when you type it, and "
+              "is confirmed before the set is added); any other set gets its perplexity "
+              "(text) or KnowMem (QA).")
+WARN = "data.set_warning"  # a warning about the set just added, shown after the rerun
 
 
 def eval_sets_section(project, root) -> None:
@@ -31,6 +33,9 @@ def eval_sets_section(project, root) -> None:
     done = st.session_state.pop(DONE, None)
     if done:
         st.success(plain(done))
+    warning = st.session_state.pop(WARN, None)
+    if warning:
+        st.warning(plain(warning))
     if project.kind == "qa" and project.retain() and not any(
             r.get("perturbed_answer") for r in project.retain()):
         st.warning("The retain rows have no `perturbed_answer`, so the retain set's truth "
@@ -75,16 +80,27 @@ def _add_form(project, info) -> None:
         name = st.text_input("set name", key=f"data.set_name.{n}", placeholder=suggested,
                              help=f"lower-case letters, digits, '_' (empty: {suggested}); "
                                   "it names the set's metrics, e.g. <name>_rouge") or suggested
-        kind = "qa" if project.kind == "qa" else {"holdout": "text", "forget_qa": "qa",
-                                                  "retain_qa": "qa"}.get(name, "auto")
+        kind = wb.set_kind(project.kind, name)
         mapping = mapping_for("set", up, kind, remembered=project.field_map)
+        role = wb.set_role_words(project, name)
+        confirmed = True
+        if role:  # a name that gives a role: said in words, and confirmed
+            st.info(plain(f"The name {name!r} gives this set a role: it {role}."))
+            confirmed = st.checkbox(f"use {name} in this role", key=f"data.set_role.{n}")
+        else:
+            st.caption(plain(f"{name}: " + ("a utility set (Model Utility) when every row "
+                                            "has perturbed_answer, else reported only"
+                                            if project.kind == "qa" else
+                                            "an extra set: its perplexity (text) or KnowMem "
+                                            "(QA)")))
         replace = st.checkbox("replace a set with the same name", key="data.set_replace")
         project_note(project, "adds to")
         if st.button("Add evaluation set", key="data.set_add",
-                     disabled=up is None or not valid(mapping)):
+                     disabled=up is None or not valid(mapping) or not confirmed,
+                     help=None if confirmed else "confirm the set's role first"):
             try:
                 entry = wb.add_eval_set(project, name, up.name, up.getvalue(), mapping,
-                                        replace=replace)
+                                        replace=replace, confirm_role=confirmed)
             except (wb.DataError, wb.ProjectError) as exc:
                 show_error(exc, "Nothing was added")
                 return
@@ -92,6 +108,8 @@ def _add_form(project, info) -> None:
             st.session_state[DONE] = (f"Added {entry['name']} "
                                       f"({wb.plural(entry['rows'], 'row')}): {entry['what']}. "
                                       f"New runs of {project.name} are evaluated on it.")
+            if entry.get("warning"):
+                st.session_state[WARN] = entry["warning"]
             st.rerun()
 
 

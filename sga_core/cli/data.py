@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sga_core.assets import DEMO_DIR
 from sga_core.cli.flags import (
+    PROTOCOL_CHOICES,
     add_choice_flags,
     add_map_flag,
     collect,
@@ -111,6 +112,8 @@ def cmd_import(args) -> int:
           f"{meta.get('n_retain')} ({meta.get('retain_source')})")
     sets = project.eval_sets()
     print(f"  evaluation sets: {', '.join(sets) or 'none'}; protocol: {meta.get('protocol')}")
+    for note in meta.get("import_notes") or []:
+        print(f"  {note}")
     set_flags = " ".join(f"--set {n}={p}" for n, p in sets.items())
     print("next: python -m sga_core prepare --forget "
           f"{project.forget_path} --retain {project.retain_path} --task {project.kind} "
@@ -139,17 +142,31 @@ def cmd_project(args) -> int:
         project = projects.create_project(args.name, args.forget, args.retain, kind=args.kind,
                                           k=args.k, root=args.workspace,
                                           overwrite=args.replace, eval_sets=sets,
-                                          field_maps=maps)
+                                          field_maps=maps, confirm_roles=args.confirm_role,
+                                          protocol=args.protocol)
     else:
         project = projects.load_project(args.name, args.workspace)
         if args.action == "add-set":
             if not sets:
                 raise ConfigError("project add-set needs --set NAME=PATH")
             for name, path in sets.items():
-                project.add_eval_set(name, path, field_map=fmap, replace=args.replace)
+                entry = project.add_eval_set(name, path, field_map=fmap, replace=args.replace,
+                                             confirm_role=args.confirm_role)
+                print(f"added {entry['name']} ({plural(entry['rows'], 'row')}): "
+                      f"{entry['what']}")
+        elif args.action == "set-protocol":
+            if not args.protocol:
+                raise ConfigError("project set-protocol needs --protocol NAME")
+            project.set_protocol(args.protocol)
+        if args.action in ("set-protocol", "show"):
+            _protocol_runs(project, args.reevaluate)
     meta = project.meta
     print(f"project {project.name} ({project.kind}): {meta.get('n_forget')} forget rows, "
           f"{meta.get('n_retain')} retain rows, folder {project.path}")
+    from sga_core.protocols import get_protocol
+
+    proto = get_protocol(project.protocol)
+    print(f"  evaluation protocol: {proto.describe()}; settings: {proto.summary()}")
     for role, mapping in project.field_maps.items():
         if mapping:
             print(f"  {role} fields mapped: " + ", ".join(
@@ -162,6 +179,25 @@ def cmd_project(args) -> int:
         print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
               "answers): project add-set NAME --set my_set=FILE")
     return 0
+
+
+def _protocol_runs(project, reevaluate: bool) -> None:
+    """Say which evaluated runs were evaluated under another protocol than the project's,
+    and queue their evaluation under it when asked (``--reevaluate``)."""
+    from sga_core import workbench as wb
+
+    other = wb.runs_other_protocol(project)
+    if not other:
+        return
+    listed = ", ".join(f"{r} ({p})" for r, p in other.items())
+    if not reevaluate:
+        print(f"  {plural(len(other), 'evaluated run')} under another protocol than "
+              f"{project.protocol}: {listed}; add --reevaluate to queue their evaluation "
+              f"under {project.protocol}")
+        return
+    wb.reevaluate(project, list(other))
+    print(f"  queued the evaluation of {plural(len(other), 'run')} under "
+          f"{project.protocol}: {listed}")
 
 
 def add_parsers(sub, argv: list[str] | None = None) -> None:
@@ -218,8 +254,11 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                                    "with other field names (the mapping is kept with the "
                                    "project); `add-set NAME --set my_authors=FILE` adds an "
                                    "evaluation set (a QA set with perturbed answers is a Model "
-                                   "Utility component); `show NAME` lists the sets and roles.")
-    s.add_argument("action", choices=["create", "add-set", "show", "list"])
+                                   "Utility component); `set-protocol NAME --protocol muse` "
+                                   "changes the evaluation protocol (--reevaluate queues the "
+                                   "runs evaluated under another); `show NAME` lists the sets "
+                                   "and roles.")
+    s.add_argument("action", choices=["create", "add-set", "set-protocol", "show", "list"])
     s.add_argument("name", nargs="?")
     s.add_argument("--forget")
     s.add_argument("--retain")
@@ -229,6 +268,15 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                    help="an evaluation set, repeatable")
     s.add_argument("--replace", action="store_true",
                    help="replace a project (create) or a set (add-set) of the same name")
+    s.add_argument("--protocol", choices=PROTOCOL_CHOICES,
+                   help="the evaluation protocol of the project's runs (create, "
+                        "set-protocol; default demo)")
+    s.add_argument("--confirm-role", action="store_true",
+                   help="take the role a set's name gives it (forget_eval, holdout, forget_qa, "
+                        "<set>_icl, ...); without it such a name is refused, saying the role")
+    s.add_argument("--reevaluate", action="store_true",
+                   help="set-protocol / show: queue the evaluation of the runs evaluated "
+                        "under another protocol, under the project's")
     s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
                                        "./workspace)")
     add_map_flag(s)

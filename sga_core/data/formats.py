@@ -1,5 +1,9 @@
 """Reading the records of a data file: .json (a JSON array, an object wrapping one list of
-records, or JSON Lines as TOFU ships it), .jsonl, .csv and .parquet (:mod:`.parquet`).
+records, or JSON Lines as TOFU ships it), .jsonl, .csv, .parquet (:mod:`.parquet`) and .txt.
+
+Text passages come in two plain shapes besides records: a JSON array of strings (MUSE's own
+``raw`` and ``privleak`` files) and a ``.txt`` file of passages separated by blank lines;
+each string or block becomes the record ``{"text": ...}`` (docs/spec.md#3-data-shapes).
 
 Every problem is a :class:`DataError` naming the file's base name, and the row where one
 applies; every record is checked against :mod:`sga_core.data.limits` before it is returned.
@@ -25,7 +29,10 @@ from sga_core.data.checks import check_field_name, check_record, parse_json
 from sga_core.data.errors import DataError, type_name
 from sga_core.data.limits import MAX_FILE_BYTES, MAX_ROWS, MAX_STRING_CHARS
 
-SUPPORTED_EXTENSIONS = (".json", ".jsonl", ".csv", ".parquet")
+SUPPORTED_EXTENSIONS = (".json", ".jsonl", ".csv", ".parquet", ".txt")
+TEXT_FIELD = "text"  # the field a plain string (a list item, a .txt block) becomes
+# a .txt file's passages are separated by one or more blank lines (spaces allowed on them)
+_BLANK_LINES = re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)\s*")
 
 PathLike = str | os.PathLike
 
@@ -77,6 +84,8 @@ def read_raw(path: PathLike, allow_empty: bool = False) -> Raw:
                 raise DataError("file is empty", name)
             if ext == ".csv":
                 raw = _read_csv(text, name)
+            elif ext == ".txt":
+                raw = _read_txt(text, name)
             elif ext == ".jsonl":
                 raw = _read_jsonl_or_array(text, name)
             else:
@@ -108,10 +117,28 @@ def _decode(data: bytes, name: str) -> str:
 
 
 def _check_objects(items: Sequence[Any], rows: Sequence[int], name: str) -> Raw:
+    """Records as they are; a list whose every item is a string is a list of text passages
+    (``{"text": s}`` each); a mix of the two names the first item of the other shape."""
+    if items and all(isinstance(item, str) for item in items):
+        return Raw(name, [{TEXT_FIELD: item} for item in items], list(rows))
+    strings = bool(items) and isinstance(items[0], str)
     for item, row in zip(items, rows):
-        if not isinstance(item, dict):
+        if strings and not isinstance(item, str):
+            raise DataError(f"expected a string (the rows before are text passages), got "
+                            f"{type_name(item)}", name, row)
+        if not strings and not isinstance(item, dict):
             raise DataError(f"expected an object (record), got {type_name(item)}", name, row)
     return Raw(name, list(items), list(rows))
+
+
+def _read_txt(text: str, name: str) -> Raw:
+    """A plain text file: one passage per block of lines, blocks separated by blank lines
+    (a passage's own line breaks are kept); row N is the N-th passage."""
+    blocks = [b.strip() for b in _BLANK_LINES.split(text.strip())]
+    blocks = [b for b in blocks if b]
+    if len(blocks) > MAX_ROWS:
+        raise DataError(f"{len(blocks):,} passages; at most {MAX_ROWS:,} are allowed", name)
+    return Raw(name, [{TEXT_FIELD: b} for b in blocks], list(range(1, len(blocks) + 1)))
 
 
 def _read_jsonl(text: str, name: str) -> Raw:

@@ -10,9 +10,14 @@ the ones the benchmarks' own code loads:
   their paraphrased and perturbed answers), the matching ``retain99/95/90``,
   ``retain_perturbed`` (the retain rows the evaluation scores), ``real_authors_perturbed``
   and ``world_facts_perturbed``; every config has one split, ``train``.
-- MUSE-News (``muse-bench/MUSE-News``; open-unlearning ``configs/data/datasets/MUSE_*``):
-  ``raw`` forget / retain1 (training) / holdout, ``verbmem`` forget (prompt + gt),
-  ``knowmem`` forget_qa / retain_qa with their ICL splits, ``privleak`` holdout.
+- MUSE-News and MUSE-Books (``muse-bench/MUSE-News``, ``muse-bench/MUSE-Books``;
+  open-unlearning ``configs/data/datasets/MUSE_*``; the authors' own JSON files, where
+  ``raw`` and ``privleak`` are plain lists of strings): ``raw`` forget / retain1 (training),
+  ``verbmem`` forget (prompt + gt), ``privleak`` holdout (else ``raw`` holdout) and forget,
+  ``knowmem`` forget_qa / retain_qa with their ICL splits. Older releases' split names are
+  understood: ``retain2`` for ``retain1``, ``retain2_qa`` (and ``retain2_qa_icl``) for
+  ``retain_qa``. Every part but ``raw`` forget is optional (:attr:`Part.optional`): a
+  missing one is reported with what it is for and what the project lacks without it.
 
 ``datasets`` is imported only inside :func:`load_part`. A folder holds one file per part,
 named ``<config>.<ext>`` (one-split configs such as TOFU's, the way TOFU's hub repository
@@ -27,6 +32,7 @@ its path inside the folder (``raw/forget.jsonl`` and ``verbmem/forget.jsonl`` di
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -43,13 +49,64 @@ class HubError(ValueError):
     """A benchmark that cannot be loaded; the message names the dataset and the fix."""
 
 
+class MissingPart(HubError):
+    """A part that is not in the folder, or that the hub or the cache does not have."""
+
+
 @dataclass(frozen=True)
 class Part:
-    """One file of a benchmark: its role in the project and where it comes from."""
+    """One file of a benchmark: its role in the project and where it comes from; an
+    optional part may be missing (``purpose``: what it is for; ``lacking``: what a project
+    without it lacks); ``older``: other (config, split) names it has had, tried in order
+    when the first is not there."""
 
     role: str  # "forget", "retain", or an evaluation set's name
     config: str
     split: str = "train"
+    optional: bool = False
+    purpose: str = ""
+    lacking: str = ""
+    older: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"{self.config}/{self.split}"
+
+    def names(self) -> list[Part]:
+        """This part under each name it may have (the current one first)."""
+        return [self] + [dataclasses.replace(self, config=c, split=s, older=())
+                         for c, s in self.older]
+
+
+def muse_parts() -> list[Part]:
+    """MUSE's parts (News and Books alike): only ``raw/forget`` is required."""
+    def opt(role, config, split, purpose, lacking, older=()):
+        return Part(role, config, split, True, purpose, lacking, older)
+
+    return [
+        Part("forget", "raw", "forget", purpose="the forget articles (training data)"),
+        opt("retain", "raw", "retain1", "the retain articles (GradDiff, KL, prepare's "
+            "retained model; retain PPL)", "no retain data: prepare, GradDiff and KL cannot "
+            "run, retain PPL is not computed", (("raw", "retain2"),)),
+        opt("forget_eval", "verbmem", "forget", "VerbMem's forget passages (prompt + gt) "
+            "and PrivLeak's members", "VerbMem and PrivLeak read the raw forget articles "
+            "instead (split after 15 words), unlike MUSE's numbers"),
+        opt("holdout", "privleak", "holdout", "texts never trained on: the non-members of "
+            "MIA AUC and PrivLeak, and PPL", "no MIA AUC, PrivLeak or holdout PPL",
+            (("raw", "holdout"),)),
+        opt("privleak_forget", "privleak", "forget", "MUSE's PrivLeak forget passages (their "
+            "perplexity is reported)", "no perplexity of MUSE's PrivLeak forget passages"),
+        opt("forget_qa", "knowmem", "forget_qa", "KnowMem forget: questions about the forget "
+            "articles", "no KnowMem forget column"),
+        opt("forget_qa_icl", "knowmem", "forget_qa_icl", "few-shot examples for KnowMem "
+            "forget (the MUSE protocol)", "KnowMem forget is asked zero-shot (not MUSE's "
+            "few-shot prompts)"),
+        opt("retain_qa", "knowmem", "retain_qa", "KnowMem retain: questions about the "
+            "retain articles", "no KnowMem retain column", (("knowmem", "retain2_qa"),)),
+        opt("retain_qa_icl", "knowmem", "retain_qa_icl", "few-shot examples for KnowMem "
+            "retain (the MUSE protocol)", "KnowMem retain is asked zero-shot (not MUSE's "
+            "few-shot prompts)", (("knowmem", "retain2_qa_icl"),)),
+    ]
 
 
 @dataclass(frozen=True)
@@ -72,13 +129,7 @@ class Benchmark:
                     Part("retain_eval", "retain_perturbed"),
                     Part("real_authors", "real_authors_perturbed"),
                     Part("world_facts", "world_facts_perturbed")]
-        return [Part("forget", "raw", "forget"), Part("retain", "raw", "retain1"),
-                Part("forget_eval", "verbmem", "forget"),
-                Part("holdout", "privleak", "holdout"),
-                Part("forget_qa", "knowmem", "forget_qa"),
-                Part("forget_qa_icl", "knowmem", "forget_qa_icl"),
-                Part("retain_qa", "knowmem", "retain_qa"),
-                Part("retain_qa_icl", "knowmem", "retain_qa_icl")]
+        return muse_parts()
 
 
 BENCHMARKS = {
@@ -86,6 +137,8 @@ BENCHMARKS = {
                       "TOFU: fictitious authors (entity unlearning)"),
     "muse-news": Benchmark("muse-news", "muse-bench/MUSE-News", "text", "muse", (),
                            "MUSE-News: BBC news (the MUSE benchmark)"),
+    "muse-books": Benchmark("muse-books", "muse-bench/MUSE-Books", "text", "muse", (),
+                            "MUSE-Books: the Harry Potter books (the MUSE benchmark)"),
 }
 
 
@@ -286,8 +339,8 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
         if not files:
             if not root.is_dir():
                 raise HubError(f"{folder}: no such folder")
-            raise HubError(f"{where}: no file for it in {folder}; expected "
-                           f"{expected_names(part)}")
+            raise MissingPart(f"{where}: no file for it in {folder}; expected "
+                              f"{expected_names(part)}")
         if len(files) > 1:
             return _concatenated(root, part, files)
         return Loaded(files[0], _rel(root, files[0]))
@@ -301,8 +354,8 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
         msg = " ".join(str(exc).split())[:240]
         state = ("is not in the local Hugging Face cache and the hub is offline" if not online
                  else "could not be loaded from the hub")
-        raise HubError(f"{where} {state} ({type(exc).__name__}: {msg}). "
-                       f"{_fix(bench, part, variant)}") from None
+        raise MissingPart(f"{where} {state} ({type(exc).__name__}: {msg}). "
+                          f"{_fix(bench, part, variant)}") from None
     if not rows:
         raise DataError(f"{where}: no rows")
     from sga_core.fileio import atomic_write_jsonl
@@ -311,3 +364,18 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
     tmp = make_temp_dir("hub") / f"{part.config}-{part.split}.jsonl"
     atomic_write_jsonl(tmp, rows)
     return Loaded(tmp, f"{part.config}/{part.split} ({bench.repo})", tmp.parent)
+
+
+def load_named(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None = None,
+               online: bool = False, variant: str | None = None) -> tuple[Loaded, Part]:
+    """:func:`load_part` under the part's current name, else under each older name it has
+    had (``raw/retain2``, ``knowmem/retain2_qa``); returns the file and the name it was
+    found under. MissingPart (the current name's) when none is there."""
+    first: MissingPart | None = None
+    for name in part.names():
+        try:
+            return load_part(bench, name, folder=folder, online=online, variant=variant), name
+        except MissingPart as exc:
+            first = first or exc
+    assert first is not None
+    raise first

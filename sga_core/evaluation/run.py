@@ -58,6 +58,7 @@ from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso
 from sga_core.metrics.catalog import MIN_K
 from sga_core.protocols import (
     PROMPT_FORMATS,
+    SET_ROLES,
     WIKITEXT_TASK,
     Protocol,
     check_prompt_format,
@@ -231,10 +232,12 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         set_rows[name], set_paths[name], _ = _load_rows(src, "auto")
     # a benchmark's own evaluation rows replace the training rows: TOFU's retain_perturbed
     # (retain_eval), MUSE's verbmem forget passages (forget_eval)
-    if set_rows.get("forget_eval"):
-        forget_rows = set_rows.pop("forget_eval")
-    if set_rows.get("retain_eval"):
-        retain_rows = set_rows.pop("retain_eval")
+    # (the roles that replace rows: sga_core.protocols.SET_ROLES)
+    for name, role in SET_ROLES.items():
+        if role.replaces == "forget" and set_rows.get(name):
+            forget_rows = set_rows.pop(name)
+        elif role.replaces == "retain" and set_rows.get(name):
+            retain_rows = set_rows.pop(name)
     device = choose_device(st.device)
     timings: dict[str, float] = {}
 

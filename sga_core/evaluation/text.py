@@ -46,11 +46,13 @@ from sga_core.metrics.context import (
     SetData,
 )
 from sga_core.metrics.result import numbers
+from sga_core.protocols import ICL_SUFFIX, SET_ROLES
 
 VERBMEM_NEW_TOKENS = 128  # MUSE
 TEXT_PROMPT_WORDS = 15  # text rows without a prompt: split after this many words (the demo's)
-TEXT_SETS = ("holdout", "forget_qa", "retain_qa")
-ICL_SUFFIX = "_icl"  # <set>_icl: MUSE's few-shot examples for the QA set <set>
+# the sets a text project's evaluation reads by name (the role registry's text-only roles:
+# holdout, forget_qa, retain_qa); <set>_icl: MUSE's few-shot examples for the QA set <set>
+TEXT_SETS = tuple(n for n, r in SET_ROLES.items() if r.kinds == ("text",))
 # scored_tokens: the tokens a row's perplexity is over (perplexity is token-weighted, so its
 # bootstrap over rows needs them: sga_core/report/row_stats.py)
 TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated", "scored_tokens")

@@ -1,5 +1,5 @@
-"""Projects from benchmarks: TOFU and MUSE-News by name (through Hugging Face ``datasets``,
-:mod:`sga_core.data.hub`), and the copyright task from your own text files
+"""Projects from benchmarks: TOFU, MUSE-News and MUSE-Books by name (through Hugging Face
+``datasets``, :mod:`sga_core.data.hub`), and the copyright task from your own text files
 (:mod:`sga_core.data.book`). Each writes a ready project: forget and retain data, the
 evaluation sets, and the benchmark's evaluation protocol (``project.json`` ``protocol``,
 which the project's runs evaluate with).
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,38 +24,45 @@ from sga_core.projects.project import Project, check_name, create_project
 
 def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | None = None,
                      folder: str | os.PathLike | None = None, online: bool = False,
-                     k: int = 4, root=None, overwrite: bool = False) -> Project:
-    """A project from TOFU (``variant``: forget01 / forget05 / forget10) or MUSE-News: from a
-    ``folder`` of its files, else through ``datasets`` (the hub when ``online``, else only
-    the local HF cache). A part that cannot be found raises :class:`~sga_core.data.hub.
-    HubError` naming the dataset and the fix; a bad file a DataError naming it by its path
-    inside the folder; nothing is written then."""
-    from sga_core.data.hub import get_benchmark, load_part
+                     k: int = 4, root=None, overwrite: bool = False, strict: bool = False,
+                     first: int | None = None) -> Project:
+    """A project from TOFU (``variant``: forget01 / forget05 / forget10), MUSE-News or
+    MUSE-Books: from a ``folder`` of its files, else through ``datasets`` (the hub when
+    ``online``, else only the local HF cache). A required part that cannot be found raises
+    :class:`~sga_core.data.hub.HubError` naming the dataset and the fix, with every missing
+    optional part too; missing optional parts are imported without and listed in
+    ``project.json`` ``import_notes`` (``strict``: refused instead). ``first``: keep the
+    first N forget articles and the passages cut from them
+    (:func:`~sga_core.projects.benchmark_parts.first_articles`). A bad file is a DataError
+    naming it by its path inside the folder; nothing is written then."""
+    from sga_core.data.hub import get_benchmark
+    from sga_core.projects.benchmark_parts import first_articles, gather
+    from sga_core.runs.leftovers import temp_dir
 
     bench = get_benchmark(benchmark)
     variant = variant or (bench.variants[-1] if bench.variants else None)
     name = check_name(name or (f"{bench.name}-{variant}" if variant else bench.name))
-    loaded = {}
+    got = gather(bench, variant, folder=folder, online=online, strict=strict)
     try:
-        for part in bench.parts(variant):
-            loaded[part.role] = load_part(bench, part, folder=folder, online=online,
-                                          variant=variant)
-        files = {role: got.path for role, got in loaded.items()}
+        files = {role: part.path for role, part in got.loaded.items()}
+        labels = {role: part.label for role, part in got.loaded.items()}
         where = str(folder) if folder is not None else bench.repo
-        evals = {r: p for r, p in files.items() if r not in ("forget", "retain")}
-        project = create_project(
-            name, files["forget"], files["retain"], kind=bench.kind, k=k, root=root,
-            overwrite=overwrite, eval_sets=evals,
-            sources={"forget": f"{where}: {bench.parts(variant)[0].config}",
-                     "retain": f"{where}: {bench.parts(variant)[1].config}"},
-            labels={role: got.label for role, got in loaded.items()})
+        parts = {p.role: p for p in bench.parts(variant)}
+        with temp_dir("hub") as tmp:
+            if first:
+                files.update(first_articles(got, first, tmp, labels))
+            evals = {r: p for r, p in files.items() if r not in ("forget", "retain") and p}
+            project = create_project(
+                name, files["forget"], files.get("retain"), kind=bench.kind, k=k, root=root,
+                overwrite=overwrite, eval_sets=evals,
+                sources={r: f"{where}: {parts[r].config}" for r in ("forget", "retain")},
+                labels=labels)
     finally:
-        for got in loaded.values():
-            if got.temp is not None:
-                shutil.rmtree(got.temp, ignore_errors=True)
+        got.cleanup()
     project.update_meta(protocol=bench.protocol, benchmark=bench.name, variant=variant,
                         benchmark_source=str(folder) if folder is not None else
-                        f"{bench.repo} ({'hub' if online else 'local HF cache'})")
+                        f"{bench.repo} ({'hub' if online else 'local HF cache'})",
+                        import_notes=got.notes, first_articles=first or None)
     return project
 
 
@@ -181,14 +187,34 @@ def _import_tofu(name: str | None, config: TofuImport, *, root=None,
                             online=config.online, root=root, overwrite=overwrite)
 
 
-@register_importer("muse-news", HubImport, label="MUSE-News (muse-bench/MUSE-News)",
-                   protocol=BENCHMARKS["muse-news"].protocol,
-                   variants=BENCHMARKS["muse-news"].variants, from_hub=True)
-def _import_muse_news(name: str | None, config: HubImport, *, root=None,
-                      overwrite: bool = False) -> Project:
-    """MUSE-News through Hugging Face ``datasets`` (the hub, the local cache or a folder)."""
-    return import_benchmark("muse-news", name, folder=config.from_folder,
-                            online=config.online, root=root, overwrite=overwrite)
+@dataclass
+class MuseImport(HubImport):
+    """MUSE's import options: its source, a consistent subset, and strictness."""
+
+    first: int = param(0, "Keep only the first N forget articles, and the VerbMem / PrivLeak "
+                          "forget passages found verbatim in them (0 = every article).",
+                       min=0, label="first N forget articles (0 = all)")
+    strict: bool = param(False, "Refuse the import when an optional part (retain1, holdout, "
+                                "the *_icl examples, ...) is missing, instead of importing "
+                                "what is there.", label="strict (every part required)")
+
+
+def _muse(benchmark: str):
+    def run(name: str | None, config: MuseImport, *, root=None,
+            overwrite: bool = False) -> Project:
+        """MUSE through Hugging Face ``datasets`` (the hub, the local cache) or a folder of
+        its files (the hub's layout or the authors' own JSON files)."""
+        return import_benchmark(benchmark, name, folder=config.from_folder,
+                                online=config.online, root=root, overwrite=overwrite,
+                                strict=config.strict, first=config.first or None)
+
+    return run
+
+
+for _name, _label in (("muse-news", "MUSE-News (muse-bench/MUSE-News)"),
+                      ("muse-books", "MUSE-Books (muse-bench/MUSE-Books)")):
+    register_importer(_name, MuseImport, label=_label, protocol=BENCHMARKS[_name].protocol,
+                      variants=BENCHMARKS[_name].variants, from_hub=True)(_muse(_name))
 
 
 @dataclass

@@ -1,7 +1,11 @@
 """A project's extra evaluation sets: what each one is for (its role), and the checks a new one
 passes before it is saved into ``workspace/<project>/eval/<name>.jsonl``.
 
-Roles, decided by the set's rows and name (never by a separate setting that could drift):
+Roles, decided by the set's rows and name (never by a separate setting that could drift); a
+name that gives a role (:data:`sga_core.protocols.SET_ROLES`: ``forget_eval``, ``holdout``,
+``forget_qa``, ``<set>_icl``, ...) is confirmed before a set is added under it
+(:func:`check_role_confirmed`), and the role is said in words built from the role and the
+metric catalog under the project's protocol (:func:`role_words`):
 
 - QA project: a QA set whose every row has perturbed answers is a **utility set**, one of
   Model Utility's components (its normalised probability, ROUGE-L and truth ratio enter the
@@ -10,8 +14,11 @@ Roles, decided by the set's rows and name (never by a separate setting that coul
   their names, count the same way. A QA set without perturbed answers is reported (ROUGE-L,
   probability) but is not part of MU.
 - text project (MUSE): ``holdout`` (text never trained on: MIA AUC, PrivLeak, perplexity),
-  ``forget_qa`` / ``retain_qa`` (KnowMem); any other text set gets its perplexity, any other
-  QA set its KnowMem.
+  ``forget_qa`` / ``retain_qa`` (KnowMem), ``<set>_icl`` (few-shot examples); any other text
+  set gets its perplexity, any other QA set its KnowMem.
+- either kind: ``forget_eval`` / ``retain_eval`` replace the forget / retain rows in the
+  evaluation (a benchmark's own evaluation rows). A text ``forget_eval`` must come from the
+  trained forget set: :func:`forget_overlap_warning` says how many of its passages do not.
 """
 
 from __future__ import annotations
@@ -25,15 +32,12 @@ from pathlib import Path
 
 from sga_core.data import load_dataset
 from sga_core.metrics.tofu import is_utility_set
+from sga_core.protocols import ICL_SUFFIX, SET_ROLES, get_protocol, set_role
 
 SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 RESERVED = ("forget", "retain")
 #: text projects' named sets: name -> (the data kind it must be, what it is for)
-TEXT_ROLES = {
-    "holdout": ("text", "holdout texts (never trained on): MIA AUC, PrivLeak and perplexity"),
-    "forget_qa": ("qa", "KnowMem forget: questions about the forget documents"),
-    "retain_qa": ("qa", "KnowMem retain: questions about the retain documents"),
-}
+TEXT_ROLES = {n: (r.data_kind, r.what) for n, r in SET_ROLES.items() if "text" in r.kinds}
 
 
 def check_set_name(name: str) -> str:
@@ -66,11 +70,74 @@ def set_kind(project_kind: str, name: str) -> str:
     """The data kind a set called ``name`` must have in a project of ``project_kind``."""
     if project_kind == "qa":
         return "qa"
-    return TEXT_ROLES[name][0] if name in TEXT_ROLES else "auto"
+    role = set_role(project_kind, name)
+    return role.data_kind if role is not None else "auto"
 
 
-def role_of(project_kind: str, name: str, rows: Sequence[dict], kind: str) -> tuple[str, str]:
-    """``(role, what it is for)`` of a set; role is ``utility``, ``extra``, or a text role."""
+def _and(words: Sequence[str]) -> str:
+    words = list(dict.fromkeys(words))
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def _metric_labels(project_kind: str, set_name: str, protocol: str,
+                   columns_only: bool) -> list[str]:
+    """The labels of the metrics the catalog computes on ``set_name`` under ``protocol``."""
+    from sga_core.metrics.catalog import metrics_for
+
+    return [m.label for m in metrics_for(project_kind)
+            if set_name in m.on and not m.is_family and m.under(protocol)
+            and (m.column is not None or not columns_only)]
+
+
+def role_words(project_kind: str, name: str, protocol: str | None = None) -> str | None:
+    """What a set called ``name`` does, in words, under ``protocol`` (the project's; None:
+    demo), built from its role (:data:`~sga_core.protocols.SET_ROLES`) and the metric
+    catalog; None when the name gives no role."""
+    role = set_role(project_kind, name)
+    if role is None:
+        return None
+    proto = get_protocol(protocol)
+    if name.endswith(ICL_SUFFIX) and name not in SET_ROLES:
+        served = name[:-len(ICL_SUFFIX)]
+        labels = _metric_labels(project_kind, served, proto.name, False)
+        words = f"few-shot examples for {_and(labels) or served}"
+        return words + ("" if proto.knowmem_icl else
+                        f" (not used: the {proto.name} protocol asks zero-shot)")
+    if role.replaces:
+        labels = (_metric_labels(project_kind, role.replaces, proto.name, True) or
+                  _metric_labels(project_kind, role.replaces, proto.name, False))
+        head = f"replaces the {role.replaces} rows for {_and(labels) or 'every metric'}"
+    else:
+        labels = _metric_labels(project_kind, name, proto.name, False)
+        head = (f"{name} for {_and(labels)}" if labels else
+                f"{name}: not used under the {proto.name} protocol")
+    return f"{head}: {role.what}"
+
+
+def project_role_words(project, name: str) -> str | None:
+    """:func:`role_words` in ``project`` (its kind, its protocol)."""
+    return role_words(project.kind, name, project.protocol)
+
+
+def check_role_confirmed(project_kind: str, name: str, confirmed: bool,
+                         protocol: str | None = None) -> None:
+    """A set name that gives a role is taken only when ``confirmed``; otherwise a
+    ValueError saying what the role does and how to confirm it (or choose another name)."""
+    words = role_words(project_kind, name, protocol)
+    if words is None or confirmed:
+        return
+    raise ValueError(f"the set name {name!r} gives the set a role ({words}). Confirm the "
+                     "role (the Data page's checkbox, --confirm-role on the command line) "
+                     "or choose another name")
+
+
+def role_of(project_kind: str, name: str, rows: Sequence[dict], kind: str,
+            protocol: str | None = None) -> tuple[str, str]:
+    """``(role, what it is for)`` of a set; role is ``utility``, ``extra``, or the name of
+    a role its name gives (:func:`role_words`)."""
+    words = role_words(project_kind, name, protocol)
+    if words is not None:
+        return name, words
     if project_kind == "qa":
         if is_utility_set(rows):
             return "utility", ("utility set: a Model Utility (MU) component (normalised "
@@ -79,11 +146,25 @@ def role_of(project_kind: str, name: str, rows: Sequence[dict], kind: str) -> tu
         shown = ", ".join(map(str, without[:5])) + (" ..." if len(without) > 5 else "")
         return "extra", (f"extra QA set: ROUGE-L and probability reported, not part of MU "
                          f"(no perturbed_answer in row {shown})")
-    if name in TEXT_ROLES:
-        return name, TEXT_ROLES[name][1]
     if kind == "qa":
-        return "extra", "extra QA set: KnowMem (ROUGE-L F1 of the answers)"
-    return "extra", "extra text set: perplexity"
+        return "extra", f"extra QA set: KnowMem (KnowMem {name})"
+    return "extra", f"extra text set: perplexity ({name} PPL)"
+
+
+def forget_overlap_warning(rows: Sequence[dict], forget: Sequence[dict],
+                           name: str = "forget_eval") -> str | None:
+    """A warning when passages of a set that replaces the forget rows (VerbMem, PrivLeak)
+    do not occur in the trained forget set, neither verbatim nor as a long stretch."""
+    from sga_core.data.overlap import LONG_MATCH, not_found
+
+    missing = not_found(rows, forget)
+    if not missing:
+        return None
+    shown = ", ".join(str(i + 1) for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
+    return (f"{len(missing)} of {len(rows)} {name} passages do not occur in the trained "
+            f"forget set (neither verbatim nor {LONG_MATCH}+ characters in a row; rows "
+            f"{shown}): VerbMem and PrivLeak would measure text the models were not trained "
+            "on")
 
 
 def load_set(project_kind: str, name: str, path: str | Path,
@@ -95,20 +176,21 @@ def load_set(project_kind: str, name: str, path: str | Path,
 
 @functools.lru_cache(maxsize=128)
 def _summary(path: str, size: int, mtime_ns: int, inode: int, project_kind: str,
-             name: str) -> tuple[int, str, str, str]:
+             name: str, protocol: str | None) -> tuple[int, str, str, str]:
     ds = load_dataset(path)
-    role, what = role_of(project_kind, name, ds.rows, ds.kind)
+    role, what = role_of(project_kind, name, ds.rows, ds.kind, protocol)
     return len(ds), ds.kind, role, what
 
 
-def set_summary(project_kind: str, name: str, path: str | os.PathLike) -> dict:
+def set_summary(project_kind: str, name: str, path: str | os.PathLike,
+                protocol: str | None = None) -> dict:
     """A saved set's ``rows``, ``kind``, ``role`` and ``what`` it is for, parsed once per
     file version (path, size, mtime, inode): the Data page lists the sets on every render,
     and a large set costs seconds to parse. A replaced or appended file is parsed again."""
     p = Path(path).resolve()
     st = p.stat()
     n, kind, role, what = _summary(str(p), st.st_size, st.st_mtime_ns, st.st_ino,
-                                   project_kind, name)
+                                   project_kind, name, protocol)
     return {"rows": n, "kind": kind, "role": role, "what": what}
 
 
@@ -116,5 +198,7 @@ set_summary.cache_info = _summary.cache_info  # type: ignore[attr-defined]
 set_summary.cache_clear = _summary.cache_clear  # type: ignore[attr-defined]
 
 
-__all__ = ["RESERVED", "SET_NAME_RE", "TEXT_ROLES", "check_set_name", "load_set", "role_of",
-           "set_kind", "set_summary"]
+__all__ = ["RESERVED", "SET_NAME_RE", "TEXT_ROLES", "check_role_confirmed", "check_set_name",
+           "forget_overlap_warning", "load_set", "project_role_words", "role_of", "role_words",
+           "set_kind",
+           "set_summary"]

@@ -116,6 +116,25 @@ class Project:
         return meta
 
     @property
+    def protocol(self) -> str:
+        """The evaluation protocol the project's runs are evaluated under (a registered one;
+        ``demo`` when none was chosen)."""
+        return str(self.meta.get("protocol") or "demo")
+
+    def set_protocol(self, name: str) -> str:
+        """Choose the project's evaluation protocol (:data:`sga_core.protocols.PROTOCOLS`);
+        ProjectError naming the known ones otherwise. New runs are evaluated under it; runs
+        evaluated before keep their numbers until re-evaluated."""
+        from sga_core.protocols import ProtocolError, get_protocol
+
+        try:
+            proto = get_protocol(name)
+        except ProtocolError as exc:
+            raise ProjectError(str(exc)) from None
+        self.update_meta(protocol=proto.name)
+        return proto.name
+
+    @property
     def is_demo(self) -> bool:
         """Whether this project holds the built-in demo's forget data (whatever its name):
         the demo preset is meant for that data only."""
@@ -157,11 +176,17 @@ class Project:
         continue (:mod:`sga_core.data.row_warnings`). ``forget`` / ``retain``: the rows when
         the caller has them already."""
         from sga_core.data.row_warnings import row_warnings
+        from sga_core.projects.eval_sets import forget_overlap_warning
 
         sets = {name: load_dataset(path).rows for name, path in self.eval_sets().items()
                 if name == "forget_eval"}
-        return row_warnings(self.kind, self.forget() if forget is None else forget,
-                            self.retain() if retain is None else retain, sets)
+        forget = self.forget() if forget is None else forget
+        out = row_warnings(self.kind, forget, self.retain() if retain is None else retain,
+                           sets)
+        if self.kind == "text" and sets.get("forget_eval"):
+            overlap = forget_overlap_warning(sets["forget_eval"], forget)
+            out += [overlap] if overlap else []
+        return out
 
     def eval_sets(self) -> dict[str, Path]:
         d = self.path / "eval"
@@ -189,21 +214,30 @@ class Project:
         out = []
         for name, path in self.eval_sets().items():
             src = sources.get(name) or {}
-            out.append({"name": name, **set_summary(self.kind, name, path),
+            out.append({"name": name, **set_summary(self.kind, name, path, self.protocol),
                         "source": src.get("source") or path.name,
                         "field_map": self.field_maps.get(f"eval:{name}") or {}})
         return out
 
     def add_eval_set(self, name: str, path: str | os.PathLike,
                      field_map: dict[str, str] | None = None, source: str | None = None,
-                     replace: bool = False) -> dict:
+                     replace: bool = False, confirm_role: bool = False) -> dict:
         """Validate a data file as evaluation set ``name`` (like forget data, and for the kind
         the set's role needs) and save it; a bad file raises DataError and changes nothing.
-        Returns the set's entry of :meth:`eval_set_info`."""
-        from sga_core.projects.eval_sets import check_set_name, load_set
+        A name that gives the set a role (``forget_eval``, ``holdout``, ...) is refused with
+        a ProjectError saying the role unless ``confirm_role``. Returns the set's entry of
+        :meth:`eval_set_info` (with ``warning``: a forget_eval whose passages are not in the
+        forget set)."""
+        from sga_core.projects.eval_sets import (
+            check_role_confirmed,
+            check_set_name,
+            forget_overlap_warning,
+            load_set,
+        )
 
         try:
             name = check_set_name(name)
+            check_role_confirmed(self.kind, name, confirm_role, self.protocol)
         except ValueError as exc:
             raise ProjectError(str(exc)) from None
         target = self.path / "eval" / f"{name}.jsonl"
@@ -215,7 +249,10 @@ class Project:
                    name: {"source": source or Path(path).name, "added_at": now_iso()}}
         maps = {**self.field_maps, f"eval:{name}": dict(field_map or {})}
         self.update_meta(eval_sources=sources, field_maps=maps)
-        return next(i for i in self.eval_set_info() if i["name"] == name)
+        entry = next(i for i in self.eval_set_info() if i["name"] == name)
+        if self.kind == "text" and name == "forget_eval":
+            entry["warning"] = forget_overlap_warning(ds.rows, self.forget(), name)
+        return entry
 
     def remove_eval_set(self, name: str) -> None:
         path = self.eval_sets().get(name)
@@ -348,7 +385,8 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                    eval_sets: dict[str, str | os.PathLike] | None = None,
                    sources: dict[str, str] | None = None,
                    field_maps: dict[str, dict[str, str]] | None = None,
-                   labels: dict[str, str] | None = None) -> Project:
+                   labels: dict[str, str] | None = None, confirm_roles: bool = True,
+                   protocol: str | None = None) -> Project:
     """Validate the files and create the project in one step: a bad file raises
     :class:`~sga_core.data.DataError` (file, row, field) and nothing is written; ``labels``
     (role or set name -> name) names a file in its errors instead of its base name (a
@@ -357,9 +395,12 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     "retain": {...}, "<eval set>": {...}}``, :mod:`sga_core.data.mapping`; a role's mapping
     may also be ``(file field, workbench field)`` pairs, and one file field in two pairs is
     refused) and is kept in project.json, so the project's later files are offered the same
-    mapping."""
+    mapping. ``confirm_roles``: False refuses set names that give a role (``forget_eval``,
+    ``holdout``, ...; the command line's ``project create`` without ``--confirm-role``).
+    ``protocol``: the evaluation protocol its runs get (default: demo)."""
     from sga_core.data.mapping import check_map
-    from sga_core.projects.eval_sets import check_set_name, load_set
+    from sga_core.projects.eval_sets import check_role_confirmed, check_set_name, load_set
+    from sga_core.protocols import ProtocolError, get_protocol
 
     name = check_name(name)
     files = {"forget": forget, "retain": retain, **(eval_sets or {})}
@@ -395,7 +436,10 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                         file=labels.get("retain", Path(retain).name))
     try:
         set_names = [check_set_name(n) for n in (eval_sets or {})]
-    except ValueError as exc:
+        protocol = get_protocol(protocol).name if protocol else None
+        for n in set_names:
+            check_role_confirmed(f_ds.kind, n, confirm_roles, protocol)
+    except (ValueError, ProtocolError) as exc:
         raise ProjectError(str(exc)) from None
     evals = {}
     for n, p in zip(set_names, (eval_sets or {}).values()):
@@ -418,6 +462,7 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
             "retain_source": src.get("retain", Path(retain).name if retain else None),
             "n_forget": len(f_ds), "n_retain": len(r_ds) if r_ds else 0,
             "forget_rows_hash": rows_hash(f_ds.rows),
+            **({"protocol": protocol} if protocol else {}),
             "field_maps": {("eval:" + role if role in evals else role): m
                            for role, m in maps.items() if m},
             "eval_sources": {n: {"source": src.get(n, Path(p).name), "added_at": now_iso()}

@@ -49,13 +49,29 @@ def runs_missing_sets(project: Project, root=None) -> dict[str, list[str]]:
     return out
 
 
+def runs_other_protocol(project: Project, root=None) -> dict[str, str]:
+    """Evaluated runs of the project (run id -> protocol) whose evaluation was under
+    another protocol than the project's current one."""
+    root = runs_root(root)
+    out = {}
+    for r in project_runs(project, root):
+        summ = summary_of(Path(r["path"]))
+        if summ is None or r["state"] != "completed" or r.get("eval_state") in ("queued",
+                                                                                "running"):
+            continue
+        used = (summ.get("protocol") or {}).get("name") or "demo"
+        if used != project.protocol:
+            out[r["run_id"]] = used
+    return out
+
+
 def reevaluate(project: Project, run_ids: list[str], root=None) -> None:
     """Queue the evaluation of these runs again, with the project's current evaluation
-    sets besides their own."""
+    sets besides their own, under the project's evaluation protocol."""
     root = runs_root(root)
     sets = {name: str(path) for name, path in project.eval_sets().items()}
     for run_id in run_ids:
-        request_eval(root / run_id, root, sets=sets)
+        request_eval(root / run_id, root, sets=sets, protocol=project.protocol)
 
 
 def probe_models(project: Project, root=None) -> dict[str, str]:

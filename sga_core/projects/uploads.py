@@ -25,7 +25,8 @@ def upload_path(tmp: str, role: str, filename: str, data: bytes) -> Path:
 
 def new_project(name: str, uploads: dict[str, tuple[str, bytes]], kind: str = "auto",
                 overwrite: bool = False,
-                field_maps: dict[str, dict[str, str]] | None = None) -> Project:
+                field_maps: dict[str, dict[str, str]] | None = None,
+                protocol: str | None = None) -> Project:
     """A project from uploaded files ({"forget": (file name, bytes), "retain": ...}), each
     file's fields renamed by its mapping (``field_maps[role]``, remembered with the project);
     a bad file raises DataError naming the user's file (never a temporary path), nothing is
@@ -34,7 +35,7 @@ def new_project(name: str, uploads: dict[str, tuple[str, bytes]], kind: str = "a
         paths = {role: upload_path(tmp, role, filename, data)
                  for role, (filename, data) in uploads.items()}
         return create_project(name, paths["forget"], paths.get("retain"), kind=kind,
-                              overwrite=overwrite, field_maps=field_maps)
+                              overwrite=overwrite, field_maps=field_maps, protocol=protocol)
 
 
 def inspect_upload(filename: str, data: bytes, kind: str = "auto",
@@ -46,13 +47,15 @@ def inspect_upload(filename: str, data: bytes, kind: str = "auto",
 
 
 def add_eval_set(project: Project, name: str, filename: str, data: bytes,
-                 field_map: dict[str, str] | None = None, replace: bool = False) -> dict:
+                 field_map: dict[str, str] | None = None, replace: bool = False,
+                 confirm_role: bool = False) -> dict:
     """Add an uploaded evaluation set to the project (validated like forget data; DataError
-    naming the user's file, nothing saved); returns its entry (name, rows, role, ...)."""
+    naming the user's file, nothing saved; a role-giving name needs ``confirm_role``);
+    returns its entry (name, rows, role, ..., ``warning``)."""
     with temp_dir("upload") as tmp:
         return project.add_eval_set(name, upload_path(tmp, "set", filename, data),
                                     field_map=field_map, source=Path(filename).name,
-                                    replace=replace)
+                                    replace=replace, confirm_role=confirm_role)
 
 
 def import_normals(project: Project, filename: str, data: bytes, k: int | None = None

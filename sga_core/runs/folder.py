@@ -301,6 +301,18 @@ def _eval_state(run_dir: Path) -> str | None:
     return "queued" if state != "running" and (run_dir / EVAL_REQUEST).exists() else state
 
 
+def eval_request_protocol(run_dir: str | os.PathLike) -> str | None:
+    """The evaluation protocol an evaluation request asks for (None: the run's own)."""
+    import json
+
+    try:
+        data = json.loads((Path(run_dir) / EVAL_REQUEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    proto = data.get("protocol") if isinstance(data, dict) else None
+    return proto if isinstance(proto, str) and proto else None
+
+
 def eval_request_sets(run_dir: str | os.PathLike) -> dict[str, str]:
     """The extra evaluation sets an evaluation request asks for ({} for a plain request, or
     a marker written before requests carried sets)."""

@@ -161,10 +161,13 @@ def cancelled_after_exit(run_dir: Path) -> None:
 
 # --- evaluation after training (sga_core.evaluation) -----------------------------------------
 
-def eval_argv(run_dir: str | os.PathLike, sets: dict[str, str] | None = None) -> list[str]:
+def eval_argv(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
+              protocol: str | None = None) -> list[str]:
     """The evaluation command of a run folder, as an argument list (``sets``: extra
-    evaluation sets, name -> file, besides the run's own)."""
+    evaluation sets, name -> file, besides the run's own; ``protocol``: instead of the
+    run's eval.protocol)."""
     extra = [a for name, path in (sets or {}).items() for a in ("--set", f"{name}={path}")]
+    extra += ["--protocol", protocol] if protocol else []
     return ["python", "-m", "sga_core", "eval", str(Path(run_dir).resolve()), *extra]
 
 
@@ -187,12 +190,12 @@ def should_evaluate(run_dir: str | os.PathLike) -> bool:
 
 
 def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
-               foreground: bool = False) -> subprocess.Popen:
+               foreground: bool = False, protocol: str | None = None) -> subprocess.Popen:
     """Start ``python -m sga_core eval RUN_DIR`` (output appended to eval.log, own session);
     eval/status.json says running at once. Returns the Popen (not waited for).
     ``foreground``: it stops (cancelled) once this process is gone, as :func:`start`."""
     run_dir = Path(run_dir).resolve()
-    proc = spawn(eval_argv(run_dir, sets), run_dir / "eval.log", nice=0,
+    proc = spawn(eval_argv(run_dir, sets, protocol), run_dir / "eval.log", nice=0,
                  env=caller_env() if foreground else None)
     run_status.write_eval(run_dir, "running", pid=proc.pid,
                           pid_start=proc.sga_record["start"], error=None, stage="starting",

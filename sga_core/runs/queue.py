@@ -190,16 +190,20 @@ def wait_until(pred, timeout: float, interval: float = 0.2) -> bool:
 
 
 def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
-                 sets: dict[str, str] | None = None) -> None:
+                 sets: dict[str, str] | None = None, protocol: str | None = None) -> None:
     """Ask for the evaluation of a completed run (a marker file): the runner starts it when a
     slot is free. ``sets`` (name -> file) are evaluated besides the run's own eval.sets (a
-    project's evaluation set added after the run: ``eval --set``)."""
+    project's evaluation set added after the run: ``eval --set``); ``protocol``: under this
+    evaluation protocol instead of the run's eval.protocol (``eval --protocol``: the
+    project's protocol was changed)."""
     from sga_core.fileio import atomic_write_json
 
     run_dir = Path(run_dir)
     atomic_write_json(run_dir / EVAL_REQUEST, {"requested_at": now_iso(),
                                                "sets": {k: str(v) for k, v in
-                                                        (sets or {}).items()}})
+                                                        (sets or {}).items()},
+                                               **({"protocol": protocol} if protocol
+                                                  else {})})
     ensure_runner(root or run_dir.parent)
 
 

@@ -20,7 +20,13 @@ from pathlib import Path
 from sga_core.fileio import atomic_write_json, now_iso
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import CANCEL_FILE, EVAL_REQUEST, eval_request_sets, list_runs
+from sga_core.runs.folder import (
+    CANCEL_FILE,
+    EVAL_REQUEST,
+    eval_request_protocol,
+    eval_request_sets,
+    list_runs,
+)
 from sga_core.runs.procs import kill_group
 from sga_core.runs.queue import RUNNER_INFO, RUNNER_LOCK, queued_runs
 
@@ -66,10 +72,10 @@ class Runner:
             self.launch_eval(run_dir)
 
     def launch_eval(self, run_dir: Path) -> None:
-        sets = eval_request_sets(run_dir)
+        sets, protocol = eval_request_sets(run_dir), eval_request_protocol(run_dir)
         (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
         try:
-            self.evals[run_dir] = launch.start_eval(run_dir, sets)
+            self.evals[run_dir] = launch.start_eval(run_dir, sets, protocol=protocol)
         except Exception as exc:  # evaluation problems never stop the queue
             run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
                                   error=f"cannot start the evaluation: {exc}")

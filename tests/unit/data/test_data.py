@@ -353,10 +353,10 @@ def test_csv_header_only_and_empty_array(tmp_path):
 
 
 def test_unknown_extension_and_missing_file(tmp_path):
-    p = tmp_path / "forget.txt"
+    p = tmp_path / "forget.xml"
     p.write_text("question,answer\n", encoding="utf-8")
     err = raises_data_error(load_records, p)
-    assert err.file == "forget.txt" and ".txt" in err.reason
+    assert err.file == "forget.xml" and ".xml" in err.reason
     err = raises_data_error(load_records, tmp_path / "nope.json")
     assert err.file == "nope.json" and "not found" in err.reason
 

@@ -94,7 +94,10 @@ def test_import_through_datasets_uses_the_hub_configs(tmp_path, muse_folder, mon
 
     def fake_hub_rows(repo, config, split):
         asked.append((repo, config, split))
-        return read_jsonl(muse_folder / config / f"{split}.jsonl")
+        path = muse_folder / config / f"{split}.jsonl"
+        if not path.exists():  # as datasets says it
+            raise ValueError(f'Unknown split "{split}". Should be one of [...].')
+        return read_jsonl(path)
 
     monkeypatch.setattr(hub, "hub_rows", fake_hub_rows)
     p = import_benchmark("muse-news", root=tmp_path)
@@ -297,5 +300,6 @@ def test_data_page_imports_a_benchmark_from_a_folder(ui_env, tofu_folder):
     at.button(key="bench.go").click().run()
     assert not at.exception, at.exception
     text = " ".join(shown(c.value) for c in at.caption)
-    assert "evaluation protocol: tofu" in text
+    assert at.selectbox(key="data.protocol.tofu-ui").value == "tofu"
+    assert "TOFU protocol: follows" in text
     assert (ui_env / "workspace" / "tofu-ui" / "project.json").exists()

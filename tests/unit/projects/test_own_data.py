@@ -132,11 +132,13 @@ def test_text_project_set_roles(tmp_path):
 
     p = create_project("t", DEMO_DIR / "text_forget.jsonl", DEMO_DIR / "text_retain.jsonl",
                        root=tmp_path)
-    assert p.add_eval_set("holdout", DEMO_DIR / "text_holdout.jsonl")["role"] == "holdout"
-    assert p.add_eval_set("forget_qa", DEMO_DIR / "text_forget_qa.jsonl")["role"] == \
-        "forget_qa"
+    assert p.add_eval_set("holdout", DEMO_DIR / "text_holdout.jsonl",
+                          confirm_role=True)["role"] == "holdout"
+    assert p.add_eval_set("forget_qa", DEMO_DIR / "text_forget_qa.jsonl",
+                          confirm_role=True)["role"] == "forget_qa"
     with pytest.raises(DataError):  # holdout must be text
-        p.add_eval_set("holdout", DEMO_DIR / "text_forget_qa.jsonl", replace=True)
+        p.add_eval_set("holdout", DEMO_DIR / "text_forget_qa.jsonl", replace=True,
+                       confirm_role=True)
 
 
 def test_demo_is_recognised_by_its_data(tmp_path):

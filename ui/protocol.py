@@ -1,0 +1,57 @@
+"""The project's evaluation protocol on the Data page (choose it, see its settings, re-evaluate
+the runs evaluated under another one) and on the Train page (one line). Layout only: the
+protocols are :mod:`sga_core.protocols`'s registry, the work ``sga_core.workbench``'s."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.show import plain
+
+DONE = "data.protocol_done"  # the last action's confirmation, shown after the rerun
+
+
+def protocol_line(project) -> str:
+    """``protocol: <title> — <its settings>`` for a caption."""
+    proto = next(p for p in wb.protocols() if p.name == project.protocol)
+    return f"Evaluation protocol: {proto.describe()}. Settings: {proto.summary()}."
+
+
+def protocol_section(project, root) -> None:
+    """Choose the project's protocol; offer to re-evaluate runs evaluated under another."""
+    st.subheader("Evaluation protocol")
+    done = st.session_state.pop(DONE, None)
+    if done:
+        st.success(plain(done))
+    protos = {p.name: p for p in wb.protocols()}
+    current = project.protocol
+    c1, c2 = st.columns([2, 1])
+    choice = c1.selectbox("evaluation protocol", list(protos), index=list(protos).index(current),
+                          format_func=lambda n: f"{n}: {protos[n].title}",
+                          key=f"data.protocol.{project.name}",
+                          help="the settings every run of this project is evaluated under")
+    st.caption(plain(f"{protos[choice].describe()}. Settings: {protos[choice].summary()}."))
+    if project.kind == "text" and current == "demo" and not project.meta.get("benchmark"):
+        st.info("A text project from MUSE's files: choose **muse** to evaluate as MUSE does "
+                "(few-shot KnowMem from the *_icl sets, 32-token answers, VerbMem against "
+                "128 true tokens), or **copyright** for a book (FLAT).")
+    if choice != current and c2.button(f"Use {choice} for this project", key="data.protocol_set"):
+        project.set_protocol(choice)
+        st.session_state[DONE] = (f"{project.name} is now evaluated under {choice}; new runs "
+                                  "use it.")
+        st.rerun()
+    other = wb.runs_other_protocol(project, root)
+    if not other:
+        return
+    st.warning(plain(f"{wb.plural(len(other), 'evaluated run')} of this project "
+                     f"{'was' if len(other) == 1 else 'were'} evaluated under another protocol "
+                     f"than {current}: " + ", ".join(f"{r} ({p})" for r, p in
+                                                     list(other.items())[:6]) +
+                     (" ..." if len(other) > 6 else "") + "; their numbers do not compare."))
+    if st.button(f"Re-evaluate them under {current} (queued jobs)",
+                 key="data.protocol_reevaluate"):
+        wb.reevaluate(project, list(other), root)
+        st.session_state[DONE] = (f"Queued the evaluation of {wb.plural(len(other), 'run')} "
+                                  f"under {current}; progress on the Runs page.")
+        st.rerun()
