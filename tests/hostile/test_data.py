@@ -207,8 +207,7 @@ def test_hostile_corpus(tmp_path, capsys):
     assert counts["written"] == 0
     assert counts["reload"] == 0
     assert counts["loaded"] + counts["clear errors"] == counts["tried"]
-    assert leftovers == []
-    assert elapsed < 30
+    assert leftovers == []  # the time is printed above; bench/ measures speed, not a test
 
 
 def test_the_four_wrongly_rejected_u2028_files_load(tmp_path):
