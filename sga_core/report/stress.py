@@ -5,21 +5,23 @@ the Results table rides along, since a collapsed run's "held" forgetting means n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 
-def stress_table(rows: Sequence[dict]) -> tuple[list[dict], list[str]]:
-    """``(table rows, attack columns)`` for Results rows that carry ``path`` (a run folder)
-    and optionally ``collapsed``. Each table row: ``run``, ``collapsed``, and per attack
-    key the recovery mean (None when undefined) plus ``<key> (text)`` in words. Runs with
-    no stress results are left out; the columns are the attack keys any run has, in the
-    attacks' order."""
+def stress_table(rows: Sequence[dict], root=None) -> tuple[list[dict], list[str]]:
+    """``(table rows, attack columns)`` for Results rows (a run folder: ``path``, else
+    ``root / run_id``; optionally ``collapsed``). Each table row: ``run``, ``collapsed``,
+    and per attack key the recovery mean (None when undefined) plus ``<key> (text)`` in
+    words. Runs with no stress results are left out; the columns are the attack keys any
+    run has, in the attacks' order."""
     from sga_core.stress.results import read_results, recovery_interval, recovery_text
     from sga_core.stress.run import attack_names
 
     order = {n: i for i, n in enumerate(attack_names())}
     out, keys = [], set()
     for r in rows:
-        path = r.get("path")
+        path = r.get("path") or (Path(root) / r["run_id"] if root and r.get("run_id")
+                                 else None)
         if not path:
             continue
         res = read_results(path)

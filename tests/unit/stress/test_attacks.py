@@ -53,8 +53,8 @@ def test_prompt_attacks_on_the_tiny_model(tmp_path, tiny_model_dir, demo_dir):
 
 def test_a_forget_set_without_paraphrases_says_not_applicable(tmp_path, tiny_model_dir,
                                                               demo_dir):
-    from sga_core.stress.run import stress_model
     from sga_core.stress.results import read_results, recovery_text
+    from sga_core.stress.run import stress_model
 
     res = stress_model(str(tiny_model_dir), tmp_path / "out", str(demo_dir / "forget.jsonl"),
                        attacks=["paraphrase"], settings=StressSettings(rouge=False))
