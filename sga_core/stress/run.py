@@ -132,13 +132,12 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                 for key, case_list in cases.items():
                     res = _result(key, name, case_list, unlearned, original_scores, st, es,
                                   model, original, run_id, elapsed, meta)
+                    res["timings"]["baselines_s"] = round(baseline_s, 3)
                     _write(out, key, res)
                     results[key] = res
         finally:
             del m
             free_memory()
-    for res in results.values():
-        res["timings"]["baselines_s"] = round(baseline_s, 3)
     return results
 
 
