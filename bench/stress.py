@@ -34,6 +34,7 @@ def parse_args(argv=None):
     p.add_argument("--attacks", default="relearn,quant4,quant8,fewshot,roleplay")
     p.add_argument("--relearn-steps", default="10,50")
     p.add_argument("--max-steps", type=int, default=0, help="cap the preset's 25 steps")
+    p.add_argument("--lr", type=float, default=0.0, help="override the preset's 1e-5")
     p.add_argument("--rouge", action="store_true", help="also generate answers for ROUGE-L "
                    "(slow on a CPU; off by default: the recovery is on the probability)")
     p.add_argument("--runs-dir", default=None)
@@ -61,9 +62,11 @@ def main(argv=None) -> int:
     train_s = []
     for r in rs:
         for seed in seeds:
-            training = {"seed": seed, "probe_rows": [], "probe_every": 0}
+            training = {"seed": seed, "probe_rows": [], "probe_every": 0, "eval_nll": False}
             if args.max_steps:
                 training["max_steps"] = args.max_steps
+            if args.lr:
+                training["lr"] = args.lr
             cfg = demo.config(r=r, training=training, sweep=f"stress-bench-r{r:g}",
                               evaluate=False)
             t0 = time.time()

@@ -54,3 +54,21 @@ def recovery_text(res: dict, digits: int = 2) -> str:
     if n > 1:
         text += f" ({n} cases)"
     return text
+
+
+def attacked_token_tables(run_dir: str | os.PathLike, row: int) -> dict[str, dict]:
+    """Per result key that re-scored forget row ``row``: the attacked model's token record
+    of that row's answer (``tokens``, ``probs``, ``top``), from the first case that
+    evaluated it; a case other than the only one is named in the key ("relearn-10 seed 0")."""
+    out: dict[str, dict] = {}
+    for key, res in read_results(run_dir).items():
+        cases = res.get("cases") or []
+        for s in res.get("samples") or []:
+            rec = s.get("tokens") if isinstance(s, dict) else None
+            if s.get("index") != row or not isinstance(rec, dict) or not rec.get("probs"):
+                continue
+            ci = s.get("case")
+            label = cases[ci].get("label") if isinstance(ci, int) and ci < len(cases) else ""
+            out[f"{key} {label}".strip() if len(cases) > 1 else key] = rec
+            break
+    return out

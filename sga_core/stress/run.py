@@ -189,6 +189,7 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
             samples.append({"case": ci, "index": i,
                             "question": c.questions[j] if c.questions else None,
                             "prob": s.get("prob"), "rouge": s.get("rouge"),
+                            "tokens": s.get("tokens"),
                             "generated": s.get("generated"),
                             "prob_unlearned": unlearned[i].get("prob"),
                             "rouge_unlearned": unlearned[i].get("rouge"),

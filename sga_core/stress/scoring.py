@@ -30,17 +30,25 @@ MIN_GAP = 0.01
 def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], device="cpu",
                batch_size: int = 16, max_new_tokens: int = 48, *, progress=None,
                stage: str = "scoring") -> list[dict]:
-    """Per (question, answer): ``prob`` = exp(-mean answer NLL); with ``max_new_tokens`` > 0
-    also ``generated`` (greedy) and ``rouge`` (its ROUGE-L recall against the answer)."""
+    """Per (question, answer): ``prob`` = exp(-mean answer NLL) and ``tokens`` (the answer's
+    per-token probabilities with the top-5 alternatives, as ``eval/tokens.jsonl`` holds
+    them: the Token probabilities page shows attacked models from these), from one forward
+    pass; with ``max_new_tokens`` > 0 also ``generated`` (greedy) and ``rouge`` (its ROUGE-L
+    recall against the answer)."""
+    from functools import partial
+
     from sga_core.evaluation.inputs import generate_answers
     from sga_core.metrics.rouge import rouge_l
-    from sga_core.model.forward import batched_nll
+    from sga_core.model.forward import _mean_nll, _records, per_sequence
+
+    def both(res):
+        return list(zip(_mean_nll(res), partial(_records, enc, 5)(res)))
 
     seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
     if progress is not None:
         progress(stage, 0, len(seqs))
-    nlls = batched_nll(model, seqs, enc.pad_id, device, batch_size)
-    out = [{"prob": _exp(-float(n))} for n in nlls]
+    scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size)
+    out = [{"prob": _exp(-float(n)), "tokens": rec} for n, rec in scored]
     if max_new_tokens and max_new_tokens > 0:
         gen = generate_answers(model, enc, list(questions), max_new_tokens, "qa", device,
                                batch_size, progress=progress, stage=f"{stage}: generating")
