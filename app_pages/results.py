@@ -15,6 +15,7 @@ from ui.measurable import show_verdict, verdict
 from ui.paper_table import show_paper_table
 from ui.results_table import show_results_table
 from ui.show import plain
+from ui.stress_table import show_stress_table
 
 st.title("Results")
 project = require_project()
@@ -48,6 +49,7 @@ else:
     intervals.pooled_table(rows, kind)
     show_paper_table(rows, root, kind, wb.can_rank(measured))
     intervals.downloads(rows, kind, project.name)
+    show_stress_table(rows, root)
 
     st.subheader("Metrics versus r")
     original = next((r for r in rows if r["run"] == "Original"), {})

@@ -96,6 +96,7 @@ from sga_core.report.run_files import (
     word_token_index,
 )
 from sga_core.report.seeds import group_display, has_seed_groups
+from sga_core.report.stress import recovery_band, stress_table
 from sga_core.report.sweeps import (
     r_bands,
     r_groups,
@@ -152,6 +153,7 @@ from sga_core.runs.queue import (
 )
 from sga_core.runs.seeds import queue_sweep, queued_text, submit_seeds
 from sga_core.runs.validate import Damaged
+from sga_core.stress.results import attacked_token_tables
 from sga_core.text import plural, printable
 
 __all__ = [
@@ -183,6 +185,7 @@ __all__ = [
     "preview", "printable", "probe", "probe_models", "progress", "project_runs", "protocol_note",
     "queue_sweep", "queued_text", "r_bands", "r_groups", "reevaluate", "request_eval", "rerun",
     "resume", "resume_offer",
+    "recovery_band", "stress_table", "attacked_token_tables",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",

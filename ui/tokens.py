@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 
+from sga_core import workbench as wb
+
 
 def prob_color(p: float) -> str:
     """Red (0) through yellow to green (1)."""
@@ -61,4 +63,20 @@ def side_by_side(records_by_run: dict[str, list[dict]], which: str) -> dict[int,
                 "question": rec.get("question") or rec.get("prompt") or "",
                 "reference": rec.get("answer") or rec.get("reference") or ""})
             entry[name] = rec["generated"]
+    return out
+
+
+def attacked_variants(root, chosen: list[str], row: int, names: dict, n_tokens: int) -> dict:
+    """The stress-tested variants of the chosen runs for one forget row, as extra rows of
+    the token heatmap: ``"<run id> · <attack>"`` -> token record (its display name added to
+    ``names``). A record whose answer was cut to another length (a long attacked prompt) is
+    left out, so every row lines up token by token."""
+    out = {}
+    for run_id in chosen:
+        for key, rec in wb.attacked_token_tables(root / run_id, row).items():
+            if len(rec.get("probs") or []) != n_tokens:
+                continue
+            name = f"{run_id} · {key}"
+            names[name] = f"{names.get(run_id, run_id)} · {key}"
+            out[name] = rec
     return out

@@ -11,7 +11,7 @@ import argparse
 import functools
 import sys
 
-from sga_core.cli import data, evaluation, report, runs, training
+from sga_core.cli import data, evaluation, report, runs, stress, training
 from sga_core.cli.flags import _flag, chosen_method
 from sga_core.cli.training import build_train_config
 from sga_core.params import ConfigError, field_specs
@@ -25,7 +25,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser = functools.partial(sub.add_parser, allow_abbrev=False)  # no --r for --retain
 
-    for group in (data, training, evaluation, runs, report):
+    for group in (data, training, evaluation, stress, runs, report):
         group.add_parsers(sub, argv)
     return p
 
@@ -109,7 +109,7 @@ def check_folders(args) -> None:
 
 
 # what each command's --out names: a file it writes, or a folder it writes into
-OUT_IS_FILE = {"normals": True, "rstar": True, "eval": False}
+OUT_IS_FILE = {"normals": True, "rstar": True, "eval": False, "stress": False}
 
 
 def check_out(args) -> None:

@@ -31,6 +31,8 @@ MANIFEST = Path("data") / "manifest.json"
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_INFO = "checkpoint.json"
 TENSORBOARD_DIR = "tensorboard"
+STRESS_DIR = "stress"  # stress tests of the model: stress/<attack>.json (docs/stress-tests.md)
+STRESS_KEPT = "kept"  # inside STRESS_DIR: relearned copies kept on request (--keep)
 
 
 def runs_root(path: str | os.PathLike | None = None) -> Path:

@@ -122,3 +122,4 @@ def test_word_token_index():
     assert word_token_index(["He", " writes", " in", " F", "rench", "."], "French") == 3
     assert word_token_index(["A", " French", " style"], "French") == 1
     assert word_token_index(["no", " match"], "French") is None
+

@@ -1,0 +1,128 @@
+"""``stress``: does the forgetting hold? Relearning, quantization and prompt attacks on a run
+folder or a model (docs/stress-tests.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sga_core.cli.flags import add_dataclass_flags
+from sga_core.params import ConfigError
+
+DEFAULT_ATTACKS = "relearn,quant4,quant8,paraphrase,fewshot,roleplay"
+PREFIX = "stress_"
+
+
+def cmd_stress(args) -> int:
+    """Run the attacks; SIGTERM or Ctrl-C stops it (files already written stay whole)."""
+    from sga_core.runs.launch import sigterm_as_interrupt
+
+    try:
+        with sigterm_as_interrupt():
+            return _stress(args)
+    except KeyboardInterrupt:
+        print("stress test cancelled", file=sys.stderr)
+        return 130
+
+
+def settings_from_args(args):
+    """The :class:`~sga_core.stress.base.StressSettings` of the flags given (unset flags keep
+    the defaults), checked like a config file's."""
+    from sga_core.params import from_dict
+    from sga_core.stress.base import StressSettings
+
+    given = {k[len(PREFIX):]: v for k, v in vars(args).items()
+             if k.startswith(PREFIX) and v is not None}
+    return from_dict(StressSettings, given, "--")
+
+
+def _stress(args) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sga_core.cli.flags import _eval_progress
+    from sga_core.evaluation.run import EvalSettings
+    from sga_core.runs.folder import runs_root
+    from sga_core.stress.run import parse_attacks, stress_model, stress_run
+
+    attacks = parse_attacks(args.attacks)
+    settings = settings_from_args(args)
+    target = Path(args.target).expanduser()
+    if not target.exists() and (runs_root(args.runs_dir) / args.target / "config.yaml").exists():
+        target = runs_root(args.runs_dir) / args.target  # a run id
+    progress = _eval_progress()
+    if (target / "config.yaml").exists():
+        if args.forget or args.retain:
+            raise ConfigError("--forget/--retain: a run folder is stress-tested on its own "
+                              "data; give a model folder to use other data")
+        overrides = {"original": args.original, "max_new_tokens": args.max_new_tokens,
+                     "batch_size": args.batch_size, "device": args.device}
+        results = stress_run(target, attacks, settings, overrides=overrides,
+                             out_dir=args.out, progress=progress)
+        from sga_core.runs.folder import STRESS_DIR
+
+        out = Path(args.out) if args.out else target / STRESS_DIR
+    else:
+        if not args.forget or not args.out:
+            raise ConfigError(f"{args.target} is not a run folder: stress-testing a model "
+                              "needs --forget and --out (and --original for the recovery)")
+        es = EvalSettings(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size or 16,
+                          device=args.device or "auto", dtype=args.dtype)
+        results = stress_model(args.target, args.out, args.forget, args.retain,
+                               original=args.original, attacks=attacks, settings=settings,
+                               eval_settings=es, progress=progress)
+        out = Path(args.out)
+    print(format_results(results))
+    print(f"wrote {len(results)} file(s) to {out}")
+    return 0
+
+
+def format_results(results: dict) -> str:
+    """One line per result: the attacked forget probability and the recovery (with its
+    interval where there are several cases, or why it is undefined)."""
+    from sga_core.stress.results import recovery_text
+
+    lines = [f"{'attack':<14} {'forget prob':>12}  recovery"]
+    for key, res in results.items():
+        head = ((res.get("summary") or {}).get("probability") or {})
+        prob = (head.get("attacked") or {}).get("mean")
+        lines.append(f"{key:<14} {'-' if prob is None else f'{prob:.3f}':>12}  "
+                     f"{recovery_text(res)}")
+    return "\n".join(lines)
+
+
+def add_parsers(sub, argv: list[str] | None = None) -> None:
+    """Add this module's commands to the subparsers ``sub``."""
+    from sga_core.stress.base import StressSettings
+    from sga_core.stress.run import attack_names
+
+    s = sub.add_parser(
+        "stress", help="stress-test the forgetting (relearning, quantization, prompts)",
+        description="Does the forgetting hold? Attack a run's model (or any model) and "
+                    "re-score the forget answers: relearning on a share of the forget set, "
+                    "4/8-bit round-to-nearest quantization, paraphrased questions, a "
+                    "few-shot prefix, role-play prompts. Each attack writes "
+                    "RUN_DIR/stress/<attack>.json with the forget metrics after the attack "
+                    "and the recovery, the share of the unlearning gap it closes (0 = held, "
+                    "1 = all back). See docs/stress-tests.md.")
+    s.add_argument("target", metavar="RUN_DIR|MODEL",
+                   help="a run folder (or run id), or a model to stress-test")
+    s.add_argument("--attacks", default=DEFAULT_ATTACKS,
+                   help=f"comma-separated, of: {', '.join(attack_names())}, or all "
+                        f"(default: {DEFAULT_ATTACKS})")
+    s.add_argument("--original", help="the model before unlearning (default for a run: its "
+                                      "config's model); the recovery's far end")
+    s.add_argument("--forget", help="forget QA data (a model only)")
+    s.add_argument("--retain", help="retain QA data (a model only: benign relearning, "
+                                    "few-shot examples)")
+    s.add_argument("--out", help="output folder (required for a model; default for a run: "
+                                 "RUN_DIR/stress)")
+    s.add_argument("--max-new-tokens", type=int, help="tokens per greedy answer (default: "
+                                                      "the evaluation's)")
+    s.add_argument("--batch-size", type=int, help="sequences per scoring batch")
+    s.add_argument("--device", help="cpu, cuda, ... (default: as the evaluation)")
+    s.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+                   help="a model only")
+    s.add_argument("--runs-dir", help="where to look up a run id")
+    add_dataclass_flags(s, StressSettings, PREFIX)
+    s.set_defaults(func=cmd_stress)

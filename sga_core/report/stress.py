@@ -1,0 +1,51 @@
+"""The "Does it hold?" table: one row per run, one column per stress attack, each cell the
+recovery of the forget probability (docs/stress-tests.md#recovery); the collapse flag of
+the Results table rides along, since a collapsed run's "held" forgetting means nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def stress_table(rows: Sequence[dict], root=None) -> tuple[list[dict], list[str]]:
+    """``(table rows, attack columns)`` for Results rows (a run folder: ``path``, else
+    ``root / run_id``; optionally ``collapsed``). Each table row: ``run``, ``collapsed``,
+    and per attack key the recovery mean (None when undefined) plus ``<key> (text)`` in
+    words. Runs with no stress results are left out; the columns are the attack keys any
+    run has, in the attacks' order."""
+    from sga_core.stress.results import read_results, recovery_interval, recovery_text
+    from sga_core.stress.run import attack_names
+
+    order = {n: i for i, n in enumerate(attack_names())}
+    out, keys = [], set()
+    for r in rows:
+        path = r.get("path") or (Path(root) / r["run_id"] if root and r.get("run_id")
+                                 else None)
+        if not path:
+            continue
+        res = read_results(path)
+        if not res:
+            continue
+        row = {"run": r.get("run") or r.get("run_id"), "collapsed": r.get("collapsed")}
+        for key, data in res.items():
+            keys.add(key)
+            row[key] = recovery_interval(data).get("mean")
+            row[f"{key} (text)"] = recovery_text(data)
+        out.append(row)
+    columns = sorted(keys, key=lambda k: (order.get(k.split("-")[0], 99), _steps(k), k))
+    return out, columns
+
+
+def _steps(key: str) -> int:
+    tail = key.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def recovery_band(value: float | None) -> str:
+    """"held" (< 0.25), "partly back" (< 0.75), "back" (>= 0.75) or "undefined"."""
+    if value is None:
+        return "undefined"
+    if value < 0.25:
+        return "held"
+    return "partly back" if value < 0.75 else "back"

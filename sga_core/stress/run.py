@@ -1,0 +1,259 @@
+"""Running stress tests on a run folder or a model, and writing their results
+(docs/stress-tests.md, docs/spec.md#5-the-run-directory).
+
+Per result key (``quant4``, ``relearn-10``, ...) one file ``<out>/<key>.json``, written
+atomically by the one stress process that holds the folder (a second one is refused):
+the settings, each case (seed or template) with its rows, the attacked, unlearned and
+Original means on those rows and the recovery, the summary over the cases, and the
+per-row samples. For a run folder ``<out>`` is ``RUN_DIR/stress/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sga_core.stress.base import REGISTRY, StressContext, StressSettings
+from sga_core.stress.scoring import case_metrics, summarise
+
+RESULT_VERSION = 1
+
+
+def attack_names() -> list[str]:
+    """Registered attacks in display order."""
+    import sga_core.stress  # noqa: F401  (registers the attacks)
+
+    return [c.name for c in sorted(REGISTRY.values(), key=lambda c: (c.rank, c.name))]
+
+
+def parse_attacks(text: str | Sequence[str]) -> list[str]:
+    """``"relearn,quant4"`` (or a list) checked against the registry; "all" = every one."""
+    from sga_core.params import ConfigError
+
+    items = text.split(",") if isinstance(text, str) else list(text)
+    names = [s.strip() for s in items if s.strip()]
+    known = attack_names()
+    if names == ["all"]:
+        return known
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise ConfigError(f"--attacks: unknown attack {', '.join(bad) or '(none given)'}; "
+                          f"known: {', '.join(known)} (or all)")
+    return list(dict.fromkeys(names))
+
+
+def result_keys(attacks: Sequence[str], settings: StressSettings) -> list[str]:
+    return [k for a in attacks for k in REGISTRY[a]().keys(settings)]
+
+
+@contextlib.contextmanager
+def writer_lock(out_dir: Path) -> Iterator[None]:
+    """Hold ``out_dir`` as its one writer for the block (a non-blocking ``flock`` on the
+    folder itself, released when the process ends however it ends); a second stress
+    process on the same folder gets a one-line error at once."""
+    import fcntl
+
+    from sga_core.params import ConfigError
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{out_dir}: another stress test is writing there; wait for "
+                              "it to end") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _qa_rows(src, what: str) -> list[dict]:
+    from sga_core.evaluation.common import EvalError, is_qa_rows
+    from sga_core.evaluation.run import _load_rows
+
+    rows, _, kind = _load_rows(src, "auto") if src is not None else ([], None, "qa")
+    if rows and (kind != "qa" or not is_qa_rows(rows)):
+        raise EvalError(f"{what}: stress tests score question-answer rows; this data is "
+                        f"{kind} (text data is not covered yet, docs/stress-tests.md)")
+    return rows
+
+
+def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
+                 original: str | None = None, attacks: Sequence[str] = ("quant4",),
+                 settings: StressSettings | None = None, eval_settings=None,
+                 progress=None, run_id: str | None = None, train_lr: float | None = None,
+                 original_scores: list[dict] | None = None,
+                 meta: Mapping[str, Any] | None = None) -> dict[str, dict]:
+    """Stress-test ``model`` (a folder, hub id or ``embedded:...``) on QA ``forget`` /
+    ``retain`` rows (files or lists); ``original`` is the model it was unlearned from (the
+    recovery's far end; None leaves every recovery undefined). ``original_scores``: the
+    Original's plain scores of every forget row, already computed (a sweep scores it once).
+    Writes ``out_dir/<key>.json`` per result key; returns key -> result."""
+    from sga_core.evaluation.common import EvalError, free_memory
+    from sga_core.evaluation.run import EvalSettings, choose_device, load_model_and_tokenizer
+
+    st = settings or StressSettings()
+    _, es, _ = (eval_settings or EvalSettings()).resolve()
+    device = choose_device(es.device)
+    forget_rows = _qa_rows(forget, "forget data")
+    if not forget_rows:
+        raise EvalError("no forget rows to stress-test")
+    retain_rows = _qa_rows(retain, "retain data")
+    attacks = parse_attacks(attacks)
+    out = Path(out_dir)
+    new_tokens = es.max_new_tokens if st.rouge else 0
+    results: dict[str, dict] = {}
+    with writer_lock(out):
+        t0 = time.time()
+        if original_scores is None and original:
+            original_scores = score_original(original, forget_rows, es, device, st.rouge,
+                                             progress)
+        baseline_s = time.time() - t0
+        m, tok = load_model_and_tokenizer(model, dtype=es.dtype, device=device)
+        try:
+            ctx = StressContext(m, es.encoder(tok, m), forget_rows, retain_rows, st, device,
+                                es.batch_size, new_tokens, train_lr, out / _kept(),
+                                progress)
+            t1 = time.time()
+            unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model")
+            baseline_s += time.time() - t1
+            for name in attacks:
+                ta = time.time()
+                cases = REGISTRY[name]().run(ctx)
+                elapsed = time.time() - ta
+                for key, case_list in cases.items():
+                    res = _result(key, name, case_list, unlearned, original_scores, st, es,
+                                  model, original, run_id, elapsed, meta)
+                    res["timings"]["baselines_s"] = round(baseline_s, 3)
+                    _write(out, key, res)
+                    results[key] = res
+        finally:
+            del m
+            free_memory()
+    return results
+
+
+def _kept() -> str:
+    from sga_core.runs.folder import STRESS_KEPT
+
+    return STRESS_KEPT
+
+
+def score_original(original: str, forget_rows: list[dict], es, device: str, rouge: bool,
+                   progress=None) -> list[dict]:
+    """The Original's plain scores of every forget row (loaded, scored, freed)."""
+    from sga_core.evaluation.common import free_memory
+    from sga_core.evaluation.run import load_model_and_tokenizer
+    from sga_core.stress.scoring import score_rows
+
+    om, otok = load_model_and_tokenizer(original, dtype=es.dtype, device=device)
+    try:
+        return score_rows(om, es.encoder(otok, om), [r["question"] for r in forget_rows],
+                          [r["answer"] for r in forget_rows], device, es.batch_size,
+                          es.max_new_tokens if rouge else 0, progress=progress,
+                          stage="original model")
+    finally:
+        del om
+        free_memory()
+
+
+def _result(key, family, cases, unlearned, original, st, es, model, original_spec, run_id,
+            elapsed, meta) -> dict:
+    from dataclasses import asdict
+
+    from sga_core.evaluation.common import finite
+    from sga_core.fileio import now_iso
+
+    case_out, samples = [], []
+    for ci, c in enumerate(cases):
+        if c.reason:
+            case_out.append({"label": c.label, "seed": c.seed, "reason": c.reason,
+                             "eval_rows": [], "attack_rows": []})
+            continue
+        base_u = [unlearned[i] for i in c.eval_rows]
+        base_o = [original[i] for i in c.eval_rows] if original is not None else None
+        metrics = case_metrics(c.scores, base_u, base_o)
+        case_out.append({"label": c.label, "seed": c.seed, "eval_rows": c.eval_rows,
+                         "attack_rows": c.attack_rows, "attack_set": c.attack_set,
+                         "metrics": metrics, "reason": None})
+        for j, i in enumerate(c.eval_rows):
+            s = c.scores[j]
+            samples.append({"case": ci, "index": i,
+                            "question": c.questions[j] if c.questions else None,
+                            "prob": s.get("prob"), "rouge": s.get("rouge"),
+                            "tokens": s.get("tokens"),
+                            "generated": s.get("generated"),
+                            "prob_unlearned": unlearned[i].get("prob"),
+                            "rouge_unlearned": unlearned[i].get("rouge"),
+                            "prob_original": original[i].get("prob") if original else None,
+                            "rouge_original": original[i].get("rouge") if original else None})
+    run_cases = [c["metrics"] for c in case_out if c.get("metrics")]
+    summary = summarise(run_cases) if run_cases else None
+    head = (summary or {}).get("probability") or {}
+    reason = None
+    if summary is None:
+        reason = "; ".join(sorted({c["reason"] for c in case_out if c.get("reason")}))
+    elif head["recovery"]["mean"] is None:
+        reason = head["reason"]
+    cls = REGISTRY[family]
+    return finite({
+        "version": RESULT_VERSION, "attack": key, "family": family, "label": cls.label,
+        "description": cls.description, "model": model, "original": original_spec,
+        "run_id": run_id, "ended_at": now_iso(),
+        "metric": "probability",
+        "recovery": head.get("recovery", {}).get("mean") if summary else None,
+        "recovery_reason": reason,
+        "summary": summary, "cases": case_out,
+        "settings": {**asdict(st), "max_new_tokens": es.max_new_tokens if st.rouge else 0,
+                     "batch_size": es.batch_size, "max_length": es.max_length,
+                     "prompt_format": es.prompt_format, "dtype": es.dtype},
+        "timings": {"attack_s": round(elapsed, 3)},
+        "samples": samples, **(meta or {})})
+
+
+def _write(out: Path, key: str, res: dict) -> None:
+    from sga_core.fileio import atomic_write_json
+
+    atomic_write_json(out / f"{key}.json", res)
+
+
+def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None, *,
+               overrides: Mapping[str, Any] | None = None, out_dir=None, progress=None,
+               original_scores: list[dict] | None = None) -> dict[str, dict]:
+    """Stress-test a run folder's ``model/`` on its data snapshot and evaluation settings;
+    the Original is the model the run unlearned from (its config's ``model``, or
+    ``overrides['original']``). Results go to ``RUN_DIR/stress/`` (or ``out_dir``)."""
+    from sga_core.config import load_config
+    from sga_core.evaluation.common import EvalError
+    from sga_core.evaluation.run import settings_from_config
+    from sga_core.model.loading import is_model_folder
+    from sga_core.runs.folder import STRESS_DIR
+
+    run_dir = Path(run_dir).resolve()
+    cfg = load_config(run_dir / "config.yaml")
+    model_dir = run_dir / "model"
+    if not is_model_folder(model_dir):
+        raise EvalError(f"run {run_dir.name} has no saved model ({model_dir})")
+    ov = dict(overrides or {})
+    original = ov.get("original") or cfg.model
+    if original and not str(original).startswith("embedded:"):
+        candidate = cfg.resolve(original)
+        original = str(candidate) if candidate is not None and Path(candidate).exists() \
+            else original
+    forget = cfg.resolve(cfg.data.forget)
+    retain = cfg.resolve(cfg.data.retain)
+    return stress_model(
+        str(model_dir), out_dir or run_dir / STRESS_DIR, str(forget),
+        str(retain) if retain else None, original=original, attacks=attacks,
+        settings=settings, eval_settings=settings_from_config(cfg, ov), progress=progress,
+        run_id=cfg.run_id or run_dir.name, train_lr=cfg.training.lr,
+        original_scores=original_scores,
+        meta={"run_dir": str(run_dir), "method": cfg.method, "method_args": cfg.method_args})

@@ -1,0 +1,132 @@
+"""Scoring attacked models and the one number per attack (docs/stress-tests.md#recovery).
+
+The forget metrics re-scored here are the two the benchmark reports on the forget set:
+the answer's probability ``exp(-nll)`` (TOFU's forget probability, the mean of the
+per-row values) and the ROUGE-L recall of the greedy answer against the gold answer.
+
+The *recovery* of an attack is the share of the unlearning gap it closes, on the very rows
+it evaluated::
+
+    recovery = (attacked - unlearned) / (original - unlearned)
+
+0: the forgetting held; 1: everything is back (the attacked model scores like the
+Original). It is not clipped: below 0 the attack pushed the model further from the
+Original, above 1 past it. Where the gap is smaller than :data:`MIN_GAP` the unlearning
+removed nothing measurable on those rows and the recovery is undefined (None, with the
+reason), never a division by a number near 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+METRICS = ("probability", "rouge")
+#: an |original - unlearned| gap below this (both metrics lie in [0, 1]) leaves the recovery
+#: undefined
+MIN_GAP = 0.01
+
+
+def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], device="cpu",
+               batch_size: int = 16, max_new_tokens: int = 48, *, progress=None,
+               stage: str = "scoring") -> list[dict]:
+    """Per (question, answer): ``prob`` = exp(-mean answer NLL) and ``tokens`` (the answer's
+    per-token probabilities with the top-5 alternatives, as ``eval/tokens.jsonl`` holds
+    them: the Token probabilities page shows attacked models from these), from one forward
+    pass; with ``max_new_tokens`` > 0 also ``generated`` (greedy) and ``rouge`` (its ROUGE-L
+    recall against the answer)."""
+    from functools import partial
+
+    from sga_core.evaluation.inputs import generate_answers
+    from sga_core.metrics.rouge import rouge_l
+    from sga_core.model.forward import _mean_nll, _records, per_sequence
+
+    def both(res):
+        return list(zip(_mean_nll(res), partial(_records, enc, 5)(res)))
+
+    seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
+    if progress is not None:
+        progress(stage, 0, len(seqs))
+    scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size)
+    out = [{"prob": _exp(-float(n)), "tokens": rec} for n, rec in scored]
+    if max_new_tokens and max_new_tokens > 0:
+        gen = generate_answers(model, enc, list(questions), max_new_tokens, "qa", device,
+                               batch_size, progress=progress, stage=f"{stage}: generating")
+        for rec, g, a in zip(out, gen, answers):
+            rec["generated"] = g
+            rec["rouge"] = float(rouge_l(g, a).recall)
+    if progress is not None:
+        progress(stage, len(seqs), len(seqs))
+    return out
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def mean_of(scores: Sequence[dict], metric: str) -> float | None:
+    """The mean of one metric (``prob`` or ``rouge``) over scored rows (None if absent)."""
+    key = "prob" if metric == "probability" else metric
+    vals = [s[key] for s in scores if isinstance(s.get(key), (int, float))
+            and math.isfinite(s[key])]
+    return sum(vals) / len(vals) if vals else None
+
+
+def recovery(attacked: float | None, unlearned: float | None,
+             original: float | None) -> tuple[float | None, str | None]:
+    """``(recovery, why undefined)``: see the module's docstring."""
+    if attacked is None or unlearned is None or original is None:
+        missing = [n for n, v in (("attacked", attacked), ("unlearned", unlearned),
+                                  ("original", original)) if v is None]
+        return None, f"no {' / '.join(missing)} value"
+    gap = original - unlearned
+    if abs(gap) < MIN_GAP:
+        return None, (f"gap ~0: original {original:.3g} vs unlearned {unlearned:.3g} (under "
+                      f"{MIN_GAP}); the unlearning removed nothing measurable on these rows")
+    return (attacked - unlearned) / gap, None
+
+
+def case_metrics(scores: Sequence[dict], unlearned: Sequence[dict],
+                 original: Sequence[dict] | None) -> dict:
+    """Per metric: the attacked, unlearned and original means on the same rows and the
+    recovery (with its reason when undefined)."""
+    out = {}
+    for m in METRICS:
+        a, u = mean_of(scores, m), mean_of(unlearned, m)
+        o = mean_of(original, m) if original is not None else None
+        rec, why = recovery(a, u, o)
+        if why and original is None:
+            why = "no Original to compare with (give --original)"
+        out[m] = {"attacked": a, "unlearned": u, "original": o, "recovery": rec,
+                  "reason": why}
+    return out
+
+
+def summarise(case_results: Sequence[dict]) -> dict:
+    """Per metric over the cases (seeds or templates): the mean attacked value and recovery
+    with their Student-t 95% intervals (an interval only with 2 cases or more), the largest
+    recovery (the worst case for the forgetting) and how many cases were undefined."""
+    from sga_core.report.stats import t_interval
+
+    out = {}
+    for m in METRICS:
+        attacked = [c[m]["attacked"] for c in case_results]
+        recs = [c[m]["recovery"] for c in case_results]
+        defined = [r for r in recs if r is not None]
+        reasons = sorted({c[m]["reason"] for c in case_results if c[m]["reason"]})
+        out[m] = {"attacked": t_interval(attacked).to_dict(),
+                  "recovery": t_interval(defined).to_dict(),
+                  "max_recovery": max(defined) if defined else None,
+                  "unlearned": _mean([c[m]["unlearned"] for c in case_results]),
+                  "original": _mean([c[m]["original"] for c in case_results]),
+                  "undefined": len(recs) - len(defined),
+                  "reason": "; ".join(reasons) or None}
+    return out
+
+
+def _mean(values) -> float | None:
+    vals = [v for v in values if isinstance(v, (int, float))]
+    return sum(vals) / len(vals) if vals else None
