@@ -31,6 +31,11 @@ MANIFEST = Path("data") / "manifest.json"
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_INFO = "checkpoint.json"
 TENSORBOARD_DIR = "tensorboard"
+# a run sent to SLURM (sga_core.runs.slurm): its batch script, the job's output, and for a
+# sweep or seed group the array script kept in its first run's folder
+SLURM_SCRIPT = "slurm.sh"
+SLURM_LOG = "slurm.log"
+SLURM_ARRAY_SCRIPT = "slurm-array.sh"
 
 
 def runs_root(path: str | os.PathLike | None = None) -> Path:
@@ -155,7 +160,7 @@ class RunIdTaken(ConfigError):
 
 
 def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
-               state: str = "queued", mode: str = "foreground") -> Path:
+               state: str = "queued", mode: str = "foreground", before_claim=None) -> Path:
     """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
 
     The folder is built under a temporary name of its own and renamed into place, so a
@@ -163,8 +168,10 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
     it fails when another launch made that folder first (at the same moment, from another
     tab, thread or process), and a run without an id of its own then takes the next one
     (``<id>-2``, ...); a run id given in ``cfg`` is refused instead. ``mode`` is "queue"
-    for runs the queue runner should start and "foreground" for runs their creator starts
-    itself (the CLI's ``train``, ``prepare``).
+    for runs the queue runner should start, "foreground" for runs their creator starts
+    itself (the CLI's ``train``, ``prepare``) and "slurm" for runs sent to SLURM.
+    ``before_claim(tmp, final, cfg)`` adds files to the folder before it is put in place
+    (the SLURM batch script); what it raises leaves no folder behind.
     """
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -188,6 +195,8 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
             cfg.run_id, cfg.base_dir = run_id, str(final)
             atomic_write_text(tmp / "config.yaml", dump_config(cfg))
             write_command_sh(cfg, final, into=tmp)
+            if before_claim is not None:
+                before_claim(tmp, final, cfg)
             run_status.write_run(tmp, state, run_id=run_id, created_at=now_iso(), mode=mode,
                                  queued_ns=time.time_ns())
             try:

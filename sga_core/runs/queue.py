@@ -108,6 +108,10 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     st = run_status.effective_run(run_dir)
     if st.get("state") in FINAL_STATES:
         return st
+    if st.get("slurm_job_id"):  # sent to SLURM: scancel (sga_core.runs.slurm.backend)
+        from sga_core.runs.slurm.backend import cancel as slurm_cancel
+
+        return slurm_cancel(run_dir)
     request_cancel(run_dir)
     if st.get("state") == "queued" and not runner_alive(run_dir.parent):
         return run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
