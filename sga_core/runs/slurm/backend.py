@@ -37,6 +37,12 @@ def preview(cfg, profile: ClusterProfile, root: str | os.PathLike | None = None)
     return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)))
 
 
+def workspace_preview(cfg, root: str | os.PathLike | None = None, workspace=None) -> str:
+    """The batch script (slurm.sh) a SLURM launch of ``cfg`` would submit, from the
+    workspace's cluster profile (the Train page's preview)."""
+    return preview(cfg, load_profile(workspace), root)
+
+
 def submit(cfgs: list, root: str | os.PathLike | None = None,
            profile: ClusterProfile | None = None, workspace=None,
            name: str | None = None) -> list[Path]:

@@ -44,9 +44,11 @@ class ClusterProfile:
                              "job array's %N throttle).", min=1, max=10_000,
                           label="jobs at once")
     extra_sbatch: list[str] = param([], "Extra #SBATCH lines, each as given (e.g. "
-                                        "--constraint=a100).", label="extra #SBATCH lines")
+                                        "--constraint=a100).", label="extra #SBATCH lines",
+                                  hidden=True)  # forms: a text area, one line each
     setup: list[str] = param([], "Shell lines run before the command (module load ..., "
-                                 "source venv/bin/activate).", label="setup lines")
+                                 "source venv/bin/activate).", label="setup lines",
+                             hidden=True)
     use_workbench_python: bool = param(True, "Put this workbench's Python environment first "
                                              "on PATH in the job (it must be on the shared "
                                              "filesystem); off when the setup lines activate "
@@ -102,11 +104,14 @@ def load_profile(workspace: str | os.PathLike | None = None) -> ClusterProfile:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def save_profile(profile: ClusterProfile, workspace: str | os.PathLike | None = None) -> Path:
-    """Check and write the profile (atomically); returns its path."""
+def save_profile(profile: ClusterProfile | dict,
+                 workspace: str | os.PathLike | None = None) -> Path:
+    """Check and write the profile (or a mapping of its settings: a form's values)
+    atomically; returns its path. A bad value is a ConfigError and nothing is written."""
     import yaml
 
-    checked = from_dict(ClusterProfile, to_dict(profile))
+    checked = from_dict(ClusterProfile, profile if isinstance(profile, dict) else
+                        to_dict(profile))
     path = profile_path(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, yaml.safe_dump(to_dict(checked), sort_keys=False))
