@@ -110,7 +110,7 @@ def effective_run(run_dir: str | os.PathLike) -> dict:
     if status.get("slurm_job_id"):
         from sga_core.runs.slurm.states import run_view as slurm_view
 
-        shown = slurm_view(run_dir, status)
+        shown = slurm_view(run_dir, status, write_run)
         if not shown.get("slurm_problem"):
             return shown
         status = shown  # SLURM cannot be asked: the processes on this machine can

@@ -168,7 +168,7 @@ RUN_STATUS_FIELDS = {
     # a run sent to SLURM (sga_core.runs.slurm): its job, node, wait and SLURM's verdict
     "backend": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
     "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
-    "slurm_state_final": STAMP, "slurm_started_at": STAMP,
+    "slurm_state_final": STAMP, "slurm_started_at": STAMP, "cancel_requested_at": STAMP,
 }
 EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,

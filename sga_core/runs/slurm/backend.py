@@ -93,6 +93,7 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     if st.get("state") in run_status.FINAL_STATES:
         return st
     request_cancel(run_dir)
+    run_status.write_run(run_dir, cancel_requested_at=now_iso())  # for the states' reader
     jid = st.get("slurm_job_id")
     if jid:
         client.scancel(str(jid))

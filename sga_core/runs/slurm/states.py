@@ -114,42 +114,44 @@ def combine(status: dict, job: dict | None, cancel_asked: bool) -> dict:
             or now_iso(), "error": status.get("error") or f"{said}; job {jid}"}
 
 
-def run_view(run_dir: str | os.PathLike, status: dict) -> dict:
+def run_view(run_dir: str | os.PathLike, status: dict, write) -> dict:
     """``status`` (a SLURM run's status.json) as it should be shown; SLURM's verdict on a
-    job it ended is written once (:func:`settle`). Where SLURM cannot be asked, the folder's
-    own status, with ``slurm_problem`` saying why."""
-    from sga_core.runs.folder import CANCEL_FILE
-
+    job it ended is written once with ``write`` (``status.write_run``; :func:`settle`).
+    Where SLURM cannot be asked, the folder's own status, with ``slurm_problem`` saying
+    why. A cancel was asked for when status.json has ``cancel_requested_at``
+    (:func:`sga_core.runs.slurm.backend.cancel`)."""
     run_dir = Path(run_dir)
-    if status.get("slurm_state_final"):  # settled: SLURM has nothing more to say
+    final = status.get("slurm_state_final")
+    if final:  # settled: SLURM has nothing more to say
+        if status.get("state") == "cancelled" and final in SLURM_STOPPED and \
+                not status.get("cancel_requested_at"):  # the trainer's SIGTERM came later
+            shown, said = ENDED[final]
+            return {**status, "state": shown, "slurm_reason": said,
+                    "error": f"{said}; job {status.get('slurm_job_id')}"}
         return status
     submitted = parse_time(status.get("slurm_submitted_at") or "")
     job, problem = TABLE.lookup(str(status["slurm_job_id"]), submitted)
     if problem:
         return {**status, "slurm_problem": problem}
-    shown = combine(status, job, (run_dir / CANCEL_FILE).exists())
-    if shown.get("state") != status.get("state") or (
-            job and job.get("state") in ENDED and shown.get("state") in
-            ("completed", "failed", "cancelled", "diverged")):
-        settle(run_dir, status, shown, job)
+    shown = combine(status, job, bool(status.get("cancel_requested_at")))
+    if job is None or job.get("state") in ENDED:
+        settle(run_dir, status, shown, job, write)
     return shown
 
 
-def settle(run_dir: Path, status: dict, shown: dict, job: dict | None) -> None:
-    """Record SLURM's final verdict in status.json (locked merge; a run that ended on its
-    own keeps its own state and error)."""
-    from sga_core.runs import status as run_status
-
-    if job is not None and job.get("state") not in ENDED:
-        return  # pending or running: nothing to settle yet
+def settle(run_dir: Path, status: dict, shown: dict, job: dict | None, write) -> None:
+    """Record SLURM's final verdict in status.json with ``write`` (a locked merge; a run
+    that ended on its own keeps its own state and error)."""
+    if job is None and status.get("state") == shown.get("state"):
+        return  # an ended run SLURM has forgotten: nothing to add
     fields = {k: shown[k] for k in ("slurm_node", "slurm_wait_s", "slurm_reason")
               if shown.get(k) is not None}
     fields["slurm_state_final"] = (job or {}).get("state") or "UNKNOWN"
     if shown.get("state") != status.get("state"):
-        run_status.write_run(run_dir, shown["state"], error=shown.get("error"),
-                             ended_at=shown.get("ended_at") or now_iso(), **fields)
+        write(run_dir, shown["state"], error=shown.get("error"),
+              ended_at=shown.get("ended_at") or now_iso(), **fields)
     else:
-        run_status.write_run(run_dir, **fields)
+        write(run_dir, **fields)
 
 
 def wait_s(status: dict) -> float | None:
