@@ -21,6 +21,9 @@ def cmd_runs(args) -> int:
             print(f"{r['run_id']:48s} {r['state']:10s} {r['method'] or '':9s} "
                   f"r={r['r'] if r['r'] is not None else '-':<6} "
                   f"{'eval:' + (r.get('eval_state') or '-'):16s} {prog}".rstrip())
+            if r.get("slurm_job_id"):
+                print(f"  slurm job {r['slurm_job_id']}"
+                      + (f": {r['slurm_reason']}" if r.get("slurm_reason") else ""))
             if r.get("damaged"):
                 print(f"  damaged: {r['damaged']}")
         return 0

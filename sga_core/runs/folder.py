@@ -284,7 +284,9 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d), "damaged": run_damage(d, st)})
+                    "eval_state": _eval_state(d), "damaged": run_damage(d, st),
+                    "slurm_job_id": st.get("slurm_job_id"),
+                    "slurm_reason": st.get("slurm_reason")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
 

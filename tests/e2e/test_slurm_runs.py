@@ -152,6 +152,27 @@ def test_slurms_time_limit_shows_as_failed_with_its_reason_within_30_s(slurm, se
     assert "time limit" in run_status.read_run(run_dir)["error"]
 
 
+def test_a_node_whose_daemon_stops_mid_run_shows_node_failure_within_30_s(slurm, setup):
+    """The node dies: its slurmd stops and the training with it. SLURM declares the node
+    down after its SlurmdTimeout and ends the job as NODE_FAIL; the run says so."""
+    (run_dir,) = submit(setup, "--max-steps", "1000000", "--no-eval")
+    jid = run_status.read_run(run_dir)["slurm_job_id"]
+    st = wait_for(lambda: (v := shown(run_dir)).get("step") and v.get("pid") and v, 300,
+                  "the first training step", interval=1.0)
+    slurm.stop_slurmd()
+    try:
+        slurm.kill_job_processes(st["pid"])  # the node's processes go with it
+        wait_for(lambda: any(j["id"] == jid and j["state"] == "NODE_FAIL"
+                             for j in slurm.jobs()), 300,
+                 "SLURM to end the job as NODE_FAIL", interval=1.0)
+        ended = time.monotonic()
+        st = wait_state(run_dir, run_status.FINAL_STATES, 30)
+        assert time.monotonic() - ended <= 30
+        assert st["state"] == "failed" and "node" in st["error"], st
+    finally:
+        slurm.start_slurmd(300)
+
+
 def test_a_bad_partition_is_sbatchs_one_line_and_leaves_no_run_folder(slurm, setup):
     save_profile(ClusterProfile(cpus=1, partition="nope"), setup["ws"])
     out = sga_cli(*setup["train"], "--max-steps", "1")

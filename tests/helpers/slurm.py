@@ -140,10 +140,20 @@ class LocalSlurm:
                                f"--seed-file={f / 'munge' / 'munged.seed'}"])
         wait_for(socket_path.exists, timeout, "munged's socket")
         self._spawn("slurmctld", [DAEMONS["slurmctld"], "-D", "-i", "-f", str(self.conf)])
+        self.start_slurmd(timeout)
+
+    def start_slurmd(self, timeout: float = 120.0) -> None:
+        """Start the node's daemon and wait until the node is idle."""
         self._spawn("slurmd", [DAEMONS["slurmd"], "-D", "-f", str(self.conf),
                                "-N", self.node])
         wait_for(self.node_idle, timeout, f"node {self.node} idle in sinfo "
-                                          f"(logs in {f})", interval=0.5)
+                                          f"(logs in {self.folder})", interval=0.5)
+
+    def stop_slurmd(self) -> None:
+        """Stop the node's daemon (a node failure, as the controller sees it)."""
+        proc = self.procs.pop("slurmd")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.folder / f"{name}.out", "ab")
@@ -166,7 +176,7 @@ class LocalSlurm:
         return out.stdout
 
     def node_state(self) -> str:
-        for name, proc in self.procs.items():
+        for name, proc in list(self.procs.items()):
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited (code {proc.returncode}); see "
                                    f"{self.folder / (name + '.out')} and its log")
@@ -195,6 +205,27 @@ class LocalSlurm:
                               if j["state"] in ("PENDING", "RUNNING", "COMPLETING",
                                                 "CONFIGURING", "SUSPENDED")],
                  120, "every job to end")
+
+    def kill_job_processes(self, pid: int) -> list[int]:
+        """SIGKILL ``pid`` and its ancestors up to and including the job's ``slurmstepd``
+        (what a node's death does to a job; each by its own pid). Returns the pids."""
+        chain, cur, found = [], pid, False
+        while cur > 1 and not found:
+            try:
+                stat = Path(f"/proc/{cur}/stat").read_text()
+            except OSError:
+                break
+            chain.append(cur)
+            found = stat[stat.index("(") + 1:stat.rindex(")")].startswith("slurmstepd")
+            cur = int(stat[stat.rindex(")") + 2:].split()[1])
+        if not found:
+            raise RuntimeError(f"pid {pid} is not a process of a SLURM job here")
+        for p in reversed(chain):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return chain
 
     # --- stop ---------------------------------------------------------------------------
 
