@@ -47,7 +47,7 @@ def cmd_runs(args) -> int:
     if args.action == "cancel":
         ev = run_status.effective_eval(run_dir)
         if run_status.effective_run(run_dir).get("state") == "completed" and (
-                ev.get("state") == "running" or queue.eval_requested(run_dir)):
+                ev.get("state") in ("running", "queued") or queue.eval_requested(run_dir)):
             try:
                 st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
             except RuntimeError as exc:  # it runs on another machine

@@ -36,6 +36,7 @@ TENSORBOARD_DIR = "tensorboard"
 SLURM_SCRIPT = "slurm.sh"
 SLURM_LOG = "slurm.log"
 SLURM_ARRAY_SCRIPT = "slurm-array.sh"
+SLURM_EVAL_SCRIPT = "slurm-eval.sh"  # a re-evaluation sent to SLURM
 
 
 def runs_root(path: str | os.PathLike | None = None) -> Path:

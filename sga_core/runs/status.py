@@ -134,7 +134,16 @@ def write_eval(run_dir: str | os.PathLike, state: str | None = None, **fields) -
 
 
 def effective_eval(run_dir: str | os.PathLike) -> dict:
-    return derive(read_eval(run_dir), EVAL_PIDS, "evaluation")
+    """eval/status.json as shown; an evaluation sent to SLURM as its job is."""
+    status = read_eval(run_dir)
+    if status.get("slurm_job_id"):
+        from sga_core.runs.slurm.states import run_view as slurm_view
+
+        shown = slurm_view(run_dir, status, write_eval)
+        if not shown.get("slurm_problem"):
+            return shown
+        status = shown
+    return derive(status, EVAL_PIDS, "evaluation")
 
 
 def run_view(run_dir: str | os.PathLike) -> dict:

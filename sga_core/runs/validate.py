@@ -174,7 +174,9 @@ EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
     "error": STAMP, "stage": STAMP, "done": COUNT, "total": COUNT, "updated_at": STAMP,
     "stage_started_at": STAMP, "elapsed_s": NUM, "host": STAMP, "pid_start": COUNT,
-    "cancel_requested_at": STAMP,
+    "cancel_requested_at": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
+    "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
+    "slurm_state_final": STAMP,
 }
 CONFIG_FIELDS = {
     "run_id": STAMP, "method": STAMP, "model": STAMP, "sweep": STAMP, "group": STAMP,

@@ -14,7 +14,7 @@ import pytest
 
 from sga_core.fileio import atomic_write_jsonl
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import SLURM_ARRAY_SCRIPT, SLURM_SCRIPT, list_runs
+from sga_core.runs.folder import SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, SLURM_SCRIPT, list_runs
 from sga_core.runs.slurm.client import TABLE
 from sga_core.runs.slurm.profile import ClusterProfile, save_profile
 from tests.helpers.cli import sga_cli
@@ -31,6 +31,7 @@ def setup(tmp_path, tiny_model_dir, monkeypatch):
     monkeypatch.setenv("SGA_SLURM_TTL", "1")
     TABLE.ttl = 1.0
     ws = tmp_path / "ws"
+    monkeypatch.setenv("SGA_WORKSPACE", str(ws))  # the workspace the app would serve
     save_profile(ClusterProfile(cpus=1, time_limit="15", max_jobs=2), ws)
     data = tmp_path / "data"
     data.mkdir()
@@ -78,6 +79,25 @@ def test_a_cli_run_on_slurm_completes_evaluated_like_a_local_run(slurm, setup):
     assert (run_dir / "eval" / "summary.json").exists()
     out = sga_cli("runs", "show", run_dir.name, "--runs-dir", str(setup["runs"]))
     assert f'"slurm_node": "{slurm.node}"' in out.stdout
+
+
+def test_re_evaluating_a_slurm_run_is_a_slurm_job_of_its_own(slurm, setup):
+    """The Results page's re-evaluation (queue.request_eval) of a run trained on SLURM goes
+    to SLURM, not to this machine's queue."""
+    from sga_core.runs import queue
+
+    (run_dir,) = submit(setup, "--max-steps", "1", "--no-eval")
+    run = wait_state(run_dir, ("completed",), 600)
+    assert not (run_dir / "eval" / "summary.json").exists()
+    queue.request_eval(run_dir)
+    ev = run_status.effective_eval(run_dir)
+    assert ev["state"] in ("queued", "running") and ev["slurm_job_id"] != run["slurm_job_id"]
+    assert "python -m sga_core eval" in (run_dir / SLURM_EVAL_SCRIPT).read_text()
+    assert not queue.eval_requested(run_dir)  # nothing left for a local runner
+    ev = wait_for(lambda: (v := run_status.effective_eval(run_dir))["state"]
+                  in run_status.FINAL_STATES and v, 600, "the evaluation job", interval=2.0)
+    assert ev["state"] == "completed", ev
+    assert (run_dir / "eval" / "summary.json").exists()
 
 
 def test_a_sweep_over_two_seeds_is_one_job_array_two_at_a_time(slurm, setup):

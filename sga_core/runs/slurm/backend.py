@@ -17,6 +17,7 @@ from sga_core.fileio import atomic_write_text, now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import (
     SLURM_ARRAY_SCRIPT,
+    SLURM_EVAL_SCRIPT,
     SLURM_SCRIPT,
     create_run,
     request_cancel,
@@ -24,7 +25,7 @@ from sga_core.runs.folder import (
 )
 from sga_core.runs.slurm import client
 from sga_core.runs.slurm.profile import ClusterProfile, load_profile
-from sga_core.runs.slurm.script import array_script, run_script
+from sga_core.runs.slurm.script import array_script, eval_script, run_script
 
 MODE = "slurm"
 
@@ -102,6 +103,42 @@ def cancel(run_dir: str | os.PathLike) -> dict:
                              error="cancelled before it started")
     client.TABLE.forget()
     return run_status.effective_run(run_dir)
+
+
+def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
+                profile: ClusterProfile | None = None, workspace=None) -> dict:
+    """Evaluate a trained SLURM run in a job of its own (the Results page's re-evaluation,
+    ``eval`` asked for later): ``slurm-eval.sh`` in the run folder, submitted; the
+    evaluation shows queued with the job's reason until the job starts it. Returns the
+    evaluation's status."""
+    from sga_core.runs.launch import eval_argv
+
+    run_dir = Path(run_dir).resolve()
+    profile = profile or load_profile(workspace)
+    script = run_dir / SLURM_EVAL_SCRIPT
+    atomic_write_text(script, eval_script(profile, run_dir, eval_argv(run_dir, sets)))
+    submitted = now_iso()
+    jid = client.sbatch(str(script))
+    client.TABLE.forget()
+    return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
+                                 slurm_submitted_at=submitted, error=None, stage=None,
+                                 started_at=None, ended_at=None, slurm_state_final=None,
+                                 slurm_reason=None, cancel_requested_at=None)
+
+
+def cancel_eval(run_dir: str | os.PathLike) -> dict:
+    """Cancel an evaluation sent to SLURM (scancel); a pending one never starts."""
+    run_dir = Path(run_dir)
+    ev = run_status.read_eval(run_dir)
+    if ev.get("state") in run_status.FINAL_STATES:
+        return ev
+    run_status.write_eval(run_dir, cancel_requested_at=now_iso())
+    client.scancel(str(ev["slurm_job_id"]))
+    client.TABLE.forget()
+    if ev.get("state") == "queued":
+        run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
+                              error="cancelled before it started")
+    return run_status.effective_eval(run_dir)
 
 
 def is_slurm_run(status: dict) -> bool:

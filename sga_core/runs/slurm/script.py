@@ -90,6 +90,21 @@ def run_script(profile: ClusterProfile, run_dir: Path) -> str:
     return "\n".join(body)
 
 
+def eval_script(profile: ClusterProfile, run_dir: Path, argv: list[str]) -> str:
+    """``slurm-eval.sh``: the evaluation of a trained run (``argv``: its ``python -m
+    sga_core eval RUN_DIR`` command) as a job of its own."""
+    run_dir = Path(run_dir)
+    return "\n".join([
+        "#!/usr/bin/env bash",
+        f"# The evaluation of run {run_dir.name} as a SLURM job (asked for after training).",
+        *sbatch_lines(profile, f"sga-eval-{run_dir.name}", f"{run_dir}/{SLURM_LOG}"),
+        "",
+        *environment_lines(profile),
+        shlex.join(argv),
+        "",
+    ])
+
+
 def array_script(profile: ClusterProfile, run_dirs: list[Path], name: str) -> str:
     """``slurm-array.sh``: a job array over ``run_dirs``, ``max_jobs`` at once; each task
     runs its run folder's slurm.sh (its output into that folder's slurm.log)."""
