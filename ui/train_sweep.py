@@ -10,8 +10,9 @@ from ui.forms import kept
 from ui.show import plain, show_error
 
 
-def sweep_panel(method: str, param: str, make_cfg, root) -> None:
-    """``make_cfg(run_id, sweep_group, value)`` builds each run's config from the form."""
+def sweep_panel(method: str, param: str, make_cfg, root, backend: str = "local") -> None:
+    """``make_cfg(run_id, sweep_group, value)`` builds each run's config from the form;
+    ``backend``: the local queue, or SLURM (the sweep as one job array)."""
     # the open state lives in the session (key): a rerun that redraws the page above it
     # (Enter in its field, a preview) does not fold the panel away under the person
     with st.expander(f"Sweep over {param}", key="train.sweep_open",
@@ -28,7 +29,7 @@ def sweep_panel(method: str, param: str, make_cfg, root) -> None:
             try:
                 group, queued = wb.queue_sweep(lambda g, v: make_cfg("", g, v),
                                                wb.parse_sweep_values(text, method),
-                                               sweep_name, root)
+                                               sweep_name, root, backend)
                 st.success(f"Queued {wb.plural(len(queued), 'run')} as sweep "
                            f"**{plain(group)}**: " +
                            ", ".join(q.name for q in queued))

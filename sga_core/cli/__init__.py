@@ -2,8 +2,9 @@
 (docs/spec.md#8-the-command-line).
 
 One module per group of commands (:mod:`~sga_core.cli.data`, :mod:`~sga_core.cli.training`,
-:mod:`~sga_core.cli.evaluation`, :mod:`~sga_core.cli.runs`, :mod:`~sga_core.cli.report`), each
-adding its parsers; the flags they share live in :mod:`~sga_core.cli.flags`."""
+:mod:`~sga_core.cli.evaluation`, :mod:`~sga_core.cli.runs`, :mod:`~sga_core.cli.report`,
+:mod:`~sga_core.cli.cluster`), each adding its parsers; the flags they share live in
+:mod:`~sga_core.cli.flags`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import argparse
 import functools
 import sys
 
-from sga_core.cli import data, evaluation, report, runs, stress, training
+from sga_core.cli import cluster, data, evaluation, report, runs, stress, training
 from sga_core.cli.flags import _flag, chosen_method
 from sga_core.cli.training import build_train_config
 from sga_core.params import ConfigError, field_specs
@@ -25,7 +26,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser = functools.partial(sub.add_parser, allow_abbrev=False)  # no --r for --retain
 
-    for group in (data, training, evaluation, stress, runs, report):
+    for group in (data, training, evaluation, stress, runs, report, cluster):
         group.add_parsers(sub, argv)
     return p
 

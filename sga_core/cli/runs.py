@@ -21,6 +21,9 @@ def cmd_runs(args) -> int:
             print(f"{r['run_id']:48s} {r['state']:10s} {r['method'] or '':9s} "
                   f"r={r['r'] if r['r'] is not None else '-':<6} "
                   f"{'eval:' + (r.get('eval_state') or '-'):16s} {prog}".rstrip())
+            if r.get("slurm_job_id"):
+                print(f"  slurm job {r['slurm_job_id']}"
+                      + (f": {r['slurm_reason']}" if r.get("slurm_reason") else ""))
             if r.get("damaged"):
                 print(f"  damaged: {r['damaged']}")
         return 0
@@ -44,7 +47,7 @@ def cmd_runs(args) -> int:
     if args.action == "cancel":
         ev = run_status.effective_eval(run_dir)
         if run_status.effective_run(run_dir).get("state") == "completed" and (
-                ev.get("state") == "running" or queue.eval_requested(run_dir)):
+                ev.get("state") in ("running", "queued") or queue.eval_requested(run_dir)):
             try:
                 st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
             except RuntimeError as exc:  # it runs on another machine

@@ -160,6 +160,8 @@ def launch_planned(args, cfgs: list) -> int:
     if len(cfgs) > 1:
         print(plural(len(cfgs), "run") + (f", seeds {cfgs[0].training.seeds} each"
                                      if cfgs[0].group else ""))
+    if chosen_backend(args) == "slurm" and not args.no_launch:
+        return submit_slurm(args, cfgs)
     queue = args.queue and not args.no_launch
     ok = True
     for cfg in cfgs:
@@ -179,6 +181,30 @@ def launch_planned(args, cfgs: list) -> int:
         print("queued: the background runner starts them one at a time "
               "(python -m sga_core runs list)")
     return 0 if ok else 1
+
+
+def chosen_backend(args) -> str:
+    """``--backend``, else the workspace profile's default backend."""
+    if getattr(args, "backend", None):
+        return args.backend
+    from sga_core.runs.slurm.profile import load_profile
+
+    return load_profile(getattr(args, "workspace", None)).backend
+
+
+def submit_slurm(args, cfgs: list) -> int:
+    """Send the runs to SLURM: one job, or one job array for a sweep or seed group."""
+    from sga_core.runs import status as run_status
+    from sga_core.runs.folder import SLURM_SCRIPT
+    from sga_core.runs.slurm.backend import submit
+
+    made = submit(cfgs, args.runs_dir, workspace=args.workspace)
+    for run_dir in made:
+        jid = run_status.read_run(run_dir).get("slurm_job_id")
+        print(f"run folder: {run_dir}")
+        print(f"slurm job:  {jid} (batch script: {run_dir / SLURM_SCRIPT})")
+    print("submitted to SLURM: python -m sga_core runs list shows their states")
+    return 0
 
 
 def write_idk_normals(base: dict, out: Path) -> str:
@@ -285,6 +311,12 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--queue", action="store_true",
                    help="queue the runs for the background runner (as the browser does) "
                         "instead of running them here one after another")
+    s.add_argument("--backend", choices=["local", "slurm"],
+                   help="where the runs go: here (local) or to SLURM as batch jobs, a sweep "
+                        "or seed group as one job array (default: the workspace's cluster "
+                        "profile, `cluster show`)")
+    s.add_argument("--workspace", help="projects folder holding the cluster profile "
+                                       "(default $SGA_WORKSPACE or ./workspace)")
     s.add_argument("--notes")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
     s.add_argument("--resume", metavar="RUN",

@@ -33,6 +33,12 @@ CHECKPOINT_INFO = "checkpoint.json"
 TENSORBOARD_DIR = "tensorboard"
 STRESS_DIR = "stress"  # stress tests of the model: stress/<attack>.json (docs/stress-tests.md)
 STRESS_KEPT = "kept"  # inside STRESS_DIR: relearned copies kept on request (--keep)
+# a run sent to SLURM (sga_core.runs.slurm): its batch script, the job's output, and for a
+# sweep or seed group the array script kept in its first run's folder
+SLURM_SCRIPT = "slurm.sh"
+SLURM_LOG = "slurm.log"
+SLURM_ARRAY_SCRIPT = "slurm-array.sh"
+SLURM_EVAL_SCRIPT = "slurm-eval.sh"  # a re-evaluation sent to SLURM
 
 
 def runs_root(path: str | os.PathLike | None = None) -> Path:
@@ -157,7 +163,7 @@ class RunIdTaken(ConfigError):
 
 
 def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
-               state: str = "queued", mode: str = "foreground") -> Path:
+               state: str = "queued", mode: str = "foreground", before_claim=None) -> Path:
     """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
 
     The folder is built under a temporary name of its own and renamed into place, so a
@@ -165,8 +171,10 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
     it fails when another launch made that folder first (at the same moment, from another
     tab, thread or process), and a run without an id of its own then takes the next one
     (``<id>-2``, ...); a run id given in ``cfg`` is refused instead. ``mode`` is "queue"
-    for runs the queue runner should start and "foreground" for runs their creator starts
-    itself (the CLI's ``train``, ``prepare``).
+    for runs the queue runner should start, "foreground" for runs their creator starts
+    itself (the CLI's ``train``, ``prepare``) and "slurm" for runs sent to SLURM.
+    ``before_claim(tmp, final, cfg)`` adds files to the folder before it is put in place
+    (the SLURM batch script); what it raises leaves no folder behind.
     """
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -190,6 +198,8 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
             cfg.run_id, cfg.base_dir = run_id, str(final)
             atomic_write_text(tmp / "config.yaml", dump_config(cfg))
             write_command_sh(cfg, final, into=tmp)
+            if before_claim is not None:
+                before_claim(tmp, final, cfg)
             run_status.write_run(tmp, state, run_id=run_id, created_at=now_iso(), mode=mode,
                                  queued_ns=time.time_ns())
             try:
@@ -277,7 +287,9 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d), "damaged": run_damage(d, st)})
+                    "eval_state": _eval_state(d), "damaged": run_damage(d, st),
+                    "slurm_job_id": st.get("slurm_job_id"),
+                    "slurm_reason": st.get("slurm_reason")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
 

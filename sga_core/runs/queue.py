@@ -108,6 +108,10 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     st = run_status.effective_run(run_dir)
     if st.get("state") in FINAL_STATES:
         return st
+    if st.get("slurm_job_id"):  # sent to SLURM: scancel (sga_core.runs.slurm.backend)
+        from sga_core.runs.slurm.backend import cancel as slurm_cancel
+
+        return slurm_cancel(run_dir)
     request_cancel(run_dir)
     if st.get("state") == "queued" and not runner_alive(run_dir.parent):
         return run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
@@ -125,6 +129,10 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
 
     run_dir = Path(run_dir)
     ev = run_status.effective_eval(run_dir)
+    if ev.get("slurm_job_id") and ev.get("state") in ("queued", "running"):
+        from sga_core.runs.slurm.backend import cancel_eval as slurm_cancel_eval
+
+        return slurm_cancel_eval(run_dir)
     requested = (run_dir / EVAL_REQUEST).exists()
     (run_dir / EVAL_REQUEST).unlink(missing_ok=True)  # no evaluation starts after this one
     if ev.get("state") != "running":
@@ -199,6 +207,13 @@ def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = No
     from sga_core.fileio import atomic_write_json
 
     run_dir = Path(run_dir)
+    if run_status.read_run(run_dir).get("slurm_job_id"):  # a SLURM run: its evaluation too
+        from sga_core.runs.slurm.backend import submit_eval
+        from sga_core.runs.slurm.client import unavailable
+
+        if not unavailable():
+            submit_eval(run_dir, sets)
+            return
     atomic_write_json(run_dir / EVAL_REQUEST, {"requested_at": now_iso(),
                                                "sets": {k: str(v) for k, v in
                                                         (sets or {}).items()},

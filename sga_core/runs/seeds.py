@@ -98,21 +98,33 @@ def sweep_configs(make_cfg, values: list[float], group: str, root=None) -> list[
     return [p[i] for i in range(width) for p in per_value if i < len(p)]
 
 
-def submit_seeds(cfg: TrainConfig, root=None) -> list[Path]:
-    """Queue ``cfg`` once per seed (one run when it has one seed); the run folders."""
+def submit_seeds(cfg: TrainConfig, root=None, backend: str = "local",
+                 workspace=None) -> list[Path]:
+    """Queue ``cfg`` once per seed (one run when it has one seed); the run folders. With
+    ``backend="slurm"`` the runs go to SLURM (a seed group as one job array)."""
+    return submit_configs(expand_seeds(cfg, root), root, backend, workspace)
+
+
+def submit_configs(cfgs: list[TrainConfig], root=None, backend: str = "local",
+                   workspace=None) -> list[Path]:
+    """Send ``cfgs`` to the local queue, or to SLURM (one job, or one job array)."""
+    if backend == "slurm":
+        from sga_core.runs.slurm.backend import submit as slurm_submit
+
+        return slurm_submit(cfgs, root, workspace=workspace)
     from sga_core.runs.queue import submit
 
-    return [submit(c, root) for c in expand_seeds(cfg, root)]
+    return [submit(c, root) for c in cfgs]
 
 
-def queue_sweep(make_cfg, values: list[float], name: str, root=None) -> tuple[str, list[Path]]:
+def queue_sweep(make_cfg, values: list[float], name: str, root=None,
+                backend: str = "local") -> tuple[str, list[Path]]:
     """Queue one run per value (``make_cfg(sweep_group, value)`` builds each config) as one
     sweep group, each repeated over its seeds (``training.seeds``: one seed group per
-    value); returns the sweep's name and the run folders."""
-    from sga_core.runs.queue import submit
-
+    value); returns the sweep's name and the run folders. ``backend="slurm"``: one job
+    array on the cluster (docs/slurm.md)."""
     group = sweep_name(name)
-    return group, [submit(c, root) for c in sweep_configs(make_cfg, values, group, root)]
+    return group, submit_configs(sweep_configs(make_cfg, values, group, root), root, backend)
 
 
 def queued_text(dirs: list[Path], cfgs: list[TrainConfig] | None = None) -> str:

@@ -104,8 +104,17 @@ def write_run(run_dir: str | os.PathLike, state: str | None = None, **fields) ->
 
 def effective_run(run_dir: str | os.PathLike) -> dict:
     """status.json as shown: a running run whose launcher and trainer are both gone is
-    failed; one whose trainer still lives is running, whatever became of its launcher."""
-    return derive(read_run(run_dir), RUN_PIDS, "training")
+    failed; one whose trainer still lives is running, whatever became of its launcher. A run
+    sent to SLURM is shown as its job is (:func:`sga_core.runs.slurm.states.run_view`)."""
+    status = read_run(run_dir)
+    if status.get("slurm_job_id"):
+        from sga_core.runs.slurm.states import run_view as slurm_view
+
+        shown = slurm_view(run_dir, status, write_run)
+        if not shown.get("slurm_problem"):
+            return shown
+        status = shown  # SLURM cannot be asked: the processes on this machine can
+    return derive(status, RUN_PIDS, "training")
 
 
 # --- evaluations ----------------------------------------------------------------------------
@@ -125,7 +134,16 @@ def write_eval(run_dir: str | os.PathLike, state: str | None = None, **fields) -
 
 
 def effective_eval(run_dir: str | os.PathLike) -> dict:
-    return derive(read_eval(run_dir), EVAL_PIDS, "evaluation")
+    """eval/status.json as shown; an evaluation sent to SLURM as its job is."""
+    status = read_eval(run_dir)
+    if status.get("slurm_job_id"):
+        from sga_core.runs.slurm.states import run_view as slurm_view
+
+        shown = slurm_view(run_dir, status, write_eval)
+        if not shown.get("slurm_problem"):
+            return shown
+        status = shown
+    return derive(status, EVAL_PIDS, "evaluation")
 
 
 def run_view(run_dir: str | os.PathLike) -> dict:

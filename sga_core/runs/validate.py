@@ -165,12 +165,18 @@ RUN_STATUS_FIELDS = {
     "resumed_from": COUNT, "resumed_at": STAMP, "resume": opt(flag),
     # each pid's start time (clock ticks since boot): with the pid, which process it was
     "pid_start": COUNT, "launcher_pid_start": COUNT, "runner_pid_start": COUNT,
+    # a run sent to SLURM (sga_core.runs.slurm): its job, node, wait and SLURM's verdict
+    "backend": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
+    "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
+    "slurm_state_final": STAMP, "slurm_started_at": STAMP, "cancel_requested_at": STAMP,
 }
 EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
     "error": STAMP, "stage": STAMP, "done": COUNT, "total": COUNT, "updated_at": STAMP,
     "stage_started_at": STAMP, "elapsed_s": NUM, "host": STAMP, "pid_start": COUNT,
-    "cancel_requested_at": STAMP,
+    "cancel_requested_at": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
+    "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
+    "slurm_state_final": STAMP,
 }
 CONFIG_FIELDS = {
     "run_id": STAMP, "method": STAMP, "model": STAMP, "sweep": STAMP, "group": STAMP,

@@ -1,0 +1,145 @@
+"""Sending runs to SLURM, and cancelling them.
+
+:func:`submit` makes the run folders (config.yaml, command.sh, data snapshot and slurm.sh),
+checks the batch script with ``sbatch --test-only`` before the first folder is put in place,
+and submits: one job for one run, one job array for a sweep or a seed group (throttled to
+the profile's ``max_jobs``). A refusal by ``sbatch`` is a one-line :class:`SlurmError` and
+leaves no run folder behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from sga_core.fileio import atomic_write_text, now_iso
+from sga_core.runs import status as run_status
+from sga_core.runs.folder import (
+    SLURM_ARRAY_SCRIPT,
+    SLURM_EVAL_SCRIPT,
+    SLURM_SCRIPT,
+    create_run,
+    request_cancel,
+    runs_root,
+)
+from sga_core.runs.slurm import client
+from sga_core.runs.slurm.profile import ClusterProfile, load_profile
+from sga_core.runs.slurm.script import array_script, eval_script, run_script
+
+MODE = "slurm"
+
+
+def preview(cfg, profile: ClusterProfile, root: str | os.PathLike | None = None) -> str:
+    """The batch script a launch of ``cfg`` would submit (its run id as a preview)."""
+    from sga_core.runs.folder import make_run_id
+
+    root = runs_root(root)
+    return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)))
+
+
+def workspace_preview(cfg, root: str | os.PathLike | None = None, workspace=None) -> str:
+    """The batch script (slurm.sh) a SLURM launch of ``cfg`` would submit, from the
+    workspace's cluster profile (the Train page's preview)."""
+    return preview(cfg, load_profile(workspace), root)
+
+
+def submit(cfgs: list, root: str | os.PathLike | None = None,
+           profile: ClusterProfile | None = None, workspace=None,
+           name: str | None = None) -> list[Path]:
+    """Create the run folders of ``cfgs`` and submit them to SLURM; returns the folders."""
+    why = client.unavailable()
+    if why:
+        raise client.SlurmError(f"SLURM is not available: {why}")
+    profile = profile or load_profile(workspace)
+    made: list[Path] = []
+    checked = []
+
+    def add_script(tmp: Path, final: Path, cfg) -> None:
+        atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final))
+        (tmp / SLURM_SCRIPT).chmod(0o755)
+        if not checked:  # partition, account, QoS, limits: before any folder exists
+            client.sbatch(str(tmp / SLURM_SCRIPT), test_only=True)
+            checked.append(True)
+
+    try:
+        for cfg in cfgs:
+            made.append(create_run(cfg, root, state="queued", mode=MODE,
+                                   before_claim=add_script))
+        submitted = now_iso()
+        if len(made) == 1:
+            ids = [client.sbatch(str(made[0] / SLURM_SCRIPT))]
+        else:
+            group = name or cfgs[0].sweep or cfgs[0].group or made[0].name
+            script = made[0] / SLURM_ARRAY_SCRIPT
+            atomic_write_text(script, array_script(profile, made, group))
+            array_id = client.sbatch(str(script))
+            ids = [f"{array_id}_{i}" for i in range(len(made))]
+    except BaseException:
+        for d in made:  # sbatch refused: no run folder is left for a job that never was
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    for d, jid in zip(made, ids):
+        run_status.write_run(d, backend=MODE, slurm_job_id=jid, slurm_submitted_at=submitted)
+    client.TABLE.forget()
+    return made
+
+
+def cancel(run_dir: str | os.PathLike) -> dict:
+    """Cancel a SLURM run: the CANCEL file (a trainer that runs stops at its next step; a
+    job that starts after this ends before training) and ``scancel``. A pending job is then
+    cancelled at once and never starts."""
+    run_dir = Path(run_dir)
+    st = run_status.read_run(run_dir)
+    if st.get("state") in run_status.FINAL_STATES:
+        return st
+    request_cancel(run_dir)
+    run_status.write_run(run_dir, cancel_requested_at=now_iso())  # for the states' reader
+    jid = st.get("slurm_job_id")
+    if jid:
+        client.scancel(str(jid))
+    if st.get("state") == "queued" and not st.get("slurm_started_at"):
+        run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
+                             error="cancelled before it started")
+    client.TABLE.forget()
+    return run_status.effective_run(run_dir)
+
+
+def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
+                profile: ClusterProfile | None = None, workspace=None) -> dict:
+    """Evaluate a trained SLURM run in a job of its own (the Results page's re-evaluation,
+    ``eval`` asked for later): ``slurm-eval.sh`` in the run folder, submitted; the
+    evaluation shows queued with the job's reason until the job starts it. Returns the
+    evaluation's status."""
+    from sga_core.runs.launch import eval_argv
+
+    run_dir = Path(run_dir).resolve()
+    profile = profile or load_profile(workspace)
+    script = run_dir / SLURM_EVAL_SCRIPT
+    atomic_write_text(script, eval_script(profile, run_dir, eval_argv(run_dir, sets)))
+    submitted = now_iso()
+    jid = client.sbatch(str(script))
+    client.TABLE.forget()
+    return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
+                                 slurm_submitted_at=submitted, error=None, stage=None,
+                                 started_at=None, ended_at=None, slurm_state_final=None,
+                                 slurm_reason=None, cancel_requested_at=None)
+
+
+def cancel_eval(run_dir: str | os.PathLike) -> dict:
+    """Cancel an evaluation sent to SLURM (scancel); a pending one never starts."""
+    run_dir = Path(run_dir)
+    ev = run_status.read_eval(run_dir)
+    if ev.get("state") in run_status.FINAL_STATES:
+        return ev
+    run_status.write_eval(run_dir, cancel_requested_at=now_iso())
+    client.scancel(str(ev["slurm_job_id"]))
+    client.TABLE.forget()
+    if ev.get("state") == "queued":
+        run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
+                              error="cancelled before it started")
+    return run_status.effective_eval(run_dir)
+
+
+def is_slurm_run(status: dict) -> bool:
+    return bool(status.get("slurm_job_id")) or status.get("mode") == MODE

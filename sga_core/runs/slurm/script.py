@@ -1,0 +1,125 @@
+"""The batch scripts: ``slurm.sh`` in each run folder (beside command.sh; ``sbatch slurm.sh``
+resubmits the run by hand) and, for a sweep or seed group, ``slurm-array.sh`` (a job array
+whose task N runs the Nth run folder's slurm.sh, at most the profile's ``max_jobs`` at once).
+
+The job runs the run folder's own ``command.sh``: the run folder stays the contract, and the
+pages read what the job writes into it as they read a local run.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from sga_core.assets import PROJECT_ROOT
+from sga_core.runs.folder import SLURM_LOG, SLURM_SCRIPT
+from sga_core.runs.slurm.profile import ClusterProfile
+
+JOB_NAME_MAX = 64
+
+
+def sbatch_lines(profile: ClusterProfile, job_name: str, output: str) -> list[str]:
+    """The ``#SBATCH`` lines the profile asks for, in a fixed order."""
+    p = profile
+    opts = [f"--job-name={job_name[:JOB_NAME_MAX]}", f"--output={output}",
+            "--open-mode=append"]
+    for key, flag in (("partition", "partition"), ("account", "account"), ("qos", "qos")):
+        if getattr(p, key).strip():
+            opts.append(f"--{flag}={getattr(p, key).strip()}")
+    if p.time_limit.strip():
+        opts.append(f"--time={p.time_limit.strip()}")
+    opts += [f"--nodes={p.nodes}", "--ntasks-per-node=1", f"--cpus-per-task={p.cpus}"]
+    if p.gpus:
+        opts.append(f"--gres=gpu:{p.gres_type.strip() + ':' if p.gres_type.strip() else ''}"
+                    f"{p.gpus}")
+    if p.mem.strip():
+        opts.append(f"--mem={p.mem.strip()}")
+    if p.signal_seconds:
+        opts.append(f"--signal=B:USR1@{p.signal_seconds}")
+    opts.append("--requeue" if p.requeue else "--no-requeue")
+    opts += [line.strip() for line in p.extra_sbatch if line.strip()]
+    return [f"#SBATCH {o}" for o in opts]
+
+
+def environment_lines(profile: ClusterProfile) -> list[str]:
+    """Setup lines, then the workbench's own environment when asked for (its Python first
+    on PATH, its code on PYTHONPATH) and the project root as the working folder."""
+    lines = [line.rstrip() for line in profile.setup if line.strip()]
+    if profile.use_workbench_python:
+        lines.append(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:\"$PATH\"")
+    lines.append(f"export PYTHONPATH={shlex.quote(str(PROJECT_ROOT))}"
+                 "${PYTHONPATH:+:$PYTHONPATH}")
+    lines.append(f"cd {shlex.quote(str(PROJECT_ROOT))}")
+    return lines
+
+
+def run_script(profile: ClusterProfile, run_dir: Path) -> str:
+    """``slurm.sh`` of the run at ``run_dir`` (its final path)."""
+    run_dir = Path(run_dir)
+    q = shlex.quote(str(run_dir))
+    body = [
+        "#!/usr/bin/env bash",
+        f"# The SLURM job of run {run_dir.name}, from the workspace's cluster profile.",
+        f"# Resubmit it by hand: sbatch {q}/{SLURM_SCRIPT}",
+        *sbatch_lines(profile, f"sga-{run_dir.name}", f"{run_dir}/{SLURM_LOG}"),
+        "",
+        *environment_lines(profile),
+        f"RUN_DIR={q}",
+        "# records the node and the wait; a run cancelled before it started ends here",
+        'python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0',
+    ]
+    if profile.signal_seconds:
+        body += [
+            "# SLURM's USR1 before the time limit goes to the training (a checkpoint)",
+            'bash "$RUN_DIR/command.sh" &',
+            "child=$!",
+            "trap 'trap \"\" USR1; kill -USR1 0' USR1",
+            'code=0; wait "$child" || code=$?',
+            'while kill -0 "$child" 2>/dev/null; do wait "$child" || code=$?; done',
+        ]
+    else:
+        body += ['code=0; bash "$RUN_DIR/command.sh" || code=$?']
+    body += [
+        "# the evaluation, in this job, when the run asks for one and did not evaluate itself",
+        'if [ "$code" -eq 0 ]; then python -m sga_core.runs.slurm.job evaluate "$RUN_DIR" '
+        '|| code=$?; fi',
+        'exit "$code"',
+        "",
+    ]
+    return "\n".join(body)
+
+
+def eval_script(profile: ClusterProfile, run_dir: Path, argv: list[str]) -> str:
+    """``slurm-eval.sh``: the evaluation of a trained run (``argv``: its ``python -m
+    sga_core eval RUN_DIR`` command) as a job of its own."""
+    run_dir = Path(run_dir)
+    return "\n".join([
+        "#!/usr/bin/env bash",
+        f"# The evaluation of run {run_dir.name} as a SLURM job (asked for after training).",
+        *sbatch_lines(profile, f"sga-eval-{run_dir.name}", f"{run_dir}/{SLURM_LOG}"),
+        "",
+        *environment_lines(profile),
+        shlex.join(argv),
+        "",
+    ])
+
+
+def array_script(profile: ClusterProfile, run_dirs: list[Path], name: str) -> str:
+    """``slurm-array.sh``: a job array over ``run_dirs``, ``max_jobs`` at once; each task
+    runs its run folder's slurm.sh (its output into that folder's slurm.log)."""
+    runs = " ".join(shlex.quote(str(d)) for d in run_dirs)
+    lines = sbatch_lines(profile, f"sga-{name}", "/dev/null")
+    throttle = min(profile.max_jobs, len(run_dirs))
+    return "\n".join([
+        "#!/usr/bin/env bash",
+        f"# The job array of {len(run_dirs)} runs ({name}); task N runs the Nth run folder's",
+        f"# {SLURM_SCRIPT}, at most {throttle} at once; each writes its own {SLURM_LOG}.",
+        *lines,
+        f"#SBATCH --array=0-{len(run_dirs) - 1}%{throttle}",
+        "",
+        f"RUNS=({runs})",
+        'RUN_DIR="${RUNS[$SLURM_ARRAY_TASK_ID]}"',
+        f'exec bash "$RUN_DIR/{SLURM_SCRIPT}" >>"$RUN_DIR/{SLURM_LOG}" 2>&1',
+        "",
+    ])

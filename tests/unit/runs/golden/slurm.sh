@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The SLURM job of run sga-r-0p8-k4-20261124-080000, from the workspace's cluster profile.
+# Resubmit it by hand: sbatch /shared/runs/sga-r-0p8-k4-20261124-080000/slurm.sh
+#SBATCH --job-name=sga-sga-r-0p8-k4-20261124-080000
+#SBATCH --output=/shared/runs/sga-r-0p8-k4-20261124-080000/slurm.log
+#SBATCH --open-mode=append
+#SBATCH --partition=gpu
+#SBATCH --account=lab-unlearn
+#SBATCH --qos=normal
+#SBATCH --time=1-02:00:00
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=32
+#SBATCH --gres=gpu:a100:8
+#SBATCH --mem=256G
+#SBATCH --signal=B:USR1@300
+#SBATCH --requeue
+#SBATCH --constraint=a100
+#SBATCH --exclusive
+
+module load cuda/12.1
+source /shared/venv/bin/activate
+export PYTHONPATH=<PROJECT_ROOT>${PYTHONPATH:+:$PYTHONPATH}
+cd <PROJECT_ROOT>
+RUN_DIR=/shared/runs/sga-r-0p8-k4-20261124-080000
+# records the node and the wait; a run cancelled before it started ends here
+python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0
+# SLURM's USR1 before the time limit goes to the training (a checkpoint)
+bash "$RUN_DIR/command.sh" &
+child=$!
+trap 'trap "" USR1; kill -USR1 0' USR1
+code=0; wait "$child" || code=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child" || code=$?; done
+# the evaluation, in this job, when the run asks for one and did not evaluate itself
+if [ "$code" -eq 0 ]; then python -m sga_core.runs.slurm.job evaluate "$RUN_DIR" || code=$?; fi
+exit "$code"
