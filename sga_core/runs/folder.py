@@ -32,6 +32,7 @@ DATA_DIR = "data"  # the snapshot of the data used
 MANIFEST_FILE = "manifest.json"  # in data/: each file's row count and rows hash
 MODEL_DIR = "model"
 MERGED_MODEL_DIR = "model-merged"  # a LoRA run's adapter merged into its base
+BEST_MODEL_DIR = "best_model"  # with keep_best: the model of the best evaluated step
 REINFORCED_DIR = "reinforced"  # WHP's reinforced model
 CHECKPOINTS_DIR = "checkpoints"
 EVAL_DIR = "eval"  # an evaluation's folder: a run's eval/, or any --out folder
@@ -50,9 +51,9 @@ MANIFEST = Path(DATA_DIR) / MANIFEST_FILE
 
 #: every name above, for the check that no other module spells one
 NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, DATA_DIR,
-         MANIFEST_FILE, MODEL_DIR, MERGED_MODEL_DIR, REINFORCED_DIR, CHECKPOINTS_DIR,
-         CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY, PER_SAMPLE, TOKENS,
-         REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST)
+         MANIFEST_FILE, MODEL_DIR, MERGED_MODEL_DIR, BEST_MODEL_DIR, REINFORCED_DIR,
+         CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
+         PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST)
 
 
 def rel(*parts: str) -> str:
@@ -103,6 +104,7 @@ class RunFolder:
     manifest_path = property(lambda self: self.path / MANIFEST)
     model_dir = property(lambda self: self.path / MODEL_DIR)
     merged_model_dir = property(lambda self: self.path / MERGED_MODEL_DIR)
+    best_model_dir = property(lambda self: self.path / BEST_MODEL_DIR)
     reinforced_dir = property(lambda self: self.path / REINFORCED_DIR)
     checkpoints_dir = property(lambda self: self.path / CHECKPOINTS_DIR)
     tensorboard_dir = property(lambda self: self.path / TENSORBOARD_DIR)
@@ -439,3 +441,4 @@ def wait_for_final(run_dir: str | os.PathLike, timeout: float = 600.0) -> dict:
             return st
         time.sleep(0.5)
     raise TimeoutError(f"run {run_dir} did not finish within {timeout}s")
+
