@@ -95,7 +95,7 @@ def preview(cfg, root: str | os.PathLike | None = None) -> tuple[str, str, str]:
     """(run id, the exact launch command, config.yaml) of a config about to be launched."""
     from sga_core.config import dump_config
     from sga_core.runs.command import command_text
-    from sga_core.runs.folder import make_run_id
+    from sga_core.runs.create import make_run_id
 
     root = runs_root(root)
     cfg.run_id = cfg.run_id or make_run_id(cfg, root)
