@@ -79,13 +79,13 @@ def demo_defaults(base: dict, args) -> None:
 def cmd_resume(args) -> int:
     """``train --resume RUN``: the run continues in its own folder from its newest
     checkpoint, here (or queued with --queue)."""
-    from sga_core.runs.folder import run_path, runs_root
+    from sga_core.runs.folder import RunFolder, run_path, runs_root
     from sga_core.runs.launch import request_resume, run_foreground
     from sga_core.runs.queue import ensure_runner
 
     given = Path(args.resume)
     run_dir = given if given.is_dir() else run_path(args.resume, args.runs_dir)
-    if not (run_dir / "config.yaml").exists():
+    if not RunFolder(run_dir).exists():
         raise ConfigError(f"--resume {args.resume}: no run folder at {run_dir}")
     request_resume(run_dir, "queue" if args.queue else "foreground")
     print(f"run folder: {run_dir.resolve()}")
