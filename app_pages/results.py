@@ -59,7 +59,7 @@ else:
 st.subheader("Loss curves")
 names = wb.display_names(all_runs, project)
 trained = [r["run_id"] for r in all_runs if r["method"] != "finetune"]
-started = [i for i in trained if (root / i / "metrics.jsonl").exists()]  # not queued ones
+started = [i for i in trained if wb.RunFolder.of(i, root).metrics_path.exists()]  # not queued
 # keyed by what has trained: a run that finishes (or another project) brings a new default
 chosen = st.multiselect("runs", trained, default=started[:3],
                         key=f"results.curves.{project.name}.{len(started)}",
@@ -103,7 +103,7 @@ if len(ids) >= 2:
             st.write("Same settings.")
 
 pending = [r for r in all_runs if r["state"] == "completed" and
-           not (root / r["run_id"] / "eval" / "summary.json").exists()]
+           not wb.RunFolder(r["path"]).summary_path.exists()]
 if pending:
     waiting = [r["run_id"] for r in pending if r.get("eval_state") not in ("queued", "running")]
     evaluating = [r for r in pending if r.get("eval_state") in ("queued", "running")]

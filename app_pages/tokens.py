@@ -21,10 +21,10 @@ root = wb.runs_root()
 forget = project.forget()
 everything = wb.project_runs(project, root)
 warn_damaged(everything)
-runs = [r for r in everything if (root / r["run_id"] / "eval" / "tokens.jsonl").exists()]
+runs = [r for r in everything if wb.RunFolder(r["path"]).tokens_path.exists()]
 original = root / wb.original_run_id(project)
 without = [r["run_id"] for r in everything if r["run_id"] not in {x["run_id"] for x in runs}
-           and (root / r["run_id"] / "eval" / "summary.json").exists()]
+           and wb.RunFolder(r["path"]).summary_path.exists()]
 if without:  # evaluated before text evaluations wrote token tables
     st.caption(f"{wb.plural(len(without), 'evaluated run')} without token tables (evaluated "
                "before they were written for text).")

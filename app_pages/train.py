@@ -150,7 +150,7 @@ if c1.button("Preview command", key="train.preview"):
         st.session_state["train.previewed"] = (rid, wb.dump_config(make_cfg("")))
         st.code(command, language="bash")
         show_batch_script(backend, make_cfg(rid), root)
-        with st.expander("config.yaml"):
+        with st.expander(wb.RunFolder(rid).config_path.name):
             st.code(config_yaml, language="yaml")
     except (wb.ConfigError, ValueError) as exc:
         show_error(exc, "invalid settings")

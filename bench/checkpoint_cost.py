@@ -75,14 +75,17 @@ def cost(model: str, runs: Path, mode: str, steps: int) -> dict:
     run_dir = runs / run_id
     if out.returncode != 0:
         raise SystemExit(f"{mode} run failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    log = (run_dir / "train.log").read_text()
+    from sga_core.runs.folder import RunFolder
+
+    run = RunFolder(run_dir)
+    log = run.train_log_path.read_text()
     saves = {int(k): float(v) for k, v in SAVED.findall(log)}
     elapsed = [json.loads(x)["elapsed_s"] for x in
-               (run_dir / "metrics.jsonl").read_text().splitlines() if x]
+               run.metrics_path.read_text().splitlines() if x]
     # elapsed_s is taken after a step, before its save: the gap to the next one is that
     # save plus the next step
     step_s = [elapsed[k] - elapsed[k - 1] - saves.get(k, 0.0) for k in range(1, len(elapsed))]
-    size = sum(f.stat().st_size for f in (run_dir / "checkpoints").rglob("*") if f.is_file())
+    size = sum(f.stat().st_size for f in run.checkpoints_dir.rglob("*") if f.is_file())
     return {"save_s": statistics.median(saves.values()), "saves": list(saves.values()),
             "step_s": statistics.median(step_s), "size_mb": size / 2**20}
 
@@ -108,6 +111,7 @@ def identity(model: str, runs: Path, method: str) -> tuple[float, float]:
     assert out.returncode == 0, out.stderr[-3000:]
     from sga_core.runs import checkpoints, launch
     from sga_core.runs import status as run_status
+    from sga_core.runs.folder import RunFolder
 
     run_dir = runs / cut
     proc = launch.start(run_dir)
@@ -121,13 +125,13 @@ def identity(model: str, runs: Path, method: str) -> tuple[float, float]:
     assert out.returncode == 0, out.stderr[-3000:]
 
     def losses(d):
-        lines = (runs / d / "metrics.jsonl").read_text().splitlines()
+        lines = RunFolder(runs / d).metrics_path.read_text().splitlines()
         return [json.loads(x)["loss"] for x in lines if x]
 
     a, b = losses(whole), losses(cut)
     assert len(a) == len(b) == 20, (len(a), len(b))
-    wa = load_file(str(runs / whole / "model" / "model.safetensors"))
-    wb = load_file(str(runs / cut / "model" / "model.safetensors"))
+    wa = load_file(str(RunFolder(runs / whole).model_dir / "model.safetensors"))
+    wb = load_file(str(RunFolder(runs / cut).model_dir / "model.safetensors"))
     loss_diff = max(abs(x - y) for x, y in zip(a, b))
     weight_diff = max(float((wa[k].double() - wb[k].double()).abs().max()) for k in wa)
     return loss_diff, weight_diff

@@ -37,7 +37,8 @@ def main(argv=None) -> int:
     from sga_core.projects import create_demo_project, list_projects, load_project
     from sga_core.projects.prepare import prepare
     from sga_core.projects.training import default_eval, original_run_id, reference_run_id
-    from sga_core.runs.folder import create_run, runs_root
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import RunFolder, runs_root
     from sga_core.runs.launch import run_foreground
     from sga_core.runs.status import read_run
 
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
                               "nll_before": st.get("nll_before"),
                               "nll_after": st.get("nll_after")}
         print(json.dumps({k: report[k] for k in report}, indent=1), flush=True)
-    original = root / original_run_id(project) / "model"
+    original = RunFolder.of(original_run_id(project), root).model_dir
 
     t0 = time.time()
     rs = run_analysis(str(original), project.forget(), project.normals(), "qa", 4)

@@ -29,7 +29,7 @@ class Demo:
         from sga_core.normals.idk import idk_normals
         from sga_core.projects import create_demo_project, list_projects, load_project
         from sga_core.projects.training import original_run_id, reference_run_id
-        from sga_core.runs.folder import runs_root
+        from sga_core.runs.folder import RunFolder, runs_root
 
         self.tiny = model == "tiny"
         self._tmp = tempfile.TemporaryDirectory(prefix="sga-bench-") if self.tiny else None
@@ -41,19 +41,20 @@ class Demo:
             self.project = create_demo_project(root=tmp / "workspace")
             self.model = str(build_tiny_model(tmp / "original"))
             self.reference = tmp / "runs" / "demo-retain-ref"
-            build_tiny_model(self.reference / "model", seed=1)
-            (self.reference / "config.yaml").write_text("run_id: demo-retain-ref\n")
+            ref = RunFolder(self.reference)
+            build_tiny_model(ref.model_dir, seed=1)
+            ref.config_path.write_text("run_id: demo-retain-ref\n")
             # its own evaluation holds its forget truth ratios, as prepare's does
             from sga_core.evaluation import EvalSettings, evaluate_model
 
-            evaluate_model(str(self.reference / "model"), self.reference / "eval",
+            evaluate_model(str(ref.model_dir), ref.eval_dir,
                            str(self.project.forget_path), None, {}, str(self.reference),
                            settings=EvalSettings(max_new_tokens=4))
         else:
             self.root = runs_root(runs_dir)
             self.project = (load_project("demo") if "demo" in list_projects()
                             else create_demo_project())
-            prepared = self.root / original_run_id(self.project) / "model"
+            prepared = RunFolder.of(original_run_id(self.project), self.root).model_dir
             self.model = model or str(prepared)
             self.reference = self.root / reference_run_id(self.project)
             if not model and not (prepared / "config.json").exists():
@@ -83,7 +84,7 @@ class Demo:
 
     def run(self, cfg, quiet: bool = True) -> tuple:
         """Create, train and (per its config) evaluate one run; (run folder, status)."""
-        from sga_core.runs.folder import create_run
+        from sga_core.runs.create import create_run
         from sga_core.runs.launch import run_foreground
 
         run_dir = create_run(cfg, self.root)

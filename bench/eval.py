@@ -109,7 +109,9 @@ def pick_model(spec: str | None, tmp: Path) -> str:
         return str(build_tiny_model(tmp / "tiny"))
     if spec:
         return spec
-    prepared = ROOT / "runs" / "demo-original" / "model"
+    from sga_core.runs.folder import RunFolder
+
+    prepared = RunFolder(ROOT / "runs" / "demo-original").model_dir
     return str(prepared) if (prepared / "config.json").exists() else "embedded:smollm2"
 
 
@@ -180,6 +182,7 @@ def main(argv=None) -> int:
         retain_subset,
     )
     from sga_core.model.encoding import Encoder
+    from sga_core.runs.folder import EVAL_DIR, RunFolder
 
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
         tmp = Path(tmp)
@@ -206,15 +209,15 @@ def main(argv=None) -> int:
         demo_s = float("nan")
         if not args.skip_full:
             reference = args.reference
-            ref_run = ROOT / "runs" / "demo-retain-ref"
-            if reference is None and (ref_run / "model" / "config.json").exists():
-                reference = str(ref_run)
+            ref_run = RunFolder(ROOT / "runs" / "demo-retain-ref")
+            if reference is None and (ref_run.model_dir / "config.json").exists():
+                reference = str(ref_run.path)
             settings = EvalSettings(max_new_tokens=args.max_new_tokens,
                                     max_retain_rows=args.retain_rows,
                                     batch_size=args.batch_size)
             t0, c0 = time.perf_counter(), time.process_time()
             summary = evaluate_model(
-                spec, tmp / "eval", str(DEMO / "forget.jsonl"), str(DEMO / "retain.jsonl"),
+                spec, tmp / EVAL_DIR, str(DEMO / "forget.jsonl"), str(DEMO / "retain.jsonl"),
                 {"real_authors": str(DEMO / "real_authors.jsonl"),
                  "world_facts": str(DEMO / "world_facts.jsonl")},
                 reference, task="qa", settings=settings)
@@ -233,9 +236,9 @@ def main(argv=None) -> int:
         extra = ""
         if args.protocols:
             reference = args.reference
-            ref_run = ROOT / "runs" / "demo-retain-ref"
-            if reference is None and (ref_run / "model" / "config.json").exists():
-                reference = str(ref_run)
+            ref_run = RunFolder(ROOT / "runs" / "demo-retain-ref")
+            if reference is None and (ref_run.model_dir / "config.json").exists():
+                reference = str(ref_run.path)
             times = protocol_table(spec, reference, [p.strip() for p in
                                                      args.protocols.split(",") if p.strip()],
                                    tmp, args.batch_size, args.protocol_new_tokens)

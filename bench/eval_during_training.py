@@ -50,6 +50,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     from sga_core.fileio import read_jsonl
+    from sga_core.runs.folder import RunFolder
     from sga_core.runs.status import read_run
 
     demo = Demo(args.model, args.runs_dir)
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
             times[every].append(elapsed)
             print(f"eval_every={every}: {run_dir.name} trained in {elapsed:.1f}s", flush=True)
             if every:
-                last_recs = read_jsonl(run_dir / "eval_steps.jsonl")
+                last_recs = read_jsonl(RunFolder(run_dir).eval_steps_path)
                 costs += [r["eval_s"] for r in last_recs]
     print("\nstep | eval_s | FQ | forget prob | forget TR | retain prob | retain TR | "
           "forget ROUGE | retain ROUGE | best")

@@ -104,9 +104,8 @@ def normals_for(project) -> tuple[str, str]:
 def finished_runs(root: Path, group: str) -> dict[str, dict]:
     """The runs of ``group`` that completed and were evaluated, by their table label: what
     ``--resume`` keeps (the newest where a label appears twice)."""
-    from sga_core.config import load_config
     from sga_core.report.paper import paper_label
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.folder import RunFolder, list_runs
     from sga_core.runs.status import read_run
 
     out: dict[str, dict] = {}
@@ -114,7 +113,7 @@ def finished_runs(root: Path, group: str) -> dict[str, dict]:
         if r.get("sweep") != group or r["state"] != "completed" or \
                 r.get("eval_state") != "completed":
             continue
-        label = paper_label(r["method"], load_config(Path(r["path"]) / "config.yaml").method_args)
+        label = paper_label(r["method"], RunFolder(r["path"]).config().method_args)
         st = read_run(Path(r["path"]))
         out[label] = {"run": label, "run_id": r["run_id"], "state": "completed",
                       "eval_state": "completed", "train_s": st.get("elapsed_s"),
@@ -126,11 +125,11 @@ def settings_differ(run_dir: Path, cfg) -> list[str]:
     """What a kept run was trained with differently from the run ``cfg`` would make: the
     model, the method's settings, the training settings, or the rows of its data (compared
     by content with the run folder's data snapshot). Empty: the run stands for ``cfg``."""
-    from sga_core.config import load_config
     from sga_core.params import to_dict
-    from sga_core.runs.folder import data_hashes
+    from sga_core.runs.create import data_hashes
+    from sga_core.runs.folder import RunFolder
 
-    old = load_config(run_dir / "config.yaml")
+    old = RunFolder(run_dir).config()
     differ = [name for name, a, b in (
         ("model", old.model, cfg.model),
         ("method settings", to_dict(old.method_args) if not isinstance(old.method_args, dict)
@@ -202,7 +201,8 @@ def run(args, plan, tmp: Path) -> int:
     from sga_core.projects.training import default_eval, prepared_model
     from sga_core.report.paper import GROUP_PREFIX, format_table, paper_label, paper_table
     from sga_core.report.table import results_table
-    from sga_core.runs.folder import create_run, list_runs, runs_root
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import list_runs, runs_root
     from sga_core.runs.launch import run_foreground
 
     t_all = time.time()

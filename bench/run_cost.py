@@ -49,6 +49,9 @@ def parse_args(argv=None):
 
 
 def run_once(code: Path, model: str, runs: Path, variant: str, tag: str) -> dict:
+    sys.path.insert(0, str(ROOT))  # the run folder's names, from this checkout
+    from sga_core.runs.folder import RunFolder
+
     preset = runs / f"preset-{tag}.yaml"
     text = "eval:\n  max_new_tokens: 8\n"
     knows = "in_process: bool" in (code / "sga_core" / "config.py").read_text()
@@ -69,8 +72,9 @@ def run_once(code: Path, model: str, runs: Path, variant: str, tag: str) -> dict
     if out.returncode != 0:
         raise SystemExit(f"{tag}: exit {out.returncode}\n{out.stdout[-2000:]}\n"
                          f"{out.stderr[-2000:]}")
-    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    summary = json.loads((run_dir / "eval" / "summary.json").read_text())
+    run = RunFolder(run_dir)
+    metrics = [json.loads(x) for x in run.metrics_path.read_text().splitlines()]
+    summary = json.loads(run.summary_path.read_text())
     t = summary.get("timings", {})
     eval_compute = sum(t.get(k, 0.0) for k in ("scoring_s", "generation_s", "tokens_s"))
     steps = metrics[-1]["elapsed_s"]

@@ -45,7 +45,9 @@ def tiny_config(model: Path, data: Path, steps: int):
 
 
 def first_step_s(run_dir: Path, t0: float, timeout: float = 900) -> float:
-    path = run_dir / "metrics.jsonl"
+    from sga_core.runs.folder import RunFolder
+
+    path = RunFolder(run_dir).metrics_path
     while time.time() - t0 < timeout:
         if path.exists() and path.stat().st_size:
             return time.time() - t0
@@ -94,8 +96,8 @@ def main() -> int:
     os.environ["SLURM_CONF"] = str(cluster.conf)
     print(f"cluster up in {time.time() - t_start:.1f} s ({cluster.cpus} CPUs)")
     try:
-        model = build_tiny_model(tmp / "model")
-        data = tmp / "data"
+        model = build_tiny_model(tmp / "tiny-model")
+        data = tmp / "inputs"
         data.mkdir()
         for name in ("forget", "retain"):
             rows = [json.loads(x) for x in (DEMO / f"{name}.jsonl").read_text().splitlines()]

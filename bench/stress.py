@@ -77,9 +77,9 @@ def main(argv=None) -> int:
                       f"{status.get('error')}", file=sys.stderr)
                 continue
             if original_scores is None:
-                from sga_core.config import load_config
+                from sga_core.runs.folder import RunFolder
 
-                es = settings_from_config(load_config(run_dir / "config.yaml")).resolve()[1]
+                es = settings_from_config(RunFolder(run_dir).config()).resolve()[1]
                 es_dev = choose_device(es.device)
                 t0 = time.time()
                 original_scores = score_original(demo.model, demo.project.forget(), es,

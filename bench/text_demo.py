@@ -41,7 +41,7 @@ def fmt(row: dict | None) -> str:
 
 def train(cfg: dict, root: Path) -> tuple[Path, dict, float]:
     from sga_core.config import TrainConfig
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     run_dir = create_run(TrainConfig.from_dict(cfg), root)
@@ -87,6 +87,7 @@ def main(argv=None) -> int:
                   task="text", eval_sets=sets, training=training, echo=lambda m: None)
     prepare_s = time.time() - t0
     orig, ref = root / original_id("textdemo"), root / reference_id("textdemo")
+    from sga_core.runs.folder import RunFolder
     from sga_core.runs.status import read_run
 
     for name, d in (("Original", orig), ("Retained", ref)):
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
 
     runs = {"Original": orig, "Retained": ref}
     for label, method, margs in (("GA", "ga", {}), ("SGA r=-0.8", "sga", {"r": -0.8, "k": 4})):
-        cfg = {"model": str(orig / "model"), "method": method, "method_args": margs,
+        cfg = {"model": str(RunFolder(orig).model_dir), "method": method, "method_args": margs,
                "data": {"task": "text", "forget": str(forget), "retain": str(retain),
                         **({"normals": str(normals_path)} if method == "sga" else {})},
                "training": {"lr": 1e-5, "epochs": args.unlearn_epochs, "batch_size": 2,

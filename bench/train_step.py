@@ -266,7 +266,7 @@ def main(argv=None) -> int:
         from sga_core.model.tiny import build_tiny_model
 
         tmp = tempfile.TemporaryDirectory(prefix="sga-bench-")
-        spec = str(build_tiny_model(Path(tmp.name) / "model"))
+        spec = str(build_tiny_model(Path(tmp.name) / "tiny"))
     t_load = time.perf_counter()
     tok = load_tokenizer(spec)
     enc = Encoder(tok, max_length=256)

@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     from sga_core.projects import create_demo_project
     from sga_core.projects.training import build_config
     from sga_core.runs import queue as jobs
+    from sga_core.runs.folder import RunFolder
     from sga_core.runs.status import read_run
 
     tmp = Path(tempfile.mkdtemp(prefix="sga-ui-bench-"))
@@ -74,7 +75,7 @@ def main(argv=None) -> int:
                                      "save_model": False}, launch={}, model=args.model,
                            normals=str(project.normals_path), eval_cfg={"enabled": False})
         run_dir = jobs.submit(cfg, tmp / "runs")
-        while not (run_dir / "metrics.jsonl").exists():  # the job is really training
+        while not RunFolder(run_dir).metrics_path.exists():  # the job is really training
             time.sleep(1)
         proc = psutil.Process(server.pid)
         rss, times = [], []

@@ -121,15 +121,8 @@ from sga_core.report.uncertainty import (
 )
 from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.command import command_text, device_note
-from sga_core.runs.folder import (
-    RunIdTaken,
-    eval_steps,
-    list_runs,
-    make_run_id,
-    metrics,
-    runs_root,
-    tail,
-)
+from sga_core.runs.create import RunIdTaken, make_run_id
+from sga_core.runs.folder import RunFolder, eval_steps, list_runs, metrics, runs_root, tail
 from sga_core.runs.progress import (
     curve_names,
     eval_progress,
@@ -169,7 +162,7 @@ __all__ = [
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS", "prepare_defaults",
-    "Project", "ProjectError", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
+    "Project", "ProjectError", "RunFolder", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
     "can_rank", "cancel", "cancel_eval", "table_verdict",
     "check_map",

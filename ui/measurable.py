@@ -18,8 +18,8 @@ def _stamp(root: Path, rows: list[dict]) -> tuple:
     out = []
     for r in rows:
         if r.get("run") in ("Original", "Retained"):
-            for name in ("summary.json", "per_sample.jsonl"):
-                p = Path(root) / r["run_id"] / "eval" / name
+            run = wb.RunFolder(Path(root) / r["run_id"])
+            for p in (run.summary_path, run.per_sample_path):
                 out.append((str(p), p.stat().st_mtime_ns if p.exists() else None))
     return tuple(out)
 

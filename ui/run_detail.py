@@ -79,4 +79,4 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
             st.markdown(f"forget row {idx} · step {rec['step']}", help="hover a token for p")
             st.html(tokens_html(rec["tokens"], rec["probs"]))
     with st.expander("log", expanded=p["state"] == "failed"):
-        st.code(wb.tail(run_dir / "train.log", 30) or "(empty)")
+        st.code(wb.RunFolder(run_dir).train_log(30) or "(empty)")

@@ -51,10 +51,10 @@ def _evaluate(args) -> int:
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sga_core.evaluation import EvalSettings, evaluate_model, evaluate_run, format_summary
-    from sga_core.runs.folder import runs_root
+    from sga_core.runs.folder import PER_SAMPLE, SUMMARY, RunFolder, runs_root
 
     target = Path(args.target).expanduser()
-    if not target.exists() and (runs_root(args.runs_dir) / args.target / "config.yaml").exists():
+    if not target.exists() and RunFolder(runs_root(args.runs_dir) / args.target).exists():
         target = runs_root(args.runs_dir) / args.target  # a run id
     sets = parse_sets(args.set)
     try:
@@ -64,7 +64,7 @@ def _evaluate(args) -> int:
     except ImportError:  # pragma: no cover
         pass
     fmap = field_map(args)
-    if (target / "config.yaml").exists():
+    if RunFolder(target).exists():
         if fmap:
             raise ConfigError("--map: a run folder's data already has the workbench's field "
                               "names; map an evaluation set's fields when adding it to a "
@@ -77,7 +77,7 @@ def _evaluate(args) -> int:
                      "max_retain_rows": args.max_retain_rows, "batch_size": args.batch_size,
                      "device": args.device, **protocol_overrides(args)}
         summary = evaluate_run(target, _progress(), overrides=overrides, out_dir=args.out)
-        out = Path(args.out) if args.out else target / "eval"
+        out = Path(args.out) if args.out else RunFolder(target).eval_dir
     else:
         if not args.forget or not args.out:
             raise ConfigError(f"{args.target} is not a run folder: evaluating a model needs "
@@ -103,7 +103,7 @@ def _evaluate(args) -> int:
                                  progress=_progress())
         out = Path(args.out)
     print(format_summary(summary))
-    print(f"wrote {out / 'summary.json'} and {out / 'per_sample.jsonl'}")
+    print(f"wrote {out / SUMMARY} and {out / PER_SAMPLE}")
     return 0
 
 

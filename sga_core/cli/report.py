@@ -141,14 +141,13 @@ def cmd_results(args) -> int:
 
 def evaluated_run(run_id: str, root: Path) -> Path:
     """The folder of an evaluated run of the runs folder, else a one-line error naming it."""
-    from sga_core.runs import validate
-    from sga_core.runs.folder import run_path
+    from sga_core.runs.folder import EVAL_DIR, SUMMARY, RunFolder, rel, run_path
 
     run_dir = run_path(run_id, root)  # a plain run id, never a path outside the folder
-    if not (run_dir / validate.CONFIG).exists():
+    if not RunFolder(run_dir).exists():
         raise ConfigError(f"no run {run_id!r} in {root}")
-    if validate.summary(run_dir) is None:  # Damaged (a ValueError) names a broken file
-        raise ConfigError(f"run {run_id!r} has no evaluation yet ({validate.SUMMARY}); "
+    if RunFolder(run_dir).summary() is None:  # Damaged (a ValueError) names a broken file
+        raise ConfigError(f"run {run_id!r} has no evaluation yet ({rel(EVAL_DIR, SUMMARY)}); "
                           f"evaluate it first: python -m sga_core eval {run_id}")
     return run_dir
 
@@ -198,8 +197,7 @@ def probe_view(run_dir: Path, set_name: str = "forget", row: int | None = None,
     and ``steps``: (step, p) across the run's probes. Rows without ``token`` are left out;
     a one-line error when nothing is there."""
     from sga_core.report.run_files import follow_token, token_table, word_token_index
-    from sga_core.runs import validate
-    from sga_core.runs.folder import probes
+    from sga_core.runs.folder import EVAL_DIR, PROBES, TOKENS, probes, rel
 
     table = token_table(run_dir, set_name)
     probed: dict[int, list[str]] = {}
@@ -208,8 +206,8 @@ def probe_view(run_dir: Path, set_name: str = "forget", row: int | None = None,
             probed.setdefault(rec["forget_index"], rec["tokens"])
     if not table and not probed:
         raise ConfigError(f"run {run_dir.name!r} has no token probabilities for the "
-                          f"{set_name} set: none in {validate.TOKENS} (written when the run "
-                          f"is evaluated) and no probes ({validate.PROBES})")
+                          f"{set_name} set: none in {rel(EVAL_DIR, TOKENS)} (written when the "
+                          f"run is evaluated) and no probes ({PROBES})")
     indices = sorted(set(table) | set(probed))
     if row is not None:
         if row not in indices:
@@ -269,12 +267,11 @@ def probe_lines(views: list[dict]) -> list[str]:
 
 
 def cmd_probe(args) -> int:
-    from sga_core.runs import validate
-    from sga_core.runs.folder import run_path, runs_root
+    from sga_core.runs.folder import RunFolder, run_path, runs_root
 
     root = runs_root(args.runs_dir)
     run_dir = run_path(args.run_id, root)
-    if not (run_dir / validate.CONFIG).exists():
+    if not RunFolder(run_dir).exists():
         raise ConfigError(f"no run {args.run_id!r} in {root}")
     views = probe_view(run_dir, args.set, args.row, args.token)
     if args.format == "json":

@@ -30,7 +30,7 @@ def cmd_runs(args) -> int:
     if not args.run_id:
         raise ConfigError(f"runs {args.action}: give a RUN_ID")
     run_dir = folder.run_path(args.run_id, root)  # never a path outside the runs folder
-    if not (run_dir / "config.yaml").exists():
+    if not folder.RunFolder(run_dir).exists():
         raise ConfigError(f"no run {args.run_id!r} in {root}")
     if args.action == "show":
         # the run's effective status with its evaluation's (eval_state, eval_error, ...)

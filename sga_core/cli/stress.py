@@ -42,16 +42,16 @@ def _stress(args) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sga_core.cli.flags import _eval_progress
     from sga_core.evaluation.run import EvalSettings
-    from sga_core.runs.folder import runs_root
+    from sga_core.runs.folder import RunFolder, runs_root
     from sga_core.stress.run import parse_attacks, stress_model, stress_run
 
     attacks = parse_attacks(args.attacks)
     settings = settings_from_args(args)
     target = Path(args.target).expanduser()
-    if not target.exists() and (runs_root(args.runs_dir) / args.target / "config.yaml").exists():
+    if not target.exists() and RunFolder(runs_root(args.runs_dir) / args.target).exists():
         target = runs_root(args.runs_dir) / args.target  # a run id
     progress = _eval_progress()
-    if (target / "config.yaml").exists():
+    if RunFolder(target).exists():
         if args.forget or args.retain:
             raise ConfigError("--forget/--retain: a run folder is stress-tested on its own "
                               "data; give a model folder to use other data")

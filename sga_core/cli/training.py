@@ -56,14 +56,14 @@ def build_train_config(args) -> dict:
 
 def demo_defaults(base: dict, args) -> None:
     """Fill what the demo needs: its data, the prepared original model, IDK normals."""
-    from sga_core.runs.folder import runs_root
+    from sga_core.runs.folder import RunFolder
     from sga_core.runs.prepared_ids import original_id, reference_id
 
     data = base.setdefault("data", {})
     data.setdefault("forget", str(DEMO_DIR / "forget.jsonl"))
     data.setdefault("retain", str(DEMO_DIR / "retain.jsonl"))
     if "model" not in base or args.model is None:
-        original = runs_root(args.runs_dir) / original_id("demo") / "model"
+        original = RunFolder.of(original_id("demo"), args.runs_dir).model_dir
         if not is_model_folder(original):
             raise ConfigError("--demo: no prepared model at "
                               f"{original}; run `python -m sga_core prepare --demo` first")
@@ -71,21 +71,21 @@ def demo_defaults(base: dict, args) -> None:
     ev = base.setdefault("eval", {})
     if not ev.get("sets") and data.get("task", "qa") in DEMO_EVAL_SETS:
         ev["sets"] = demo_eval_sets(data.get("task", "qa"))
-    reference = runs_root(args.runs_dir) / reference_id("demo")
-    if not ev.get("reference") and is_model_folder(reference / "model"):
-        ev["reference"] = str(reference)
+    reference = RunFolder.of(reference_id("demo"), args.runs_dir)
+    if not ev.get("reference") and reference.has_model():
+        ev["reference"] = str(reference.path)
 
 
 def cmd_resume(args) -> int:
     """``train --resume RUN``: the run continues in its own folder from its newest
     checkpoint, here (or queued with --queue)."""
-    from sga_core.runs.folder import run_path, runs_root
+    from sga_core.runs.folder import RunFolder, run_path, runs_root
     from sga_core.runs.launch import request_resume, run_foreground
     from sga_core.runs.queue import ensure_runner
 
     given = Path(args.resume)
     run_dir = given if given.is_dir() else run_path(args.resume, args.runs_dir)
-    if not (run_dir / "config.yaml").exists():
+    if not RunFolder(run_dir).exists():
         raise ConfigError(f"--resume {args.resume}: no run folder at {run_dir}")
     request_resume(run_dir, "queue" if args.queue else "foreground")
     print(f"run folder: {run_dir.resolve()}")
@@ -153,7 +153,8 @@ def launch_planned(args, cfgs: list) -> int:
     """Make the run folders of ``cfgs`` and run them one after the other (or only create
     them: --no-launch; or queue them: --queue); exit code 0 when all ended well. A cancelled
     run (Ctrl-C) stops the rest before their folders exist."""
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import RunFolder
     from sga_core.runs.launch import run_foreground
     from sga_core.runs.queue import submit
 
@@ -167,7 +168,7 @@ def launch_planned(args, cfgs: list) -> int:
     for cfg in cfgs:
         run_dir = (submit if queue else create_run)(cfg, args.runs_dir)
         print(f"run folder: {run_dir}")
-        print(f"command:    {(run_dir / 'command.sh').read_text().splitlines()[-1]}")
+        print(f"command:    {RunFolder(run_dir).command_path.read_text().splitlines()[-1]}")
         if args.no_launch or queue:
             continue
         status = run_foreground(run_dir)

@@ -8,12 +8,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-SUMMARY_FILE = "summary.json"
-PER_SAMPLE_FILE = "per_sample.jsonl"
-TOKENS_FILE = "tokens.jsonl"
-REFERENCE_CACHE_FILE = "reference_cache.json"
-EVAL_DIR = "eval"
-EVAL_LOG = "eval.log"
+# the files of an evaluation's folder (the names are RunFolder's)
+from sga_core.runs.folder import EVAL_DIR, EVAL_LOG  # noqa: F401
+from sga_core.runs.folder import PER_SAMPLE as PER_SAMPLE_FILE  # noqa: F401
+from sga_core.runs.folder import REFERENCE_CACHE as REFERENCE_CACHE_FILE  # noqa: F401
+from sga_core.runs.folder import SUMMARY as SUMMARY_FILE  # noqa: F401
+from sga_core.runs.folder import TOKENS as TOKENS_FILE  # noqa: F401
+
 SUMMARY_VERSION = 1
 
 # progress(stage, done, total), or None

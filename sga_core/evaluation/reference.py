@@ -84,9 +84,10 @@ def mia_key(forget_texts: Sequence[str], holdout_texts: Sequence[str], max_lengt
 
 
 def _is_run_dir(path: Path) -> bool:
-    from sga_core.runs.status import RUN_FILE
+    from sga_core.runs.folder import RunFolder
 
-    return (path / "config.yaml").exists() or (path / RUN_FILE).exists()
+    run = RunFolder(path)
+    return run.exists() or run.status_path.exists()
 
 
 def is_same_model(ref: Reference | None, model: str) -> bool:
@@ -111,13 +112,14 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
         return None
     given = str(ref).strip()
     from sga_core.model.loading import cache_dir, is_embedded, is_model_folder
+    from sga_core.runs.folder import RunFolder
 
     path = Path(given).expanduser()
     if path.is_dir():
         path = path.resolve()
-        if is_model_folder(path / "model"):
-            return Reference(given, str(path / "model"), path / EVAL_DIR,
-                             path / EVAL_DIR / SUMMARY_FILE)
+        run = RunFolder(path)
+        if run.has_model():
+            return Reference(given, str(run.model_dir), run.eval_dir, run.summary_path)
         if is_model_folder(path):
             if _is_run_dir(path.parent):
                 return Reference(given, str(path), path.parent / EVAL_DIR,

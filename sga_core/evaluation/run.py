@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from sga_core.evaluation.common import (
-    EVAL_DIR,
     PER_SAMPLE_FILE,
     SUMMARY_FILE,
     SUMMARY_VERSION,
@@ -383,13 +382,14 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
     run's own eval/ folder, eval/status.json says running (with the stage and its progress),
     then completed or failed (with the error).
     """
-    from sga_core.config import load_config
     from sga_core.model.loading import is_model_folder
+    from sga_core.runs.folder import RunFolder
     from sga_core.runs.status import write_eval
 
     run_dir = Path(run_dir).resolve()
-    own = out_dir is None or Path(out_dir).resolve() == run_dir / EVAL_DIR
-    out = run_dir / EVAL_DIR if out_dir is None else Path(out_dir)
+    run = RunFolder(run_dir)
+    own = out_dir is None or Path(out_dir).resolve() == run.eval_dir
+    out = run.eval_dir if out_dir is None else Path(out_dir)
     last = {"stage": None, "t": 0.0}
 
     def follow(stage: str, done: int, total: int) -> None:
@@ -410,9 +410,9 @@ def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,
         write_eval(run_dir, "running", pid=os.getpid(), started_at=now_iso(), ended_at=None,
                    error=None, stage="starting", done=0, total=None)
     try:
-        cfg = load_config(run_dir / "config.yaml")
+        cfg = run.config()
         ov = dict(overrides or {})
-        model_dir = run_dir / "model"
+        model_dir = run.model_dir
         if loaded is None and not is_model_folder(model_dir):
             raise EvalError(f"run {run_dir.name} has no saved model ({model_dir})")
         sets = {**cfg.eval.sets, **(ov.get("sets") or {})}

@@ -28,12 +28,12 @@ from sga_core.methods.base import (
     Unit,
     forget_with_retain,
 )
+from sga_core.runs.folder import REINFORCED_DIR
 
 FINGERPRINT = "reinforce.json"
 REINFORCED_HELP = ("A reinforced model to reuse: a Task Vector / WHP run (folder or id) or a "
                    "model folder. Empty: reuse one built with the same settings in this runs "
                    "folder, else train it here.")
-REINFORCED_DIR = "reinforced"
 # training settings that do not change the reinforced weights
 _IGNORED = {"log_every", "probe_every", "probe_rows", "probe_count", "save_model", "eval_nll",
             "diverge_loss"}

@@ -25,6 +25,7 @@ from sga_core.methods._reinforced import (
 )
 from sga_core.model.wrapper import COMBINES
 from sga_core.params import param
+from sga_core.runs.folder import RunFolder
 
 
 @dataclass
@@ -72,7 +73,7 @@ class WHP(ReinforcedMethod):
             spec = {"kind": "whp", "version": 1, "base": model,
                     "reinforced": f"../{REINFORCED_DIR}", "alpha": self.cfg.alpha,
                     "combine": self.cfg.combine}
-            save_wrapper(trainer.run_dir / "model", spec, trainer.tok,
+            save_wrapper(RunFolder(trainer.run_dir).model_dir, spec, trainer.tok,
                          resolve_model_path(cfg.model))
         acc.wait_for_everyone()
         trainer.log(f"WHP model: {self.explain()}")

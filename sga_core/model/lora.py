@@ -22,7 +22,6 @@ from pathlib import Path
 
 ADAPTER_CONFIG = "adapter_config.json"
 BASE_FILE = "sga_base.json"
-MERGED_DIR = "model-merged"
 
 
 def is_adapter_dir(path: str | os.PathLike) -> bool:

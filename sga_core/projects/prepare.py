@@ -16,7 +16,8 @@ from __future__ import annotations
 import shutil
 
 from sga_core.config import TrainConfig
-from sga_core.runs.folder import create_run, runs_root
+from sga_core.runs.create import create_run
+from sga_core.runs.folder import RunFolder, runs_root
 from sga_core.runs.launch import run_foreground
 from sga_core.runs.prepared_ids import original_id, reference_id
 
@@ -79,7 +80,7 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
         echo(f"== {run_id}: fine-tuning {model} ({cfg.notes})")
         status = run_foreground(run_dir, echo=echo)  # and its evaluation, when asked
         results[run_id] = {"state": status.get("state"), "path": str(run_dir),
-                           "model": str(run_dir / "model"), "error": status.get("error")}
+                           "model": str(RunFolder(run_dir).model_dir), "error": status.get("error")}
         if evaluate:
             results[run_id].update(eval_state=status.get("eval_state"),
                                    eval_error=status.get("eval_error"))

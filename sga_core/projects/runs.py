@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sga_core.model.loading import is_model_folder
 from sga_core.projects.project import Project, ProjectError, list_projects, load_project
 from sga_core.projects.training import original_run_id, prepared_model
 from sga_core.report.table import project_runs, summary_of
-from sga_core.runs.folder import list_runs, runs_root
+from sga_core.runs.folder import RunFolder, list_runs, runs_root
 from sga_core.runs.queue import request_eval
 
 
@@ -82,7 +81,7 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
     if original:
         out["Original"] = str(original)
     for r in project_runs(project, root):
-        model = root / r["run_id"] / "model"
-        if r["run_id"] != original_run_id(project) and is_model_folder(model):
-            out[r["run_id"]] = str(model)
+        run = RunFolder.of(r["run_id"], root)
+        if r["run_id"] != original_run_id(project) and run.has_model():
+            out[r["run_id"]] = str(run.model_dir)
     return out

@@ -11,7 +11,7 @@ from sga_core.config import ConfigError, TrainConfig
 from sga_core.model.loading import is_model_folder
 from sga_core.projects.project import Project
 from sga_core.runs import prepared_ids
-from sga_core.runs.folder import runs_root
+from sga_core.runs.folder import RunFolder, runs_root
 
 
 def original_run_id(project: Project) -> str:
@@ -24,7 +24,7 @@ def reference_run_id(project: Project) -> str:
 
 def prepared_model(project: Project, root=None) -> Path | None:
     """The project's prepared original model folder, if ``prepare`` has produced it."""
-    path = runs_root(root) / original_run_id(project) / "model"
+    path = RunFolder.of(original_run_id(project), root).model_dir
     return path if is_model_folder(path) else None
 
 
@@ -37,12 +37,12 @@ def pending_model(project: Project, root=None) -> Path | None:
     if prepared_model(project, root) or not run_dir.exists():
         return None
     state = effective_run(run_dir).get("state")
-    return run_dir / "model" if state in ("queued", "running") else None
+    return RunFolder(run_dir).model_dir if state in ("queued", "running") else None
 
 
 def prepared_reference(project: Project, root=None) -> Path | None:
-    path = runs_root(root) / reference_run_id(project)
-    return path if is_model_folder(path / "model") else None
+    run = RunFolder.of(reference_run_id(project), root)
+    return run.path if run.has_model() else None
 
 
 MAX_SWEEP_RUNS = 100

@@ -28,6 +28,7 @@ from pathlib import Path
 from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, spec_of
 from sga_core.report.uncertainty import compare_runs
 from sga_core.runs import validate
+from sga_core.runs.folder import RunFolder
 
 #: the forget-side metrics, by summary key (the Results columns that read the forget rows)
 FORGET_SIDE = ("forget_rouge", "forget_probability", "forget_verbmem", "forget_knowmem",
@@ -61,7 +62,7 @@ def measurability(original: Path, retained: Path, n_boot: int = 1000) -> dict:
     damage as its reason."""
     out = {"measurable": None, "rows": [], "message": None, "reason": None}
     try:
-        summaries = [validate.summary(Path(d)) for d in (original, retained)]
+        summaries = [RunFolder(d).summary() for d in (original, retained)]
     except validate.Damaged as exc:
         return {**out, "reason": f"cannot read an evaluation: {exc}"}
     if not all(summaries):

@@ -78,10 +78,11 @@ def top_values(rows: list[dict], kind: str = "qa", n: int = 2) -> dict[str, list
 
 
 def _method_args(root: Path, run_id: str) -> dict:
-    from sga_core.runs.validate import Damaged, config
+    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.validate import Damaged
 
     try:
-        return config(root / run_id).get("method_args") or {}
+        return RunFolder(root / run_id).config_dict().get("method_args") or {}
     except Damaged:
         return {}
 

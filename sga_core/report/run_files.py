@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sga_core.runs import validate
-from sga_core.runs.folder import manifest, probes
+from sga_core.runs.folder import RunFolder, manifest, probes
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -38,7 +37,7 @@ def config_diff(run_a: Path, run_b: Path) -> list[dict]:
     """The settings that differ between two runs (flattened keys), the data they were
     trained on included (:func:`_data_facts`). A damaged config raises
     :class:`sga_core.runs.validate.Damaged`."""
-    a, b = _flatten(validate.config(run_a)), _flatten(validate.config(run_b))
+    a, b = _flatten(RunFolder(run_a).config_dict()), _flatten(RunFolder(run_b).config_dict())
     a, b = {**a, **_data_facts(run_a)}, {**b, **_data_facts(run_b)}
     skip = {"run_id"}
     return [{"setting": k, Path(run_a).name: a.get(k), Path(run_b).name: b.get(k)}
@@ -48,12 +47,12 @@ def config_diff(run_a: Path, run_b: Path) -> list[dict]:
 def token_table(run_dir: Path, set_name: str = "forget") -> dict[int, dict]:
     """``eval/tokens.jsonl`` of a run: per row index, its token probabilities
     (:class:`sga_core.runs.validate.Damaged` when the file is damaged)."""
-    return {r["index"]: r for r in validate.tokens(run_dir) if r.get("set") == set_name}
+    return {r["index"]: r for r in RunFolder(run_dir).tokens() if r.get("set") == set_name}
 
 
 def per_sample(run_dir: Path) -> list[dict]:
     """``eval/per_sample.jsonl``, checked (every evaluated row there, or Damaged)."""
-    return validate.per_sample(run_dir)
+    return RunFolder(run_dir).per_sample()
 
 
 def word_token_index(tokens: list[str], word: str) -> int | None:

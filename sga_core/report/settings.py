@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from sga_core.runs import validate
-from sga_core.runs.folder import manifest
+from sga_core.runs.folder import MODEL_DIR, RunFolder, manifest
 from sga_core.text import plural
 
 #: training settings that shape the unlearned model (logging, probes and saving do not)
@@ -27,7 +27,7 @@ def run_settings(run_dir) -> dict:
     "3 epochs"), each of ``MODEL_SETTINGS``, the model (its run's name when it is a run's
     model) and the normal answers (their file's name). {} when the config cannot be read."""
     try:
-        st = os.stat(Path(run_dir) / "config.yaml")
+        st = os.stat(RunFolder(run_dir).config_path)
     except OSError:
         return {}
     return dict(_run_settings(str(run_dir), st.st_mtime_ns))
@@ -38,7 +38,7 @@ def _run_settings(run_dir: str, mtime_ns: int) -> tuple:
     from sga_core.methods import REGISTRY
 
     try:
-        cfg = validate.config(run_dir)
+        cfg = RunFolder(run_dir).config_dict()
     except validate.Damaged:
         return ()
     method = REGISTRY.get(cfg.get("method") or "")
@@ -49,7 +49,7 @@ def _run_settings(run_dir: str, mtime_ns: int) -> tuple:
     out["length"] = plural(steps, "step") if steps else f"{t.get('epochs', 3):g} epochs"
     out.update({k: t[k] for k in MODEL_SETTINGS if k in t})
     model = str(cfg.get("model") or "")
-    out["model"] = Path(model).parent.name if Path(model).name == "model" else model
+    out["model"] = Path(model).parent.name if Path(model).name == MODEL_DIR else model
     normals = (manifest(run_dir).get("normals") or {}).get("source")
     if normals:
         out["normals"] = Path(normals).name

@@ -16,12 +16,12 @@ from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, row_columns
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
-from sga_core.runs.folder import list_runs
+from sga_core.runs.folder import RunFolder, list_runs
 from sga_core.runs.prepared_ids import original_id, reference_id
 
 
 def _forget_file(run_dir: Path) -> Path | None:
-    files = sorted((run_dir / "data").glob("forget.*"))
+    files = sorted(RunFolder(run_dir).data_dir.glob("forget.*"))
     return files[0] if files else None
 
 
@@ -47,7 +47,7 @@ def summary_of(run_dir: Path) -> dict | None:
     """A run's evaluation summary, checked; None when it has none, or when it is damaged
     (its listing says so: ``list_runs``' ``damaged``), so tables simply leave it out."""
     try:
-        return validate.summary(run_dir)
+        return RunFolder(run_dir).summary()
     except validate.Damaged:
         return None
 

@@ -31,10 +31,7 @@ from sga_core.report.stats import (
     paired_bootstrap_diff,
     paired_bootstrap_statistic,
 )
-from sga_core.runs import validate
-
-PER_SAMPLE = Path("eval") / "per_sample.jsonl"
-SUMMARY = Path("eval") / "summary.json"
+from sga_core.runs.folder import RunFolder
 
 
 def _tr_score(tr, forget: bool):
@@ -108,8 +105,8 @@ def run_intervals(run_dir, n_boot: int = 2000) -> list[dict]:
     summary or per-row file (rows missing: the intervals would be over fewer rows than the
     value) raises :class:`sga_core.runs.validate.Damaged` naming it."""
     run_dir = Path(run_dir)
-    summary = validate.summary(run_dir) or {}
-    records = validate.per_sample(run_dir)
+    summary = RunFolder(run_dir).summary() or {}
+    records = RunFolder(run_dir).per_sample()
     kind = summary.get("task", "qa")
     metrics = summary.get("metrics") or {}
     out = []
@@ -232,8 +229,8 @@ def compare_runs(run_a, run_b, n_boot: int = 2000) -> dict:
     metric, label, a, b, diff, lo, hi, n, clear = the interval excludes 0) and ``mismatched``
     (rows whose question differs: left out). Damaged files raise
     :class:`sga_core.runs.validate.Damaged`."""
-    ra, rb = validate.per_sample(run_a), validate.per_sample(run_b)
-    sa, sb = validate.summary(run_a) or {}, validate.summary(run_b) or {}
+    ra, rb = RunFolder(run_a).per_sample(), RunFolder(run_b).per_sample()
+    sa, sb = RunFolder(run_a).summary() or {}, RunFolder(run_b).summary() or {}
     kind = sa.get("task", "qa")
     pairs, mismatched, same_a, same_b = _pairs(ra, rb)
     rows = []

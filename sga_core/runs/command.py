@@ -11,6 +11,7 @@ from sga_core.config import LaunchConfig, TrainConfig
 from sga_core.fileio import atomic_write_text
 from sga_core.model.device import describe
 from sga_core.params import field_specs
+from sga_core.runs.folder import RunFolder
 
 
 def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
@@ -58,7 +59,7 @@ def start_argv(cfg: TrainConfig, config_path: str) -> tuple[list[str], dict]:
 
 
 def command_text(cfg: TrainConfig, run_dir: Path) -> str:
-    return shlex.join(launch_argv(cfg, str(Path(run_dir).resolve() / "config.yaml")))
+    return shlex.join(launch_argv(cfg, str(RunFolder(Path(run_dir).resolve()).config_path)))
 
 
 def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) -> Path:
@@ -72,7 +73,7 @@ def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) 
         "set -euo pipefail\n"
         f"{command_text(cfg, run_dir)}\n"
     )
-    path = Path(into or run_dir) / "command.sh"
+    path = RunFolder(into or run_dir).command_path
     atomic_write_text(path, text)
     path.chmod(0o755)
     return path

@@ -15,7 +15,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-ENV_FILE = "env.json"
+from sga_core.runs.folder import ENV
+
+ENV_FILE = ENV  # RunFolder's name
 PACKAGES = ("torch", "transformers", "accelerate", "tokenizers", "safetensors", "peft",
             "deepspeed", "liger-kernel", "datasets", "numpy", "scipy", "sentence-transformers",
             "rouge-score", "streamlit", "sga-workbench")

@@ -3,32 +3,49 @@ status.json, metrics.jsonl, probes.jsonl, train.log, data/ (a snapshot of the da
 ``manifest.json``: each file's row count and content hash), model/ and eval/.
 
 Only the files on disk are the truth about a run; the UI and the CLI read them back.
+:class:`RunFolder` owns every path of a run folder and its checked readers: this module is
+the one place that spells a run-folder file name (tests/repo/test_run_folder_names.py).
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import re
-import shutil
 import socket
-import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
-from sga_core.config import RUN_ID_RE, ConfigError, TrainConfig, dump_config, valid_run_id
-from sga_core.fileio import atomic_write_json, atomic_write_text, now_iso
-from sga_core.runs import status as run_status
+from sga_core.config import RUN_ID_RE, ConfigError, TrainConfig, load_config, valid_run_id
+from sga_core.fileio import atomic_write_text, now_iso
 from sga_core.runs import validate
-from sga_core.runs.command import write_command_sh
+from sga_core.runs.procs import EVAL_PIDS, RUN_PIDS, derive
+from sga_core.runs.slurm import states as slurm_states
 
-CANCEL_FILE = "CANCEL"
+# --- the names of a run folder's files and folders: spelled here only -----------------------
+CONFIG = "config.yaml"
+COMMAND = "command.sh"
+STATUS = "status.json"  # the run's; eval/ holds the evaluation's under the same name
+METRICS = "metrics.jsonl"
+PROBES = "probes.jsonl"
+EVAL_STEPS = "eval_steps.jsonl"  # evaluation during training
+TRAIN_LOG = "train.log"
+ENV = "env.json"  # what a result was computed with (sga_core.runs.envrecord)
+DATA_DIR = "data"  # the snapshot of the data used
+MANIFEST_FILE = "manifest.json"  # in data/: each file's row count and rows hash
+MODEL_DIR = "model"
+MERGED_MODEL_DIR = "model-merged"  # a LoRA run's adapter merged into its base
+BEST_MODEL_DIR = "best_model"  # with keep_best: the model of the best evaluated step
+REINFORCED_DIR = "reinforced"  # WHP's reinforced model
+CHECKPOINTS_DIR = "checkpoints"
+EVAL_DIR = "eval"  # an evaluation's folder: a run's eval/, or any --out folder
+EVAL_LOG = "eval.log"
+SUMMARY = "summary.json"  # in an evaluation's folder, as are the three below
+PER_SAMPLE = "per_sample.jsonl"
+TOKENS = "tokens.jsonl"
+REFERENCE_CACHE = "reference_cache.json"
+CANCEL_FILE = "CANCEL"  # a marker: stop at the next step boundary
 EVAL_REQUEST = "EVAL_REQUESTED"  # a marker: evaluate this completed run when a slot is free
-MANIFEST = Path("data") / "manifest.json"
 # long runs (docs/long-runs.md): checkpoints/step-<step>/ (accelerate's save_state, plus
 # CHECKPOINT_INFO written last), and the TensorBoard tracker's event files
-CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_INFO = "checkpoint.json"
 TENSORBOARD_DIR = "tensorboard"
 STRESS_DIR = "stress"  # stress tests of the model: stress/<attack>.json (docs/stress-tests.md)
@@ -39,6 +56,201 @@ SLURM_SCRIPT = "slurm.sh"
 SLURM_LOG = "slurm.log"
 SLURM_ARRAY_SCRIPT = "slurm-array.sh"
 SLURM_EVAL_SCRIPT = "slurm-eval.sh"  # a re-evaluation sent to SLURM
+MANIFEST = Path(DATA_DIR) / MANIFEST_FILE
+
+#: every name above, for the check that no other module spells one
+NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, DATA_DIR,
+         MANIFEST_FILE, MODEL_DIR, MERGED_MODEL_DIR, BEST_MODEL_DIR, REINFORCED_DIR,
+         CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
+         PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST, STRESS_DIR,
+         SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT)
+
+
+#: how SLURM's verdict on a job it ended is recorded in status.json: ``{"run": write_run,
+#: "eval": write_eval}``, set by :mod:`sga_core.runs.status` (the one writer of status
+#: files), which this module cannot import (it imports this one). Until it is set (no module
+#: imported it yet) a SLURM run is shown as its job is, and nothing is written.
+SETTLE: dict = {}
+
+
+def shown_status(path: Path, status: dict, pids, kind: str, write=None) -> dict:
+    """``status`` as shown: for a run sent to SLURM, as its job is
+    (:func:`sga_core.runs.slurm.states.run_view`, which records SLURM's verdict on an ended
+    job with ``write``); where SLURM cannot be asked, or for a local run, from its processes
+    (:func:`sga_core.runs.procs.derive`)."""
+    if status.get("slurm_job_id"):
+        shown = slurm_states.run_view(path, status, write)
+        if not shown.get("slurm_problem"):
+            return shown
+        status = shown  # SLURM cannot be asked: the processes on this machine can
+    return derive(status, pids, kind)
+
+
+def rel(*parts: str) -> str:
+    """A path inside a run folder as its messages name it ("eval/summary.json")."""
+    return "/".join(parts)
+
+
+class RunFolder:
+    """One run folder: the path of each of its files, and their checked readers. Each reader
+    raises :class:`sga_core.runs.validate.Damaged` naming the file and what is wrong with
+    it, and gives the empty value ({}, [], None) for a file not written yet."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    @classmethod
+    def of(cls, run_id: str, root: str | os.PathLike | None = None) -> RunFolder:
+        """Run ``run_id`` of the runs folder ``root`` (a plain run id, never a path)."""
+        return cls(run_path(run_id, root))
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RunFolder) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def exists(self) -> bool:
+        """Whether this is a run folder (it has its config)."""
+        return self.config_path.exists()
+
+    # --- paths ------------------------------------------------------------------------------
+    config_path = property(lambda self: self.path / CONFIG)
+    command_path = property(lambda self: self.path / COMMAND)
+    status_path = property(lambda self: self.path / STATUS)
+    metrics_path = property(lambda self: self.path / METRICS)
+    probes_path = property(lambda self: self.path / PROBES)
+    eval_steps_path = property(lambda self: self.path / EVAL_STEPS)
+    train_log_path = property(lambda self: self.path / TRAIN_LOG)
+    env_path = property(lambda self: self.path / ENV)
+    data_dir = property(lambda self: self.path / DATA_DIR)
+    manifest_path = property(lambda self: self.path / MANIFEST)
+    model_dir = property(lambda self: self.path / MODEL_DIR)
+    merged_model_dir = property(lambda self: self.path / MERGED_MODEL_DIR)
+    best_model_dir = property(lambda self: self.path / BEST_MODEL_DIR)
+    reinforced_dir = property(lambda self: self.path / REINFORCED_DIR)
+    checkpoints_dir = property(lambda self: self.path / CHECKPOINTS_DIR)
+    tensorboard_dir = property(lambda self: self.path / TENSORBOARD_DIR)
+    eval_dir = property(lambda self: self.path / EVAL_DIR)
+    eval_status_path = property(lambda self: self.eval_dir / STATUS)
+    eval_log_path = property(lambda self: self.path / EVAL_LOG)
+    summary_path = property(lambda self: self.eval_dir / SUMMARY)
+    per_sample_path = property(lambda self: self.eval_dir / PER_SAMPLE)
+    tokens_path = property(lambda self: self.eval_dir / TOKENS)
+    cancel_path = property(lambda self: self.path / CANCEL_FILE)
+    eval_request_path = property(lambda self: self.path / EVAL_REQUEST)
+
+    # --- checked readers (sga_core.runs.validate) -------------------------------------------
+    def config(self) -> TrainConfig:
+        """config.yaml as a :class:`TrainConfig` (ConfigError naming what is wrong)."""
+        return load_config(self.config_path)
+
+    def config_dict(self) -> dict:
+        """config.yaml as a mapping, the fields readers use checked ({} when absent)."""
+        return validate.config(self.path, CONFIG)
+
+    def config_sections(self) -> dict:
+        """:meth:`config_dict`, and every section of a config present (one cut off is not)."""
+        return validate.config_sections(self.path, CONFIG)
+
+    def read_status(self) -> dict:
+        """status.json as written ({} when absent; a damaged one as
+        :func:`sga_core.runs.validate.damaged_status`)."""
+        return _read_status(self.path, rel(STATUS), validate.RUN_STATUS_FIELDS)
+
+    def status(self) -> dict:
+        """status.json as shown: a running run whose processes are all gone is failed; a
+        run sent to SLURM is shown as its job is (:func:`shown_status`)."""
+        return shown_status(self.path, self.read_status(), RUN_PIDS, "training",
+                            SETTLE.get("run"))
+
+    def read_eval_status(self) -> dict:
+        """eval/status.json as written (as :meth:`read_status`)."""
+        return _read_status(self.path, rel(EVAL_DIR, STATUS), validate.EVAL_STATUS_FIELDS)
+
+    def eval_status(self) -> dict:
+        """eval/status.json as shown (as :meth:`status`)."""
+        return shown_status(self.path, self.read_eval_status(), EVAL_PIDS, "evaluation",
+                            SETTLE.get("eval"))
+
+    def metrics(self, status: dict | None = None) -> list[dict]:
+        """metrics.jsonl (``status``: the effective status when the caller has it)."""
+        return validate.metrics(self.path, METRICS, self._status(status))
+
+    def probes(self, status: dict | None = None) -> list[dict]:
+        return validate.probes(self.path, PROBES, self._status(status))
+
+    def eval_steps(self, status: dict | None = None) -> list[dict]:
+        return validate.eval_steps(self.path, EVAL_STEPS, self._status(status))
+
+    def _status(self, status: dict | None) -> dict:
+        return self.status() if status is None else status
+
+    def manifest(self) -> dict:
+        """data/manifest.json ({} for runs made before manifests existed)."""
+        return validate.manifest(self.path, rel(DATA_DIR, MANIFEST_FILE))
+
+    def summary(self) -> dict | None:
+        """eval/summary.json (None before an evaluation wrote one)."""
+        return validate.summary(self.path, rel(EVAL_DIR, SUMMARY))
+
+    def per_sample(self) -> list[dict]:
+        """eval/per_sample.jsonl: every row the summary counts."""
+        return validate.per_sample(self.path, rel(EVAL_DIR, PER_SAMPLE), rel(EVAL_DIR, SUMMARY))
+
+    def tokens(self) -> list[dict]:
+        """eval/tokens.jsonl: a QA evaluation's token table per forget row."""
+        return validate.tokens(self.path, rel(EVAL_DIR, TOKENS), rel(EVAL_DIR, SUMMARY))
+
+    # --- logs and markers -------------------------------------------------------------------
+    def train_log(self, n_lines: int = 40) -> str:
+        """The last lines of train.log ("" before there is one)."""
+        return tail(self.train_log_path, n_lines)
+
+    def eval_log(self, n_lines: int = 40) -> str:
+        return tail(self.eval_log_path, n_lines)
+
+    def has_model(self) -> bool:
+        """Whether model/ holds a complete model."""
+        from sga_core.model.loading import is_model_folder
+
+        return is_model_folder(self.model_dir)
+
+    def cancel_requested(self) -> bool:
+        return self.cancel_path.exists()
+
+    def eval_requested(self) -> bool:
+        return self.eval_request_path.exists()
+
+    def eval_request_sets(self) -> dict[str, str]:
+        """The extra evaluation sets an evaluation request asks for ({} for a plain
+        request, or a marker written before requests carried sets)."""
+        import json
+
+        try:
+            data = json.loads(self.eval_request_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        sets = data.get("sets") if isinstance(data, dict) else None
+        return {str(k): str(v) for k, v in sets.items()} if isinstance(sets, dict) else {}
+
+    def damage(self, status: dict | None = None) -> list:
+        """Every damaged file (:func:`damage`)."""
+        return damage(self.path, status)
+
+
+def _read_status(run_dir: Path, rel_path: str, spec: dict) -> dict:
+    try:
+        return validate.read_json_file(run_dir, rel_path, spec, ("state",)) or {}
+    except validate.Damaged as exc:
+        return validate.damaged_status(exc)
 
 
 def runs_root(path: str | os.PathLike | None = None) -> Path:
@@ -56,169 +268,6 @@ def run_path(run_id: str, root: str | os.PathLike | None = None) -> Path:
     return runs_root(root) / run_id
 
 
-def base_run_id(cfg: TrainConfig) -> str:
-    """A readable id such as ``sga-r-0p8-k4-20261121-213000``: the method, the settings it
-    names itself by, and the time (not yet checked against the runs folder)."""
-    from sga_core.methods import get_method
-
-    parts = [cfg.method, *get_method(cfg.method).id_parts(cfg.method_args)]
-    parts.append(datetime.now().strftime("%Y%m%d-%H%M%S"))
-    return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")[:56]
-
-
-MAX_ID_TRIES = 10_000
-
-
-def id_candidates(base: str):
-    """``base``, then ``base-2``, ``base-3``, ...: the ids a launch tries in turn."""
-    yield base
-    for n in range(2, MAX_ID_TRIES):
-        yield f"{base}-{n}"
-    raise ConfigError(f"run_id: {MAX_ID_TRIES} runs named {base}-<n> already exist")
-
-
-def make_run_id(cfg: TrainConfig, root: Path) -> str:
-    """The first id of :func:`base_run_id`'s candidates not taken in ``root`` now (a preview:
-    :func:`create_run` claims its id atomically, so a launch at the same moment that takes
-    it first moves this one on to the next)."""
-    return next(i for i in id_candidates(base_run_id(cfg)) if not (Path(root) / i).exists())
-
-
-def _data_rows(cfg, name: str, src: Path) -> list[dict]:
-    """The validated rows of one of a config's data files, as its manifest hash covers them."""
-    from sga_core.data import NormalTable, load_dataset
-
-    if name == "normals":
-        return NormalTable.load(src).content_rows()
-    return load_dataset(src, kind=cfg.data.task, field_map=dict(cfg.data.field_map or {})
-                        or None).rows
-
-
-def data_hashes(cfg) -> dict[str, str]:
-    """Per data file of ``cfg`` (forget, retain, normals), the rows hash its run folder's
-    manifest would record: compare with :func:`manifest` to tell whether a run was trained
-    on the same rows."""
-    from sga_core.data import rows_hash
-
-    out = {}
-    for name in ("forget", "retain", "normals"):
-        src = cfg.resolve(getattr(cfg.data, name))
-        if src is not None:
-            out[name] = rows_hash(_data_rows(cfg, name, src))
-    return out
-
-
-def check_probe_rows(probe_rows: list[int], n_forget: int) -> None:
-    """Every probe row a row of the forget set (0-based), else a ConfigError naming the row
-    and the set's size: a row out of range would silently probe nothing."""
-    bad = next((r for r in probe_rows or [] if not 0 <= r < n_forget), None)
-    if bad is not None:
-        raise ConfigError(f"training.probe_rows: row {bad} is not in the forget set, which "
-                          f"has {n_forget} rows (0 to {n_forget - 1})")
-
-
-def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
-    """Copy the data files of a validated ``cfg`` (its data paths resolved) into
-    ``run_dir/data`` so the folder is self-contained and can be moved to a cluster; the
-    config then points at the copies (relative paths). Returns the manifest: per file, its
-    source, row count and rows hash."""
-    from sga_core.data import rows_hash, write_dataset
-
-    data_dir = Path(run_dir) / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {}
-    field_map = dict(cfg.data.field_map or {})
-    for name in ("forget", "retain", "normals"):
-        if not getattr(cfg.data, name):
-            continue
-        src = Path(getattr(cfg.data, name))
-        if not src.exists():
-            raise ConfigError(f"data.{name}: file {src} does not exist")
-        # a bad file is reported (file, row, field) before any run folder exists
-        # (docs/spec.md#34-formats-errors-and-bounds)
-        mapped = bool(field_map) and name != "normals"
-        rows = _data_rows(cfg, name, src)
-        if name == "forget":
-            check_probe_rows(cfg.training.probe_rows, len(rows))
-        dst = data_dir / (f"{name}.jsonl" if mapped else f"{name}{src.suffix}")
-        if mapped:  # the snapshot holds the rows under the workbench's field names
-            write_dataset(dst, rows)
-        else:
-            tmp = dst.with_name(f".{dst.name}.tmp")
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
-        setattr(cfg.data, name, f"data/{dst.name}")
-        manifest[name] = {"file": dst.name, "source": str(src), "rows": len(rows),
-                          "rows_hash": rows_hash(rows)}
-        if mapped:
-            manifest[name]["field_map"] = field_map
-    cfg.data.field_map = {}  # applied: the config now names the renamed snapshot
-    atomic_write_json(Path(run_dir) / MANIFEST, manifest)
-    return manifest
-
-
-class RunIdTaken(ConfigError):
-    """The run id given to a launch names a run folder that exists (made earlier, or by a
-    launch at the same moment: another tab, thread or process)."""
-
-
-def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
-               state: str = "queued", mode: str = "foreground", before_claim=None) -> Path:
-    """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
-
-    The folder is built under a temporary name of its own and renamed into place, so a
-    failure never leaves a half-made run behind, and the rename is the claim of the run id:
-    it fails when another launch made that folder first (at the same moment, from another
-    tab, thread or process), and a run without an id of its own then takes the next one
-    (``<id>-2``, ...); a run id given in ``cfg`` is refused instead. ``mode`` is "queue"
-    for runs the queue runner should start, "foreground" for runs their creator starts
-    itself (the CLI's ``train``, ``prepare``) and "slurm" for runs sent to SLURM.
-    ``before_claim(tmp, final, cfg)`` adds files to the folder before it is put in place
-    (the SLURM batch script); what it raises leaves no folder behind.
-    """
-    root = runs_root(root)
-    root.mkdir(parents=True, exist_ok=True)
-    cfg.validate()
-    if cfg.launch.num_processes > 1 and not cfg.launch.config_file and \
-            not cfg.launch.main_process_port:
-        cfg.launch.main_process_port = free_port()  # so parallel runs never clash
-    given = cfg.run_id  # validated: a plain run id, not a path
-    if given:
-        if (root / given).exists():
-            raise RunIdTaken(f"run_id: a run named {given!r} already exists in {root}")
-    candidates = [given] if given else id_candidates(base_run_id(cfg))
-    tmp = Path(tempfile.mkdtemp(prefix=f".creating-{given or cfg.method}-",
-                                suffix=f"-{os.getpid()}", dir=root))
-    try:
-        snapshot_data(cfg, tmp)
-        for run_id in candidates:  # the given id or generated ones: plain ids, no paths
-            final = root / run_id
-            if final.exists() and not given:
-                continue
-            cfg.run_id, cfg.base_dir = run_id, str(final)
-            atomic_write_text(tmp / "config.yaml", dump_config(cfg))
-            write_command_sh(cfg, final, into=tmp)
-            if before_claim is not None:
-                before_claim(tmp, final, cfg)
-            run_status.write_run(tmp, state, run_id=run_id, created_at=now_iso(), mode=mode,
-                                 queued_ns=time.time_ns())
-            try:
-                os.rename(tmp, final)  # fails when the folder exists and is not empty
-            except OSError as exc:
-                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
-                    raise
-                if given:
-                    raise RunIdTaken(f"run_id: a run named {given!r} already exists in "
-                                      f"{root}") from None
-                continue
-            return final
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        cfg.run_id = given
-        raise
-    raise AssertionError("unreachable: id_candidates ends with an error")
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -227,14 +276,14 @@ def free_port() -> int:
 
 def request_cancel(run_dir: str | os.PathLike) -> None:
     """Ask a run to stop at its next step boundary (the trainer polls this file)."""
-    atomic_write_text(Path(run_dir) / CANCEL_FILE, now_iso() + "\n")
+    atomic_write_text(RunFolder(run_dir).cancel_path, now_iso() + "\n")
 
 
 def manifest(run_dir: str | os.PathLike) -> dict:
     """``data/manifest.json`` of a run ({} for runs made before it existed, and for a
     damaged one: :func:`list_runs` reports the damage)."""
     try:
-        return validate.manifest(run_dir)
+        return RunFolder(run_dir).manifest()
     except validate.Damaged:
         return {}
 
@@ -249,7 +298,7 @@ def _config_of(path: Path) -> dict:
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _CONFIGS:
         try:
-            data = validate.config(path.parent)
+            data = RunFolder(path.parent).config_dict()
         except validate.Damaged:  # a broken config still lists, marked as damaged
             data = {}
         if len(_CONFIGS) > 4096:
@@ -270,10 +319,11 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
     if not root.exists():
         return out
     for d in root.iterdir():
-        if not d.is_dir() or d.name.startswith(".") or not (d / "config.yaml").exists():
+        run = RunFolder(d)
+        if not d.is_dir() or d.name.startswith(".") or not run.exists():
             continue
-        cfg = _config_of(d / "config.yaml")
-        st = run_status.effective_run(d)
+        cfg = _config_of(run.config_path)
+        st = run.status()
         args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
         forget = manifest(d).get("forget") or {}
         training = cfg.get("training") if isinstance(cfg.get("training"), dict) else {}
@@ -311,8 +361,9 @@ def _number(value) -> float | None:
 def _eval_state(run_dir: Path) -> str | None:
     """The evaluation's state; "queued" while a request for it waits (even over the state
     of an earlier evaluation)."""
-    state = run_status.effective_eval(run_dir).get("state")
-    return "queued" if state != "running" and (run_dir / EVAL_REQUEST).exists() else state
+    run = RunFolder(run_dir)
+    state = run.eval_status().get("state")
+    return "queued" if state != "running" and run.eval_requested() else state
 
 
 def eval_request_protocol(run_dir: str | os.PathLike) -> str | None:
@@ -328,16 +379,8 @@ def eval_request_protocol(run_dir: str | os.PathLike) -> str | None:
 
 
 def eval_request_sets(run_dir: str | os.PathLike) -> dict[str, str]:
-    """The extra evaluation sets an evaluation request asks for ({} for a plain request, or
-    a marker written before requests carried sets)."""
-    import json
-
-    try:
-        data = json.loads((Path(run_dir) / EVAL_REQUEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    sets = data.get("sets") if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in sets.items()} if isinstance(sets, dict) else {}
+    """:meth:`RunFolder.eval_request_sets` of the run at ``run_dir``."""
+    return RunFolder(run_dir).eval_request_sets()
 
 
 def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> str:
@@ -354,38 +397,39 @@ def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> 
 
 def metrics(run_dir: str | os.PathLike) -> list[dict]:
     """metrics.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
-    return validate.metrics(run_dir, run_status.effective_run(run_dir))
+    return RunFolder(run_dir).metrics()
 
 
 def probes(run_dir: str | os.PathLike) -> list[dict]:
     """probes.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
-    return validate.probes(run_dir, run_status.effective_run(run_dir))
+    return RunFolder(run_dir).probes()
 
 
 def eval_steps(run_dir: str | os.PathLike) -> list[dict]:
     """eval_steps.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
-    return validate.eval_steps(run_dir, run_status.effective_run(run_dir))
+    return RunFolder(run_dir).eval_steps()
 
 
 def _status_damage(read):
-    """A checked status reader (``read_run``/``read_eval``) as one that raises Damaged."""
-    def check(run_dir, status):
-        st = read(run_dir)
+    """A status reader (``RunFolder.read_status``/``read_eval_status``) as a checked
+    reader that raises Damaged."""
+    def check(run, status):
+        st = read(run)
         if st.get("damaged"):
             raise validate.Damaged(*st["damaged"].split(": ", 1))
     return check
 
 
-#: every checked reader of a run folder (run_dir, effective status), in the order damage is
+#: every checked reader of a run folder (run, effective status), in the order damage is
 #: reported, and the files they read
 _READERS = (
-    _status_damage(run_status.read_run), lambda d, st: validate.config_sections(d),
-    _status_damage(run_status.read_eval), lambda d, st: validate.manifest(d),
-    lambda d, st: validate.summary(d), validate.metrics, lambda d, st: validate.per_sample(d),
-    lambda d, st: validate.tokens(d), validate.probes, validate.eval_steps)
-_FILES = (run_status.RUN_FILE, validate.CONFIG, str(run_status.EVAL_FILE), validate.MANIFEST,
-          validate.SUMMARY, validate.METRICS, validate.PER_SAMPLE, validate.TOKENS,
-          validate.PROBES, validate.EVAL_STEPS)
+    _status_damage(RunFolder.read_status), lambda run, st: run.config_sections(),
+    _status_damage(RunFolder.read_eval_status), lambda run, st: run.manifest(),
+    lambda run, st: run.summary(), RunFolder.metrics, lambda run, st: run.per_sample(),
+    lambda run, st: run.tokens(), RunFolder.probes, RunFolder.eval_steps)
+_FILES = (rel(STATUS), rel(CONFIG), rel(EVAL_DIR, STATUS), rel(DATA_DIR, MANIFEST_FILE),
+          rel(EVAL_DIR, SUMMARY), rel(METRICS), rel(EVAL_DIR, PER_SAMPLE),
+          rel(EVAL_DIR, TOKENS), rel(PROBES), rel(EVAL_STEPS))
 _DAMAGE: dict[tuple, list] = {}
 
 
@@ -395,7 +439,8 @@ def damage(run_dir: str | os.PathLike, status: dict | None = None) -> list:
     has it. Remembered per version of the run's files, so listing runs each second stays
     cheap."""
     run_dir = Path(run_dir)
-    status = run_status.effective_run(run_dir) if status is None else status
+    run = RunFolder(run_dir)
+    status = run.status() if status is None else status
     key: list = [str(run_dir), status.get("state")]
     for rel in _FILES:
         try:
@@ -408,7 +453,7 @@ def damage(run_dir: str | os.PathLike, status: dict | None = None) -> list:
         found = []
         for reader in _READERS:
             try:
-                reader(run_dir, status)
+                reader(run, status)
             except validate.Damaged as exc:
                 found.append(exc)
         if len(_DAMAGE) > 4096:
@@ -426,8 +471,9 @@ def run_damage(run_dir: str | os.PathLike, status: dict | None = None) -> str | 
 def wait_for_final(run_dir: str | os.PathLike, timeout: float = 600.0) -> dict:
     deadline = time.time() + timeout
     while time.time() < deadline:
-        st = run_status.effective_run(run_dir)
-        if st.get("state") in run_status.FINAL_STATES:
+        st = RunFolder(run_dir).status()
+        if st.get("state") in validate.FINAL_STATES:
             return st
         time.sleep(0.5)
     raise TimeoutError(f"run {run_dir} did not finish within {timeout}s")
+

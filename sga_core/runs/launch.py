@@ -16,11 +16,10 @@ import threading
 import time
 from pathlib import Path
 
-from sga_core.config import load_config
 from sga_core.fileio import now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.command import start_argv
-from sga_core.runs.folder import CANCEL_FILE, request_cancel, tail
+from sga_core.runs.folder import RunFolder, request_cancel
 from sga_core.runs.procs import caller_env, kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
 
@@ -35,15 +34,15 @@ def start(run_dir: str | os.PathLike, foreground: bool = False,
     run outlives its runner. ``resume``: continue from the newest checkpoint (None: when
     status.json asks for it, :func:`request_resume`)."""
     run_dir = Path(run_dir).resolve()
-    cfg = load_config(run_dir / "config.yaml")
-    argv, env = start_argv(cfg, str(run_dir / "config.yaml"))
+    run = RunFolder(run_dir)
+    argv, env = start_argv(run.config(), str(run.config_path))
     if resume is None:
         resume = run_status.read_run(run_dir).get("resume") is True
     if resume:
         argv.append("--resume")
     if foreground:
         env = {**env, **caller_env()}
-    proc = spawn(argv, run_dir / "train.log", env=env, nice=0)
+    proc = spawn(argv, run.train_log_path, env=env, nice=0)
     run_status.write_run(run_dir, "running", launcher_pid=proc.pid,
                          launcher_pid_start=proc.sga_record["start"], pid=None,
                          started_at=now_iso(), host=os.uname().nodename, resume=None)
@@ -65,7 +64,7 @@ def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
     if checkpoints.latest(run_dir) is None:
         raise ValueError(f"run {run_dir.name} has no checkpoint to resume from (set "
                          "training.save_every, or stop it with SIGTERM/SIGUSR1)")
-    (run_dir / CANCEL_FILE).unlink(missing_ok=True)
+    RunFolder(run_dir).cancel_path.unlink(missing_ok=True)
     return run_status.write_run(run_dir, "queued", resume=True, mode=mode,
                                 queued_ns=time.time_ns(), ended_at=None, exit_code=None)
 
@@ -99,7 +98,7 @@ def finish(run_dir: str | os.PathLike, returncode: int) -> dict:
     return run_status.write_run(
         run_dir, "failed", ended_at=now_iso(), exit_code=returncode,
         error=f"the training process {cause} before finishing; log tail:\n"
-              f"{tail(run_dir / 'train.log', 15)}")
+              f"{RunFolder(run_dir).train_log(15)}")
 
 
 @contextlib.contextmanager
@@ -137,14 +136,14 @@ def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
         with sigterm_as_interrupt():
             while not reap(run_dir, proc):
                 time.sleep(poll_s)
-                seen = _echo_new_lines(run_dir / "train.log", seen, echo)
+                seen = _echo_new_lines(RunFolder(run_dir).train_log_path, seen, echo)
     except KeyboardInterrupt:
         echo("cancelling (waiting for the current step to end)...")
         request_cancel(run_dir)
         proc.wait()
         while not reap(run_dir, proc):
             time.sleep(poll_s)
-    _echo_new_lines(run_dir / "train.log", seen, echo)
+    _echo_new_lines(RunFolder(run_dir).train_log_path, seen, echo)
     completed = run_status.effective_run(run_dir).get("state") == "completed"
     if completed and (should_evaluate(run_dir) if evaluate is None else evaluate):
         run_eval_foreground(run_dir, echo=echo, poll_s=poll_s)
@@ -154,7 +153,8 @@ def run_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 0.25,
 def cancelled_after_exit(run_dir: Path) -> None:
     """A run whose launcher ended after a cancel request is cancelled (unless it finished)."""
     st = run_status.read_run(run_dir)
-    if (run_dir / CANCEL_FILE).exists() and st.get("state") not in ("completed", "diverged"):
+    if RunFolder(run_dir).cancel_requested() and st.get("state") not in ("completed",
+                                                                         "diverged"):
         run_status.write_run(run_dir, "cancelled", ended_at=st.get("ended_at") or now_iso(),
                              error="cancelled by request")
 
@@ -174,17 +174,15 @@ def eval_argv(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
 def should_evaluate(run_dir: str | os.PathLike) -> bool:
     """True for a completed run with a saved model whose config has ``eval.enabled``, and
     that was not evaluated already (in its training process: ``eval.in_process``)."""
-    from sga_core.model.loading import is_model_folder
-
-    run_dir = Path(run_dir)
+    run = RunFolder(run_dir)
     if run_status.read_run(run_dir).get("state") != "completed":
         return False
     if run_status.read_eval(run_dir).get("state"):
         return False  # the training process evaluated it (or is evaluating it)
-    if not is_model_folder(run_dir / "model"):
+    if not run.has_model():
         return False
     try:
-        return bool(load_config(run_dir / "config.yaml").eval.enabled)
+        return bool(run.config().eval.enabled)
     except Exception:  # a config that no longer loads is not evaluated automatically
         return False
 
@@ -195,7 +193,7 @@ def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     eval/status.json says running at once. Returns the Popen (not waited for).
     ``foreground``: it stops (cancelled) once this process is gone, as :func:`start`."""
     run_dir = Path(run_dir).resolve()
-    proc = spawn(eval_argv(run_dir, sets, protocol), run_dir / "eval.log", nice=0,
+    proc = spawn(eval_argv(run_dir, sets, protocol), RunFolder(run_dir).eval_log_path, nice=0,
                  env=caller_env() if foreground else None)
     run_status.write_eval(run_dir, "running", pid=proc.pid,
                           pid_start=proc.sga_record["start"], error=None, stage="starting",
@@ -217,7 +215,7 @@ def finish_eval(run_dir: str | os.PathLike, returncode: int) -> dict:
         return run_status.write_eval(
             run_dir, "failed", ended_at=now_iso(),
             error=f"the evaluation exited with code {returncode}; log tail:\n"
-                  f"{tail(run_dir / 'eval.log', 15)}")
+                  f"{RunFolder(run_dir).eval_log(15)}")
     if returncode == 0 and st.get("state") == "running":
         return run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
                                      error="the evaluation ended without writing its summary")
@@ -228,8 +226,8 @@ def run_eval_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 
     """Evaluate a run folder in a subprocess and wait, echoing its progress lines; Ctrl-C
     stops the evaluation (the run itself stays completed)."""
     run_dir = Path(run_dir)
-    echo(f"evaluating {run_dir.name} (log: {run_dir / 'eval.log'})")
-    log = run_dir / "eval.log"
+    log = RunFolder(run_dir).eval_log_path
+    echo(f"evaluating {run_dir.name} (log: {log})")
     seen = log.stat().st_size if log.exists() else 0
     proc = start_eval(run_dir, foreground=True)
     try:

@@ -4,7 +4,7 @@ left behind of them.
 Beside what is being written (in a workspace or a runs folder; :data:`IN_PLACE`):
 
 - ``.creating-<name>-<pid>/`` a project or run being created (``projects.create_project``,
-  ``runs.folder.create_run``), directly in a root;
+  ``runs.create.create_run``), directly in a root;
 - ``.<name>.<random>.tmp`` a file being saved (``fileio.atomic_write_bytes``) and
   ``.<name>.tmp`` a run's data snapshot being copied, or a folder being built
   (``fileio.atomic_dir``: a model being saved, ``RUN/.model.tmp/``);

@@ -300,3 +300,28 @@ def kill_group(rec, sig: int = signal.SIGTERM) -> bool:
     Popen :func:`spawn` returned) leads, when it is still that group
     (:func:`signal_ours`); False when it is gone or not ours."""
     return signal_ours(rec, sig, group=True)
+
+
+# --- status records ---------------------------------------------------------------------------
+
+# the processes whose life a running record stands for
+RUN_PIDS = ("launcher_pid", "pid")
+EVAL_PIDS = ("pid",)
+
+
+def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
+    """``status`` as it should be shown: "running" while any of its processes lives (on this
+    host), "failed" once all of them are gone. Pure: nothing is written."""
+    if status.get("state") != "running":
+        return status
+    host = status.get("host")
+    if isinstance(host, str) and host and host != socket.gethostname():
+        return status  # a run on another machine: only its own files can tell
+    procs = [recorded(status, k) for k in pid_keys if status.get(k)]
+    # a process counts only while it is the one recorded: its start time, or for an old
+    # record without one, a command line that runs sga_core (a stranger given the pid is not)
+    if not procs or any(is_ours(p) for p in procs):
+        return status
+    return {**status, "state": "failed", "vanished": True,
+            "error": status.get("error") or f"the {what} process vanished (killed or the "
+                                            "machine restarted)"}

@@ -7,7 +7,7 @@ import functools
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sga_core.runs.folder import EVAL_REQUEST, probes
+from sga_core.runs.folder import RunFolder, probes
 from sga_core.runs.status import effective_run
 
 
@@ -54,7 +54,7 @@ def eval_progress(run_dir: str | Path, typical_s: float | None = None) -> dict:
 
     ev = effective_eval(run_dir)
     state = ev.get("state")
-    if state != "running" and (Path(run_dir) / EVAL_REQUEST).exists():
+    if state != "running" and RunFolder(run_dir).eval_requested():
         state = "queued"  # asked for (again), not started yet
     stage, done, total = ev.get("stage"), int(ev.get("done") or 0), int(ev.get("total") or 0)
     running = state == "running"
@@ -95,7 +95,7 @@ def eval_status_of(runs: list[dict], only: str | None = None) -> dict[str, dict]
 
 def _eval_seconds(run_dir: Path) -> float | None:
     try:
-        st = (run_dir / "eval" / "summary.json").stat()
+        st = RunFolder(run_dir).summary_path.stat()
     except OSError:
         return None
     return _summary_seconds(str(run_dir), st.st_mtime_ns)
@@ -103,10 +103,10 @@ def _eval_seconds(run_dir: Path) -> float | None:
 
 @functools.lru_cache(maxsize=1024)
 def _summary_seconds(run_dir: str, mtime_ns: int) -> float | None:
-    from sga_core.runs.validate import Damaged, summary
+    from sga_core.runs.validate import Damaged
 
     try:
-        value = (summary(run_dir) or {}).get("elapsed_s")
+        value = (RunFolder(run_dir).summary() or {}).get("elapsed_s")
     except Damaged:
         return None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
@@ -116,10 +116,10 @@ def curve_names(run_dir: str | Path) -> dict[str, str]:
     """metrics.jsonl key -> the name its chart should show, for this run's method (a
     prepare run logs its retain loss under forget_nll: ``Method.curve_names``)."""
     from sga_core.methods import REGISTRY
-    from sga_core.runs.validate import Damaged, config
+    from sga_core.runs.validate import Damaged
 
     try:
-        cfg = config(run_dir)
+        cfg = RunFolder(run_dir).config_dict()
     except Damaged:
         return {}
     method = REGISTRY.get(cfg.get("method") or "")

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from sga_core.fileio import now_iso, read_json
 from sga_core.runs import status as run_status
+from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
     CANCEL_FILE,
     EVAL_REQUEST,
-    create_run,
+    RunFolder,
     list_runs,
     request_cancel,
     runs_root,
@@ -94,7 +95,7 @@ def preview(cfg, root: str | os.PathLike | None = None) -> tuple[str, str, str]:
     """(run id, the exact launch command, config.yaml) of a config about to be launched."""
     from sga_core.config import dump_config
     from sga_core.runs.command import command_text
-    from sga_core.runs.folder import make_run_id
+    from sga_core.runs.create import make_run_id
 
     root = runs_root(root)
     cfg.run_id = cfg.run_id or make_run_id(cfg, root)
@@ -151,9 +152,7 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
 
 def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
     """Queue a new run with the same config as ``run_dir`` (data from its snapshot)."""
-    from sga_core.config import load_config
-
-    cfg = load_config(Path(run_dir) / "config.yaml")
+    cfg = RunFolder(run_dir).config()
     for name in ("forget", "retain", "normals"):
         p = cfg.resolve(getattr(cfg.data, name))
         if p is not None:

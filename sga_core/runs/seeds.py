@@ -18,7 +18,8 @@ from pathlib import Path
 
 from sga_core.config import TrainConfig
 from sga_core.params import parse_seeds
-from sga_core.runs.folder import MAX_ID_TRIES, base_run_id, id_candidates, runs_root
+from sga_core.runs.create import MAX_ID_TRIES, base_run_id, id_candidates
+from sga_core.runs.folder import runs_root
 
 
 def seed_run_id(base: str, seed: int) -> str:
@@ -131,8 +132,8 @@ def queued_text(dirs: list[Path], cfgs: list[TrainConfig] | None = None) -> str:
     """What a launch queued, in words (plain text)."""
     if len(dirs) == 1:
         return f"Queued run {dirs[0].name}."
-    from sga_core.config import load_config
+    from sga_core.runs.folder import RunFolder
 
-    first = cfgs[0] if cfgs else load_config(dirs[0] / "config.yaml")
+    first = cfgs[0] if cfgs else RunFolder(dirs[0]).config()
     return (f"Queued {len(dirs)} runs, seeds {first.training.seeds}, as group {first.group}: "
             + ", ".join(d.name for d in dirs) + ".")

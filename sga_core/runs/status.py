@@ -8,25 +8,25 @@
 Every write is a locked read-merge-write done atomically, so two processes updating one file
 (a launcher and its trainer) never lose each other's fields. Readers call the ``effective_*``
 functions and never write: a "running" record whose processes are all gone is *shown* as
-failed. That rule lives here, once (:func:`derive`).
+failed. That rule lives once, in :func:`sga_core.runs.procs.derive`; the paths and checked
+readers are :class:`sga_core.runs.folder.RunFolder`'s.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
-from sga_core.runs.procs import is_ours, recorded, start_fields
+from sga_core.runs.folder import EVAL_DIR, SETTLE, STATUS, RunFolder
+from sga_core.runs.procs import EVAL_PIDS, RUN_PIDS, derive, start_fields  # noqa: F401
 from sga_core.runs.validate import FINAL_STATES, STATES  # noqa: F401  (read from here)
+from sga_core.runs.validate import damaged_status as damaged  # noqa: F401
 
-RUN_FILE = "status.json"
-EVAL_FILE = Path("eval") / "status.json"
-# the processes whose life a running record stands for
-RUN_PIDS = ("launcher_pid", "pid")
-EVAL_PIDS = ("pid",)
+# a run's and its evaluation's status file inside the run folder (RunFolder owns the names)
+RUN_FILE = STATUS
+EVAL_FILE = Path(EVAL_DIR) / STATUS
 # every pid field a status file holds: each is written with its start time beside it
 PID_FIELDS = ("pid", "launcher_pid", "runner_pid")
 
@@ -61,89 +61,43 @@ def update(path: str | os.PathLike, state: str | None = None, **fields) -> dict:
     return status
 
 
-def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
-    """``status`` as it should be shown: "running" while any of its processes lives (on this
-    host), "failed" once all of them are gone. Pure: nothing is written."""
-    if status.get("state") != "running":
-        return status
-    host = status.get("host")
-    if isinstance(host, str) and host and host != socket.gethostname():
-        return status  # a run on another machine: only its own files can tell
-    procs = [recorded(status, k) for k in pid_keys if status.get(k)]
-    # a process counts only while it is the one recorded: its start time, or for an old
-    # record without one, a command line that runs sga_core (a stranger given the pid is not)
-    if not procs or any(is_ours(p) for p in procs):
-        return status
-    return {**status, "state": "failed", "vanished": True,
-            "error": status.get("error") or f"the {what} process vanished (killed or the "
-                                            "machine restarted)"}
-
-
 # --- runs ------------------------------------------------------------------------------------
-
-def damaged(exc: Exception) -> dict:
-    """The status a run (or evaluation) with a damaged status file is shown with: state
-    "damaged", the file and what is wrong in ``damaged`` and ``error``; no process ids, so
-    nothing is ever signalled on the strength of a damaged file."""
-    return {"state": "damaged", "damaged": str(exc), "error": str(exc)}
-
 
 def read_run(run_dir: str | os.PathLike) -> dict:
     """status.json, checked ({} when there is none; :func:`damaged` when it is damaged)."""
-    from sga_core.runs.validate import RUN_STATUS_FIELDS, Damaged, read_json_file
-
-    try:
-        return read_json_file(run_dir, RUN_FILE, RUN_STATUS_FIELDS, ("state",)) or {}
-    except Damaged as exc:
-        return damaged(exc)
+    return RunFolder(run_dir).read_status()
 
 
 def write_run(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(Path(run_dir) / RUN_FILE, state, **fields)
+    return update(RunFolder(run_dir).status_path, state, **fields)
 
 
 def effective_run(run_dir: str | os.PathLike) -> dict:
     """status.json as shown: a running run whose launcher and trainer are both gone is
     failed; one whose trainer still lives is running, whatever became of its launcher. A run
     sent to SLURM is shown as its job is (:func:`sga_core.runs.slurm.states.run_view`)."""
-    status = read_run(run_dir)
-    if status.get("slurm_job_id"):
-        from sga_core.runs.slurm.states import run_view as slurm_view
-
-        shown = slurm_view(run_dir, status, write_run)
-        if not shown.get("slurm_problem"):
-            return shown
-        status = shown  # SLURM cannot be asked: the processes on this machine can
-    return derive(status, RUN_PIDS, "training")
+    return RunFolder(run_dir).status()
 
 
 # --- evaluations ----------------------------------------------------------------------------
 
 def read_eval(run_dir: str | os.PathLike) -> dict:
     """eval/status.json, checked like :func:`read_run`."""
-    from sga_core.runs.validate import EVAL_STATUS_FIELDS, Damaged, read_json_file
-
-    try:
-        return read_json_file(run_dir, str(EVAL_FILE), EVAL_STATUS_FIELDS, ("state",)) or {}
-    except Damaged as exc:
-        return damaged(exc)
+    return RunFolder(run_dir).read_eval_status()
 
 
 def write_eval(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(Path(run_dir) / EVAL_FILE, state, **fields)
+    return update(RunFolder(run_dir).eval_status_path, state, **fields)
 
 
 def effective_eval(run_dir: str | os.PathLike) -> dict:
     """eval/status.json as shown; an evaluation sent to SLURM as its job is."""
-    status = read_eval(run_dir)
-    if status.get("slurm_job_id"):
-        from sga_core.runs.slurm.states import run_view as slurm_view
+    return RunFolder(run_dir).eval_status()
 
-        shown = slurm_view(run_dir, status, write_eval)
-        if not shown.get("slurm_problem"):
-            return shown
-        status = shown
-    return derive(status, EVAL_PIDS, "evaluation")
+
+# RunFolder shows a SLURM run as its job is; SLURM's verdict on a job it ended is recorded
+# through this module, the one writer of status files
+SETTLE.update(run=write_run, eval=write_eval)
 
 
 def run_view(run_dir: str | os.PathLike) -> dict:
@@ -157,16 +111,16 @@ def run_view(run_dir: str | os.PathLike) -> dict:
 # --- project jobs ---------------------------------------------------------------------------
 
 def read_job(job_dir: str | os.PathLike) -> dict:
-    return read(Path(job_dir) / "status.json")
+    return read(Path(job_dir) / STATUS)
 
 
 def write_job(job_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(Path(job_dir) / "status.json", state, **fields)
+    return update(Path(job_dir) / STATUS, state, **fields)
 
 
 def reset_job(job_dir: str | os.PathLike, **fields) -> dict:
     """Start a job's status afresh (a new job replaces the last one's record)."""
-    path = Path(job_dir) / "status.json"
+    path = Path(job_dir) / STATUS
     path.unlink(missing_ok=True)
     return update(path, **fields)
 

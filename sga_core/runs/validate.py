@@ -3,6 +3,10 @@ here and gets either data of the shape the workbench wrote, or :class:`Damaged` 
 file and what is wrong with it ("eval/summary.json: metrics must be an object of metric
 entries, got 5").
 
+The readers of one file take its path inside the run folder (``rel``) from
+:class:`sga_core.runs.folder.RunFolder`, which owns the names: call them through it
+(``RunFolder(path).summary()``).
+
 A damaged file damages its run only: listings keep the run, marked with the reason
 (:func:`run_damage`), and everything else of the project keeps working.
 
@@ -22,15 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CONFIG = "config.yaml"
-MANIFEST = "data/manifest.json"
-SUMMARY = "eval/summary.json"
-PER_SAMPLE = "eval/per_sample.jsonl"
-TOKENS = "eval/tokens.jsonl"
-METRICS = "metrics.jsonl"
-PROBES = "probes.jsonl"
-EVAL_STEPS = "eval_steps.jsonl"
-
 STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
 FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
 MAX_INT = 2**63 - 1
@@ -47,6 +42,13 @@ class Damaged(ValueError):
 
 
 # --- value checks: each returns None when the value is fine, else what is wrong --------------
+
+def damaged_status(exc: Exception) -> dict:
+    """The status a run (or evaluation) with a damaged status file is shown with: state
+    "damaged", the file and what is wrong in ``damaged`` and ``error``; no process ids, so
+    nothing is ever signalled on the strength of a damaged file."""
+    return {"state": "damaged", "damaged": str(exc), "error": str(exc)}
+
 
 def _show(v: Any) -> str:
     text = json.dumps(v, default=str) if not isinstance(v, str) else repr(v)
@@ -292,57 +294,57 @@ def read_jsonl_file(run_dir, rel: str, row: dict, live: bool = False) -> list[di
     return out
 
 
-def config(run_dir) -> dict:
+def config(run_dir, rel: str) -> dict:
     """config.yaml as a mapping ({} when absent), the fields readers use checked."""
     import yaml
 
     from sga_core.fileio import YAMLTooLarge, load_yaml
 
-    data = _bytes(Path(run_dir), CONFIG)
+    data = _bytes(Path(run_dir), rel)
     if data is None:
         return {}
-    body = _decode(CONFIG, data)
+    body = _decode(rel, data)
     try:  # bounded: a few hundred bytes of nested aliases never expand into a billion values
-        cfg = load_yaml(body, CONFIG, fast=True)
+        cfg = load_yaml(body, rel, fast=True)
     except YAMLTooLarge as exc:
-        raise Damaged(CONFIG, str(exc).removeprefix(f"{CONFIG}: ")) from None
+        raise Damaged(rel, str(exc).removeprefix(f"{rel}: ")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise Damaged(CONFIG, f"is not valid YAML{where}: "
-                              f"{getattr(exc, 'problem', None) or exc}") from None
+        raise Damaged(rel, f"is not valid YAML{where}: "
+                           f"{getattr(exc, 'problem', None) or exc}") from None
     except RecursionError:
-        raise Damaged(CONFIG, "is nested too deeply") from None
+        raise Damaged(rel, "is nested too deeply") from None
     if cfg is None:
-        raise Damaged(CONFIG, "is empty")
+        raise Damaged(rel, "is empty")
     if not isinstance(cfg, dict):
-        raise Damaged(CONFIG, f"must hold a mapping of settings, got {_show(cfg)}")
+        raise Damaged(rel, f"must hold a mapping of settings, got {_show(cfg)}")
     err = (fields(cfg, CONFIG_FIELDS)
            or fields(cfg.get("method_args") or {}, CONFIG_ARGS, where="method_args.")
            or fields(cfg.get("training") or {}, CONFIG_TRAINING, where="training."))
     if err:
-        raise Damaged(CONFIG, err)
+        raise Damaged(rel, err)
     return cfg
 
 
-def manifest(run_dir) -> dict:
+def manifest(run_dir, rel: str) -> dict:
     """data/manifest.json ({} when absent: runs made before manifests existed)."""
-    data = read_json_file(run_dir, MANIFEST)
+    data = read_json_file(run_dir, rel)
     if data is None:
         return {}
     err = (map_of(MANIFEST_ENTRY)(data) if isinstance(data, dict)
            else f"must hold a JSON object, got {_show(data)}")
     if err:
-        raise Damaged(MANIFEST, err)
+        raise Damaged(rel, err)
     return data
 
 
-def summary(run_dir) -> dict | None:
+def summary(run_dir, rel: str) -> dict | None:
     """eval/summary.json, None when the run has no evaluation."""
-    summ = read_json_file(run_dir, SUMMARY, SUMMARY_FIELDS, ("metrics",))
+    summ = read_json_file(run_dir, rel, SUMMARY_FIELDS, ("metrics",))
     err = summ and FQ_ENTRY(summ["metrics"].get("forget_quality"))
     if err:  # its KS statistic is shown as a number
-        raise Damaged(SUMMARY, f"metrics entry 'forget_quality' {err}")
+        raise Damaged(rel, f"metrics entry 'forget_quality' {err}")
     return summ
 
 
@@ -360,58 +362,58 @@ def _log(run_dir, rel: str, row: dict, live: bool) -> list[dict]:
     return rows
 
 
-def config_sections(run_dir) -> dict:
+def config_sections(run_dir, rel: str) -> dict:
     """config.yaml as :func:`config`, and complete: a run folder's config names every
     section (a cut-off one lacks the last ones). Only the damage report asks this."""
-    cfg = config(run_dir)
+    cfg = config(run_dir, rel)
     if cfg:
         missing = [k for k in CONFIG_SECTIONS if k not in cfg]
         if missing:
-            raise Damaged(CONFIG, f"{', '.join(missing)} missing (cut off?)")
+            raise Damaged(rel, f"{', '.join(missing)} missing (cut off?)")
     return cfg
 
 
 CONFIG_SECTIONS = ("method", "model", "data", "training", "launch", "eval")
 
 
-def metrics(run_dir, status: dict) -> list[dict]:
+def metrics(run_dir, rel: str, status: dict) -> list[dict]:
     """metrics.jsonl; a finished run's log must reach the step its status.json records.
     ``status``: the run's effective status (``sga_core.runs.status.effective_run``), which
     tells whether the trainer may still be writing the last line."""
     live = _live(status)
-    rows = _log(run_dir, METRICS, METRICS_ROW, live)
+    rows = _log(run_dir, rel, METRICS_ROW, live)
     st = status if "damaged" not in status else {}
     step = st.get("step")
     if not live and st.get("state") in FINAL_STATES and step and (
             (rows[-1]["step"] if rows else 0) < step):
         last = rows[-1]["step"] if rows else None
-        raise Damaged(METRICS, f"ends at step {last} ({len(rows)} records) but status.json "
-                               f"says the run reached step {step}: cut off?")
+        raise Damaged(rel, f"ends at step {last} ({len(rows)} records) but status.json "
+                           f"says the run reached step {step}: cut off?")
     return rows
 
 
-def probes(run_dir, status: dict) -> list[dict]:
+def probes(run_dir, rel: str, status: dict) -> list[dict]:
     """probes.jsonl (``status`` as for :func:`metrics`)."""
-    return _log(run_dir, PROBES, PROBES_ROW, _live(status))
+    return _log(run_dir, rel, PROBES_ROW, _live(status))
 
 
-def eval_steps(run_dir, status: dict) -> list[dict]:
+def eval_steps(run_dir, rel: str, status: dict) -> list[dict]:
     """eval_steps.jsonl (``status`` as for :func:`metrics`)."""
-    return _log(run_dir, EVAL_STEPS, EVAL_STEPS_ROW, _live(status))
+    return _log(run_dir, rel, EVAL_STEPS_ROW, _live(status))
 
 
-def _evaluated_rows(run_dir) -> tuple[dict, str]:
+def _evaluated_rows(run_dir, summary_rel: str) -> tuple[dict, str]:
     """Rows per set that eval/summary.json says were evaluated ({} when it cannot say),
     and the task."""
     try:
-        summ = summary(run_dir) or {}
+        summ = summary(run_dir, summary_rel) or {}
     except Damaged:
         return {}, "qa"  # the summary's own damage is reported for it
     return ({s: n for s, n in (summ.get("rows") or {}).items() if n is not None},
             summ.get("task", "qa"))
 
 
-def _short(rel: str, rows: list[dict], expected: dict) -> None:
+def _short(rel: str, rows: list[dict], expected: dict, summary_rel: str) -> None:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["set"]] = counts.get(r["set"], 0) + 1
@@ -420,24 +422,24 @@ def _short(rel: str, rows: list[dict], expected: dict) -> None:
         missing = sum(n - have for have, n in short.values())
         sets = ", ".join(f"{s}: {have} of {n}" for s, (have, n) in short.items())
         raise Damaged(rel, f"{missing} evaluated rows are missing ({sets} rows, as "
-                           f"eval/summary.json counts them): cut off?")
+                           f"{summary_rel} counts them): cut off?")
 
 
-def tokens(run_dir) -> list[dict]:
+def tokens(run_dir, rel: str, summary_rel: str) -> list[dict]:
     """eval/tokens.jsonl: an evaluation (QA or text) writes one token table per forget
-    row."""
-    rows = read_jsonl_file(run_dir, TOKENS, TOKENS_ROW)
-    if (Path(run_dir) / TOKENS).exists():
-        expected, task = _evaluated_rows(run_dir)
+    row (``summary_rel``: the summary that counts them)."""
+    rows = read_jsonl_file(run_dir, rel, TOKENS_ROW)
+    if (Path(run_dir) / rel).exists():
+        expected, task = _evaluated_rows(run_dir, summary_rel)
         if "forget" in expected:
-            _short(TOKENS, rows, {"forget": expected["forget"]})
+            _short(rel, rows, {"forget": expected["forget"]}, summary_rel)
     return rows
 
 
-def per_sample(run_dir) -> list[dict]:
+def per_sample(run_dir, rel: str, summary_rel: str) -> list[dict]:
     """eval/per_sample.jsonl (written whole, never appended): every row of every set the
     summary says was evaluated must be there."""
-    rows = read_jsonl_file(run_dir, PER_SAMPLE, PER_SAMPLE_ROW)
-    if (Path(run_dir) / PER_SAMPLE).exists():
-        _short(PER_SAMPLE, rows, _evaluated_rows(run_dir)[0])
+    rows = read_jsonl_file(run_dir, rel, PER_SAMPLE_ROW)
+    if (Path(run_dir) / rel).exists():
+        _short(rel, rows, _evaluated_rows(run_dir, summary_rel)[0], summary_rel)
     return rows

@@ -41,7 +41,7 @@ class StressSettings:
                                   "min-max with a zero point).")
     fewshot_k: int = param(3, "Few-shot: retain QA pairs before each question.", min=1)
     templates: str | None = param(None, "Role-play templates YAML (default: "
-                                  "assets/stress/roleplay.yaml).")
+                                  "assets/attacks/roleplay.yaml).")
     keep: bool = param(False, "Keep the relearned copies under stress/kept/ (else deleted).")
     rouge: bool = param(True, "Generate answers for ROUGE-L (the slow part on a CPU).")
 

@@ -5,7 +5,7 @@ forget questions asked another way, the forget answers re-scored (probability, R
   has one; rows without are left out, and a forget set with none is "not applicable";
 - ``fewshot``: ``k`` retain question-answer pairs (drawn per seed) before the question, in
   the one user turn;
-- ``roleplay``: each role-play/jailbreak template of ``assets/stress/roleplay.yaml`` (or
+- ``roleplay``: each role-play/jailbreak template of ``assets/attacks/roleplay.yaml`` (or
   ``--templates``) around the question; the interval runs over the templates.
 """
 
@@ -21,7 +21,7 @@ PARAPHRASE_FIELD = "paraphrased_question"
 def default_templates_path() -> Path:
     from sga_core.assets import ASSETS_DIR
 
-    return ASSETS_DIR / "stress" / "roleplay.yaml"
+    return ASSETS_DIR / "attacks" / "roleplay.yaml"
 
 
 def load_templates(path: str | Path | None = None) -> list[dict]:

@@ -231,15 +231,14 @@ def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None
     """Stress-test a run folder's ``model/`` on its data snapshot and evaluation settings;
     the Original is the model the run unlearned from (its config's ``model``, or
     ``overrides['original']``). Results go to ``RUN_DIR/stress/`` (or ``out_dir``)."""
-    from sga_core.config import load_config
     from sga_core.evaluation.common import EvalError
     from sga_core.evaluation.run import settings_from_config
     from sga_core.model.loading import is_model_folder
-    from sga_core.runs.folder import STRESS_DIR
+    from sga_core.runs.folder import STRESS_DIR, RunFolder
 
     run_dir = Path(run_dir).resolve()
-    cfg = load_config(run_dir / "config.yaml")
-    model_dir = run_dir / "model"
+    run = RunFolder(run_dir)
+    cfg, model_dir = run.config(), run.model_dir
     if not is_model_folder(model_dir):
         raise EvalError(f"run {run_dir.name} has no saved model ({model_dir})")
     ov = dict(overrides or {})

@@ -32,10 +32,11 @@ from sga_core.evaluation.reference import NO_REFERENCE
 from sga_core.fileio import append_jsonl
 from sga_core.metrics.catalog import HIGHER, LOWER, QA, metrics_for, spec_of
 from sga_core.metrics.context import MetricInputs, SetData
+from sga_core.runs.folder import BEST_MODEL_DIR, EVAL_STEPS
 from sga_core.train import trackers
 
-EVAL_STEPS_FILE = "eval_steps.jsonl"
-BEST_MODEL = "best_model"
+EVAL_STEPS_FILE = EVAL_STEPS  # RunFolder's name
+BEST_MODEL = BEST_MODEL_DIR
 SHARDED = ("DEEPSPEED", "FSDP")
 
 

@@ -24,9 +24,16 @@ from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.runs import checkpoints as ckpts
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import CANCEL_FILE, TENSORBOARD_DIR
+from sga_core.runs.folder import (
+    CANCEL_FILE,
+    EVAL_STEPS,
+    METRICS,
+    MODEL_DIR,
+    PROBES,
+    TENSORBOARD_DIR,
+    RunFolder,
+)
 from sga_core.runs.procs import caller_gone, foreground_caller
-from sga_core.runs.validate import EVAL_STEPS, METRICS, PROBES, SUMMARY
 from sga_core.text import plural
 from sga_core.train import trackers
 from sga_core.train.eval_steps import StepEval
@@ -447,7 +454,7 @@ class Trainer:
                                            f"diverge_loss {t.diverge_loss:g}")
         return out
 
-    def save_model(self, name: str = "model") -> None:
+    def save_model(self, name: str = MODEL_DIR) -> None:
         """Save the model being trained (and the tokenizer) into ``RUN_DIR/<name>``, built
         beside it and swapped in (:func:`~sga_core.fileio.atomic_dir`)."""
         acc = self.acc
@@ -469,10 +476,10 @@ class Trainer:
                 self.tok.save_pretrained(tmp)
             if lora and self.cfg.training.save_merged:
                 from sga_core.model.loading import merge_adapter
-                from sga_core.model.lora import MERGED_DIR
 
                 self.log("saving the merged model")
-                merge_adapter(target, self.run_dir / MERGED_DIR, self.cfg.training.dtype)
+                merge_adapter(target, RunFolder(self.run_dir).merged_model_dir,
+                              self.cfg.training.dtype)
         acc.wait_for_everyone()
 
     def evaluate_steps(self, step: int, t0: float, last: bool = False) -> None:
@@ -584,7 +591,7 @@ class Trainer:
                 from sga_core.fileio import read_json
 
                 trackers.log_summary(self.acc, self.cfg, step,
-                                     read_json(self.run_dir / SUMMARY, default={}))
+                                     read_json(RunFolder(self.run_dir).summary_path, default={}))
         self.acc.end_training()
         return state
 

@@ -24,7 +24,7 @@ def evaluated_run(runs, project, run_id: str):
     """A run folder whose config asks for an evaluation, as the Train page queues it."""
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.training import build_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     normals = project.path / "idk.jsonl"
     idk_normals(len(project.forget()), 4).save(normals)

@@ -29,7 +29,7 @@ def trained(project, runs: Path, model: Path, run_id: str, lr: float) -> Path:
     """A run of ``project`` trained 2 steps with the tiny model and evaluated in-process,
     probing the French row at every step."""
     from sga_core.projects.training import build_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     cfg = build_config(project, method="ga", method_args={}, model=str(model), run_id=run_id,
@@ -48,7 +48,7 @@ def seeded(project, runs: Path, run_id: str, seed: int, values: dict) -> Path:
     """A run of the seed group ``g1`` with a written summary."""
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.training import build_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import write_run
 
     normals = project.path / "idk.jsonl"

@@ -103,7 +103,7 @@ def pristine(tmp_path_factory, tiny_model_dir):
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
     from sga_core.projects.training import build_config, default_eval
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     tmp = tmp_path_factory.mktemp("damaged")

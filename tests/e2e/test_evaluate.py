@@ -83,7 +83,7 @@ def qa_cfg(model, data, *, method="ga", method_args=None, eval_cfg=None, run_id=
 def trained_run(tmp_path_factory, tiny_model_dir, qa_data) -> Path:
     """A run trained 1 step with the tiny model through create_run + run_foreground; its
     config keeps eval.enabled (the default), so run_foreground evaluates it afterwards."""
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     root = tmp_path_factory.mktemp("runs")
@@ -102,7 +102,7 @@ def test_separate_evaluation_gives_the_in_process_numbers(trained_run, tmp_path,
                                                           tiny_model_dir, qa_data):
     """``eval.in_process: false``: the run is evaluated afterwards by its own process
     (eval.log), the older flow, with the same numbers as the in-process evaluation."""
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     run_dir = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="tiny-ga",
@@ -126,7 +126,7 @@ def test_separate_evaluation_gives_the_in_process_numbers(trained_run, tmp_path,
 def ref_run(tmp_path, tiny_model_dir, qa_data) -> Path:
     """A retain-reference run folder (created, not trained: the tiny model copied in as its
     model, which is all evaluation needs), with no evaluation yet."""
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     cfg = qa_cfg(tiny_model_dir, qa_data, method="finetune",
                  method_args={"include_forget": False}, run_id="tiny-retain-ref")
@@ -304,7 +304,7 @@ def test_forget_quality_reasons_and_same_model(tmp_path, tiny_model_dir, qa_data
 
 
 def test_failed_evaluation_is_recorded(tmp_path, tiny_model_dir, qa_data):
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import read_eval
 
     run_dir = create_run(qa_cfg(tiny_model_dir, qa_data, run_id="no-model"), tmp_path)
@@ -412,7 +412,7 @@ class FakeProc:
 def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_data,
                                                    monkeypatch):
     from sga_core.runs import launch, runner
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import read_eval, read_run, write_run
 
     root = tmp_path / "runs"
@@ -551,7 +551,7 @@ def test_an_evaluation_can_be_cancelled_queued_or_running(tmp_path, tiny_model_d
 
 
 def _evaluable_run(tmp_path, tiny_model_dir, qa_data, run_id):
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import write_run
 
     run = create_run(qa_cfg(tiny_model_dir, qa_data, run_id=run_id), tmp_path / "runs")

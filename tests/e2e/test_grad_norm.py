@@ -25,6 +25,7 @@ from sga_core.config import TrainConfig
 from sga_core.runs import folder as runs
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
+from sga_core.runs.create import create_run
 from sga_core.runs.folder import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +87,7 @@ def _ga_cfg(model: Path, forget: Path, launch_cfg: dict) -> TrainConfig:
 
 
 def _run(cfg: TrainConfig, root: Path) -> list[dict]:
-    run_dir = runs.create_run(cfg, root)
+    run_dir = create_run(cfg, root)
     proc = launch.start(run_dir)
     try:
         code = proc.wait(TIMEOUT)

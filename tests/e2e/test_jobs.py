@@ -117,7 +117,7 @@ def test_runner_escalates_cancel_to_sigterm_then_sigkill(tmp_path):
 
 def test_delete_refuses_active_and_rerun_copies_config(tiny_model_dir, demo_dir,
                                                        idk_normals_file, runs_dir):
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     done = create_run(tiny_cfg(tiny_model_dir, demo_dir, idk_normals_file), runs_dir)
     write_run(done, "running", pid=os.getpid())

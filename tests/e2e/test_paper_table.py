@@ -97,7 +97,7 @@ def fake_evaluated_run(cfg, root, metrics: dict) -> Path:
     """A run folder marked completed with an evaluation summary (the page reads only
     these files; the bench's smoke run proves real ones)."""
     from sga_core.fileio import atomic_write_json
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import write_run
 
     run_dir = create_run(cfg, root)
@@ -203,7 +203,7 @@ def test_resume_keeps_runs_whose_normals_were_regenerated_alike(ui_env):
     from sga_core.config import load_config
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
-    from sga_core.runs.folder import snapshot_data
+    from sga_core.runs.create import snapshot_data
     from tests.helpers.own_data import fake_run
 
     project = create_demo_project(root=ui_env / "workspace")

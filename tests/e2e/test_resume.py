@@ -21,6 +21,7 @@ from sga_core.runs import checkpoints as ckpts
 from sga_core.runs import folder as runs
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
+from sga_core.runs.create import create_run
 from sga_core.runs.folder import CHECKPOINT_INFO
 from tests.helpers.cli import sga_cli
 
@@ -108,7 +109,7 @@ def resume_cli(run_dir: Path) -> subprocess.CompletedProcess:
 def uninterrupted(request, tmp_path_factory, tiny_model_dir, demo_dir, normals_file):
     root = tmp_path_factory.mktemp(f"runs-{request.param}")
     cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, request.param, "whole")
-    run_dir = runs.create_run(cfg, root)
+    run_dir = create_run(cfg, root)
     st = finish(run_dir, launch.start(run_dir))
     assert st["state"] == "completed", st
     return request.param, run_dir
@@ -120,7 +121,7 @@ def test_a_run_killed_at_step_10_and_resumed_is_the_uninterrupted_run(
         uninterrupted, tiny_model_dir, demo_dir, normals_file, runs_dir):
     method, whole = uninterrupted
     cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, method, "killed", save_every=10)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     proc = launch.start(run_dir)
     wait_for(lambda: ckpts.latest(run_dir), "the checkpoint at step 10", proc)
     os.kill(run_status.read_run(run_dir)["pid"], signal.SIGKILL)
@@ -153,7 +154,7 @@ def test_sigterm_saves_a_checkpoint_stops_and_resume_finishes_the_run(
     boundary and stops with its own exit code; keep_checkpoints keeps the newest."""
     cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, "sga", "term", max_steps=400,
                    save_every=2, keep_checkpoints=2, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     proc = launch.start(run_dir)
     wait_for(lambda: (ckpts.latest(run_dir) or (0,))[0] >= 6, "three checkpoints", proc)
     proc.send_signal(signal.SIGTERM)  # a one-process run: the launcher is the trainer
@@ -186,7 +187,7 @@ def test_a_save_cut_short_leaves_the_previous_checkpoint_usable(
         tiny_model_dir, demo_dir, normals_file, runs_dir):
     cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, "sga", "torn", max_steps=6,
                    save_every=3, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     proc = launch.start(run_dir)
     st = finish(run_dir, proc)
     assert st["state"] == "completed" and ckpts.latest(run_dir)[0] == 3
@@ -208,7 +209,7 @@ def test_resume_refuses_a_run_without_checkpoint_or_a_completed_one(
         tiny_model_dir, demo_dir, normals_file, runs_dir):
     cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, "sga", "plain", max_steps=2,
                    probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     assert finish(run_dir, launch.start(run_dir))["state"] == "completed"
     done = resume_cli(run_dir)
     assert done.returncode != 0 and "only a failed, cancelled or timed-out run" in done.stderr
@@ -228,9 +229,9 @@ def test_a_resume_on_the_gpu_continues_the_loss_curve(tiny_model_dir, demo_dir,
         c.launch.device = "gpu"
         return c
 
-    whole = runs.create_run(cfg("gpu-whole"), runs_dir)
+    whole = create_run(cfg("gpu-whole"), runs_dir)
     assert finish(whole, launch.start(whole))["state"] == "completed"
-    run_dir = runs.create_run(cfg("gpu-cut", save_every=10), runs_dir)
+    run_dir = create_run(cfg("gpu-cut", save_every=10), runs_dir)
     proc = launch.start(run_dir)
     wait_for(lambda: ckpts.latest(run_dir), "the checkpoint at step 10", proc)
     os.kill(run_status.read_run(run_dir)["pid"], signal.SIGKILL)

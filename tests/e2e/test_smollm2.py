@@ -42,7 +42,8 @@ def test_prepare_then_sga_steps(smol_path, tmp_path, demo_dir):
     from sga_core.data import load_qa, write_dataset
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.prepare import prepare
-    from sga_core.runs.folder import create_run, metrics
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import metrics
     from sga_core.runs.launch import run_foreground
 
     forget = tmp_path / "forget.jsonl"

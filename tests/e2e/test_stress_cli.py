@@ -20,7 +20,8 @@ def _tree_hash(folder) -> str:
 
 
 def test_stress_a_run_by_id(runs_dir, tiny_model_dir, demo_dir):
-    from sga_core.runs.folder import STRESS_DIR, create_run
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import STRESS_DIR
 
     cfg = TrainConfig.from_dict({
         "run_id": "tiny-cli", "model": str(tiny_model_dir), "method": "ga",

@@ -13,8 +13,8 @@ from sga_core.fileio import read_json, read_jsonl
 from sga_core.runs import folder as runs
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import TENSORBOARD_DIR
-from sga_core.runs.validate import EVAL_STEPS, SUMMARY
+from sga_core.runs.create import create_run
+from sga_core.runs.folder import TENSORBOARD_DIR, RunFolder
 from tests.helpers.cli import sga_cli
 
 pytestmark = pytest.mark.slow
@@ -48,7 +48,7 @@ def test_tensorboard_scalars_are_the_run_folders_numbers(tiny_model_dir, demo_di
         "launch": {"device": "cpu"},
         "eval": {"enabled": True, "in_process": True, "max_retain_rows": 4,
                  "max_new_tokens": 4}})
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     proc = launch.start(run_dir)
     launch.finish(run_dir, proc.wait(600))
     assert run_status.read_run(run_dir)["state"] == "completed"
@@ -60,11 +60,11 @@ def test_tensorboard_scalars_are_the_run_folders_numbers(tiny_model_dir, demo_di
         series = got[f"train/{key}"]
         assert sorted(series) == [r["step"] for r in metrics]
         assert all(close(series[r["step"]], r[key]) for r in metrics), key
-    evals = read_jsonl(run_dir / EVAL_STEPS)
+    evals = read_jsonl(RunFolder(run_dir).eval_steps_path)
     assert sorted(got["eval/forget_probability"]) == [r["step"] for r in evals] == [0, 2, 4]
     assert all(close(got["eval/forget_probability"][r["step"]], r["forget_probability"])
                for r in evals)
-    summary = read_json(run_dir / SUMMARY)
+    summary = read_json(RunFolder(run_dir).summary_path)
     final = {k: v["value"] for k, v in summary["metrics"].items()
              if isinstance(v.get("value"), (int, float))}
     assert final and all(close(got[f"final/{k}"][4], v) for k, v in final.items())

@@ -30,6 +30,7 @@ from sga_core.runs import folder as runs
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
 from sga_core.runs.command import command_text
+from sga_core.runs.create import create_run
 from sga_core.runs.procs import pid_alive
 from tests.helpers.cli import sga_cli
 
@@ -159,7 +160,7 @@ def baseline(tmp_path_factory, tiny_model_dir, demo_dir, normals_file):
     root = tmp_path_factory.mktemp("baseline-runs")
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, probe_count=3,
                    probe_every=1, group_by_length=True)
-    run_dir = runs.create_run(cfg, root)
+    run_dir = create_run(cfg, root)
     echoed: list[str] = []
     status = launch.run_foreground(run_dir, echo=echoed.append, poll_s=0.2)
     return SimpleNamespace(run_dir=run_dir, cfg=load_config(run_dir / "config.yaml"),
@@ -177,7 +178,7 @@ def uneven_baseline(tmp_path_factory, tiny_model_dir, demo_dir, normals_file):
     root = tmp_path_factory.mktemp("uneven-runs")
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, batch_size=3,
                    probe_every=0)
-    run_dir = runs.create_run(cfg, root)
+    run_dir = create_run(cfg, root)
     status = run_to_end(run_dir)
     assert status["state"] == "completed", status
     return SimpleNamespace(run_dir=run_dir, metrics=runs.metrics(run_dir),
@@ -314,7 +315,7 @@ def test_command_sh_reproduces(baseline):
 def _start_long_run(tiny_model_dir, demo_dir, normals_file, runs_dir):
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, max_steps=2000,
                    probe_every=0, save_model=True)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     proc = launch.start(run_dir)
     wait_for(lambda: len(runs.metrics(run_dir)) >= 1, what="the first metrics record",
              proc=proc)
@@ -428,7 +429,7 @@ def test_diverged_on_nonfinite_weights_keeps_finite_model(tiny_model_dir, demo_d
     # keep the finite weights from before that update
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", method="ga", lr=1.0,
                    max_grad_norm=0.0, dtype="float16", max_steps=20, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     status = run_to_end(run_dir)
     assert status["state"] == "diverged", status
     assert "non-finite" in status["error"]
@@ -453,7 +454,7 @@ def test_diverged_on_nonfinite_loss(tiny_model_dir, demo_dir, runs_dir, tmp_path
         f.unlink()
     save_file(start, big / "model.safetensors", metadata={"format": "pt"})
     cfg = make_cfg(big, demo_dir / "forget.jsonl", method="ga", max_steps=3, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     status = run_to_end(run_dir)
     assert status["state"] == "diverged", status
     assert "non-finite" in status["error"]
@@ -467,7 +468,7 @@ def test_diverged_on_nonfinite_loss(tiny_model_dir, demo_dir, runs_dir, tmp_path
 def test_diverge_loss_threshold(tiny_model_dir, demo_dir, runs_dir):
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", method="ga", lr=0.5,
                    diverge_loss=20.0, max_steps=40, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     status = run_to_end(run_dir)
     assert status["state"] == "diverged", status
     assert "diverge_loss 20" in status["error"]
@@ -482,7 +483,7 @@ def test_diverge_loss_threshold_applies_no_update(tiny_model_dir, demo_dir, runs
     # update computed from that step must not be applied (the model kept is the start)
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", method="ga", lr=0.5,
                    diverge_loss=1.0, max_steps=5, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     status = run_to_end(run_dir)
     assert status["state"] == "diverged", status
     assert "diverge_loss 1" in status["error"]
@@ -497,7 +498,7 @@ def test_missing_model_fails_with_error(tiny_model_dir, demo_dir, normals_file, 
     model = tmp_path / "doomed-model"
     shutil.copytree(tiny_model_dir, model)
     cfg = make_cfg(model, demo_dir / "forget.jsonl", normals_file)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     shutil.rmtree(model)
     status = run_to_end(run_dir)
     assert status["state"] == "failed", status
@@ -536,7 +537,7 @@ def test_two_processes_match_one(baseline, tiny_model_dir, demo_dir, normals_fil
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, probe_count=3,
                    probe_every=1, group_by_length=True,
                    launch_cfg={"num_processes": 2, "cpu": True})
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     command = (run_dir / "command.sh").read_text().splitlines()[-1]
     assert "--num_processes 2" in command and "--multi_gpu" in command
     assert "--main_process_port" in command
@@ -569,7 +570,7 @@ def test_uneven_global_batch_over_two_processes(uneven_baseline, tiny_model_dir,
                                                 normals_file, runs_dir):
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, batch_size=3,
                    probe_every=0, launch_cfg={"num_processes": 2, "cpu": True})
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     status = run_to_end(run_dir)
     assert status["state"] == "completed", (status, runs.tail(run_dir / "train.log"))
     assert status["num_processes"] == 2
@@ -585,7 +586,7 @@ def test_gradient_accumulation_matches_one_batch(uneven_baseline, tiny_model_dir
     # gradient of the global mean
     cfg = make_cfg(tiny_model_dir, demo_dir / "forget.jsonl", normals_file, batch_size=3,
                    grad_accum=2, probe_every=0)
-    run_dir = runs.create_run(cfg, runs_dir)
+    run_dir = create_run(cfg, runs_dir)
     status = run_to_end(run_dir)
     assert status["state"] == "completed", (status, runs.tail(run_dir / "train.log"))
     metrics = runs.metrics(run_dir)

@@ -56,7 +56,7 @@ def fake_run(runs: Path, project, run_id: str, *, method: str = "sga", r: float 
     label -> value, or (None, reason))."""
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.training import build_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import write_run
 
     normals = None

@@ -83,10 +83,11 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_only_the_status_module_names_status_files():
-    """status.json is read and written through sga_core.runs.status alone: no other library
-    module spells the file name outside its docstrings and comments."""
-    allowed = {LIB / "runs" / "status.py"}
+def test_only_the_run_folder_module_names_status_files():
+    """status.json is named by sga_core.runs.folder alone (RunFolder owns every run-folder
+    name; sga_core.runs.status is the one writer): no other library module spells the file
+    name outside its docstrings and comments."""
+    allowed = {LIB / "runs" / "folder.py"}
     offenders = []
     for path in LIB.rglob("*.py"):
         if path in allowed:

@@ -8,7 +8,8 @@ import fcntl
 from sga_core.config import TrainConfig
 from sga_core.fileio import atomic_write_json
 from sga_core.runs import checkpoints as ckpts
-from sga_core.runs.folder import CHECKPOINT_INFO, create_run
+from sga_core.runs.create import create_run
+from sga_core.runs.folder import CHECKPOINT_INFO
 from sga_core.runs.queue import RUNNER_LOCK
 from sga_core.runs.status import read_run, write_run
 from tests.helpers.ui import open_page, shown

@@ -54,7 +54,7 @@ def seeded(ui_env):
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
     from sga_core.projects.training import build_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.seeds import sweep_configs
     from sga_core.runs.status import write_run
 
@@ -154,7 +154,7 @@ def test_train_page_launches_over_seeds(ui_env, tiny_model_dir, monkeypatch):
 
 def test_runs_page_plots_evaluation_during_training(ui_env):
     from sga_core.config import TrainConfig
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import write_run
     from sga_core.train.eval_steps import EVAL_STEPS_FILE
 

@@ -207,7 +207,7 @@ def test_launch_after_preview_takes_the_next_id_when_another_launch_took_it(ui_e
     second is queued under the next free id with a note, not refused."""
     from sga_core.config import load_config
     from sga_core.runs import queue as jobs
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
     at.button(key="train.preview").click().run()

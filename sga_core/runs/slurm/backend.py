@@ -15,11 +15,11 @@ from pathlib import Path
 
 from sga_core.fileio import atomic_write_text, now_iso
 from sga_core.runs import status as run_status
+from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
     SLURM_ARRAY_SCRIPT,
     SLURM_EVAL_SCRIPT,
     SLURM_SCRIPT,
-    create_run,
     request_cancel,
     runs_root,
 )
@@ -32,7 +32,7 @@ MODE = "slurm"
 
 def preview(cfg, profile: ClusterProfile, root: str | os.PathLike | None = None) -> str:
     """The batch script a launch of ``cfg`` would submit (its run id as a preview)."""
-    from sga_core.runs.folder import make_run_id
+    from sga_core.runs.create import make_run_id
 
     root = runs_root(root)
     return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)))

@@ -116,7 +116,8 @@ def combine(status: dict, job: dict | None, cancel_asked: bool) -> dict:
 
 def run_view(run_dir: str | os.PathLike, status: dict, write) -> dict:
     """``status`` (a SLURM run's status.json) as it should be shown; SLURM's verdict on a
-    job it ended is written once with ``write`` (``status.write_run``; :func:`settle`).
+    job it ended is written once with ``write`` (``status.write_run``; :func:`settle`;
+    None: shown only).
     Where SLURM cannot be asked, the folder's own status, with ``slurm_problem`` saying
     why. A cancel was asked for when status.json has ``cancel_requested_at``
     (:func:`sga_core.runs.slurm.backend.cancel`)."""
@@ -134,7 +135,7 @@ def run_view(run_dir: str | os.PathLike, status: dict, write) -> dict:
     if problem:
         return {**status, "slurm_problem": problem}
     shown = combine(status, job, bool(status.get("cancel_requested_at")))
-    if job is None or job.get("state") in ENDED:
+    if write is not None and (job is None or job.get("state") in ENDED):
         settle(run_dir, status, shown, job, write)
     return shown
 

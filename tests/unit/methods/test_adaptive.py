@@ -51,7 +51,8 @@ def test_combined_gradient_equals_sga_gradient_at_that_r(tiny_model_dir, demo_di
 @pytest.mark.slow
 def test_adaptive_run_logs_r(tiny_model_dir, demo_dir, idk_normals_file, tmp_path):
     from sga_core.config import TrainConfig
-    from sga_core.runs.folder import create_run, metrics
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import metrics
     from sga_core.runs.launch import run_foreground
 
     cfg = TrainConfig.from_dict({

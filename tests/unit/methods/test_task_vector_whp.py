@@ -37,7 +37,7 @@ def cfg(model, data, method, run_id, training=None, **args) -> TrainConfig:
 
 def train(c: TrainConfig, root: Path) -> Path:
     from sga_core.config import load_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.status import read_run
     from sga_core.train.trainer import run_training
 
@@ -146,7 +146,7 @@ def test_explicit_reinforced_and_a_changed_setting(runs, tiny_model_dir, data):
     own = train(cfg(tiny_model_dir, data, "whp", "whp-own", {"lr": 1e-3}), root)
     assert read_run(own)["step"] == 2 and (own / "reinforced" / "reinforce.json").exists()
     from sga_core.config import load_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     bad = create_run(cfg(tiny_model_dir, data, "whp", "whp-bad", reinforced="nowhere"), root)
     with pytest.raises(ValueError, match="'nowhere' is neither a run"):
@@ -171,7 +171,7 @@ def test_task_vector_refuses_a_reinforced_model_of_another_shape(runs, tiny_mode
                                                                   tmp_path):
     from sga_core.config import load_config
     from sga_core.model.loading import load_model
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.train.trainer import run_training
 
     root = runs[0]

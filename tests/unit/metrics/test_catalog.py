@@ -171,7 +171,7 @@ def test_qa_evaluation_writes_every_catalog_metric(tmp_path, tiny_model_dir, qa_
 def text_run(tmp_path_factory, tiny_model_dir, text_files) -> Path:
     """A text run folder (the tiny model as its model, a copy of it as the retain
     reference), evaluated by evaluate_run."""
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     tmp = tmp_path_factory.mktemp("text-run")
     ref = tmp / "ref-model"

@@ -356,7 +356,7 @@ def test_own_data_end_to_end_gives_mu_in_every_row(tmp_path, tiny_model_dir):
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.training import build_config, default_eval
     from sga_core.report.table import best_values, results_table
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     files = tofu_files(tmp_path / "f")

@@ -13,7 +13,7 @@ from sga_core.data import load_dataset
 from sga_core.methods.sga import SGAConfig
 from sga_core.params import ConfigError, from_dict
 from sga_core.projects.training import parse_r_values
-from sga_core.runs.folder import create_run
+from sga_core.runs.create import create_run
 
 
 def train(capsys, runs_dir, demo_dir, *argv: str) -> tuple[int, str]:

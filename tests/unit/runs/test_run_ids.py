@@ -52,7 +52,7 @@ def test_a_config_with_a_newline_in_its_run_id_is_refused():
 def test_a_given_id_that_exists_is_refused_as_taken(tmp_path, demo_dir, idk_normals_file):
     """A launch that names its run id is refused with RunIdTaken when that folder exists
     (the Train page then moves a previewed id on to the next free one)."""
-    from sga_core.runs.folder import RunIdTaken, create_run
+    from sga_core.runs.create import RunIdTaken, create_run
 
     def cfg():
         c = TrainConfig()

@@ -16,8 +16,8 @@ import pytest
 
 from sga_core.fileio import append_jsonl, atomic_write_json, atomic_write_jsonl
 from sga_core.runs import status as run_status
-from sga_core.runs import validate
-from sga_core.runs.folder import create_run, list_runs
+from sga_core.runs.create import create_run
+from sga_core.runs.folder import RunFolder, list_runs
 from sga_core.runs.folder import metrics as read_metrics
 from sga_core.runs.validate import Damaged
 
@@ -141,7 +141,7 @@ def test_damaged_summary(runs, content, words):
     evaluated(runs / "a")
     (runs / "a" / "eval" / "summary.json").write_text(content)
     with pytest.raises(Damaged) as exc:
-        validate.summary(runs / "a")
+        RunFolder(runs / "a").summary()
     assert str(exc.value).startswith("eval/summary.json: ") and words in str(exc.value)
     assert summary_of(runs / "a") is None  # tables leave it out; the listing says why
     assert damage_of(runs, "a").startswith("eval/summary.json: ")

@@ -19,7 +19,7 @@ def test_prepare_runs_log_the_nll_they_measure(tmp_path, tiny_model_dir, include
                                                measured, absent):
     from sga_core.projects import create_demo_project
     from sga_core.projects.training import build_config
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 
     project = create_demo_project(root=tmp_path / "workspace")

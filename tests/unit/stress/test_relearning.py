@@ -24,7 +24,7 @@ def _hashes(folder: Path) -> dict[str, str]:
 @pytest.fixture()
 def run_with_model(runs_dir, tiny_model_dir, demo_dir) -> Path:
     """A run folder whose model/ is the tiny model (no training needed to attack it)."""
-    from sga_core.runs.folder import create_run
+    from sga_core.runs.create import create_run
 
     cfg = TrainConfig.from_dict({
         "run_id": "tiny-stress", "model": str(tiny_model_dir), "method": "ga",

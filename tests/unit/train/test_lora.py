@@ -17,7 +17,8 @@ from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
 from sga_core.model.loading import is_model_folder, load_model, load_tokenizer
 from sga_core.model.lora import adapters_off, apply_lora, enable_checkpointing, save_adapter
-from sga_core.runs.folder import create_run, metrics
+from sga_core.runs.create import create_run
+from sga_core.runs.folder import metrics
 from sga_core.train.reference import Reference
 from sga_core.train.trainer import run_training
 
