@@ -31,17 +31,22 @@ def run_projects(runs: list[dict]) -> dict[str, str]:
             for r in runs}
 
 
+def _evaluated(project: Project, root=None):
+    """(run row, its evaluation summary) of each completed run of the project whose
+    evaluation is done (none queued or running)."""
+    for r in project_runs(project, runs_root(root)):
+        summ = summary_of(Path(r["path"]))
+        if summ is not None and r["state"] == "completed" and \
+                r.get("eval_state") not in ("queued", "running"):
+            yield r, summ
+
+
 def runs_missing_sets(project: Project, root=None) -> dict[str, list[str]]:
     """Evaluated runs of the project (run id -> names) that were evaluated without some of
     its current evaluation sets (added later)."""
-    root = runs_root(root)
     current = set(project.eval_sets())
     out = {}
-    for r in project_runs(project, root):
-        summ = summary_of(Path(r["path"]))
-        if summ is None or r["state"] != "completed" or r.get("eval_state") in ("queued",
-                                                                                "running"):
-            continue
+    for r, summ in _evaluated(project, root):
         have = set((summ.get("data") or {}).get("sets") or {})
         if current - have:
             out[r["run_id"]] = sorted(current - have)
@@ -51,13 +56,8 @@ def runs_missing_sets(project: Project, root=None) -> dict[str, list[str]]:
 def runs_other_protocol(project: Project, root=None) -> dict[str, str]:
     """Evaluated runs of the project (run id -> protocol) whose evaluation was under
     another protocol than the project's current one."""
-    root = runs_root(root)
     out = {}
-    for r in project_runs(project, root):
-        summ = summary_of(Path(r["path"]))
-        if summ is None or r["state"] != "completed" or r.get("eval_state") in ("queued",
-                                                                                "running"):
-            continue
+    for r, summ in _evaluated(project, root):
         used = (summ.get("protocol") or {}).get("name") or "demo"
         if used != project.protocol:
             out[r["run_id"]] = used
