@@ -40,8 +40,10 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
         set_number(page, "r (exact)", -1.3)
         set_number(page, "max steps", 3)
         set_number(page, "batch size", 2)
-        page.get_by_text("evaluate when the run completes").click()
+        evaluate = page.get_by_role("checkbox", name=re.compile("^evaluate when the run"))
+        evaluate.uncheck(force=True)  # waits until the box reads unchecked
         wait_idle(page)
+        expect(evaluate).not_to_be_checked(timeout=30000)
 
         page.reload()
         page.get_by_role("heading", name="Train").first.wait_for(timeout=60000)
@@ -51,6 +53,8 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
                 value, timeout=30000)
         expect(page.get_by_role("textbox", name=re.compile("^model "))).to_have_value(
             str(tiny_model_dir))
+        expect(page.get_by_role("checkbox", name=re.compile("^evaluate when the run"))
+               ).not_to_be_checked(timeout=30000)
         page.screenshot(path=str(tmp_path / "reloaded.png"), full_page=True)
 
         page.get_by_role("button", name="Launch").click()
