@@ -425,7 +425,7 @@ def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_
     started: list[Path] = []
     evals: dict[Path, FakeProc] = {}
 
-    def fake_start_eval(run_dir, sets=None):
+    def fake_start_eval(run_dir, sets=None, protocol=None):
         started.append(Path(run_dir))
         evals[Path(run_dir)] = FakeProc()
         return evals[Path(run_dir)]
