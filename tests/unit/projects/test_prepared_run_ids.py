@@ -5,6 +5,7 @@ that were valid before keep their ids."""
 from __future__ import annotations
 
 import random
+import re
 import string
 import time
 from pathlib import Path
@@ -78,9 +79,9 @@ def test_every_place_derives_the_ids_from_the_one_mapping():
         if path.name == "prepared_ids.py":
             continue
         text = path.read_text()
-        for spelled in ('-original"', "-retain-ref\"", "-original'", "-retain-ref'"):
-            if spelled in text:
-                offenders.append(f"{path.relative_to(root)}: {spelled}")
+        # a suffix glued to a name ("...}-original"), not a flag ("--original")
+        for spelled in re.findall(r"(?<!-)-(?:original|retain-ref)[\"']", text):
+            offenders.append(f"{path.relative_to(root)}: {spelled}")
     assert offenders == []
 
 
