@@ -35,7 +35,7 @@ def preview(cfg, profile: ClusterProfile, root: str | os.PathLike | None = None)
     from sga_core.runs.create import make_run_id
 
     root = runs_root(root)
-    return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)))
+    return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)), cfg)
 
 
 def workspace_preview(cfg, root: str | os.PathLike | None = None, workspace=None) -> str:
@@ -56,7 +56,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
     checked = []
 
     def add_script(tmp: Path, final: Path, cfg) -> None:
-        atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final))
+        atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final, cfg))
         (tmp / SLURM_SCRIPT).chmod(0o755)
         if not checked:  # partition, account, QoS, limits: before any folder exists
             client.sbatch(str(tmp / SLURM_SCRIPT), test_only=True)
