@@ -100,6 +100,28 @@ def test_re_evaluating_a_slurm_run_is_a_slurm_job_of_its_own(slurm, setup):
     assert (run_dir / "eval" / "summary.json").exists()
 
 
+def test_a_separate_evaluation_is_a_job_held_until_the_training_ends_well(slurm, setup):
+    """``eval.in_process: false``: the evaluation is its own job, submitted with the
+    training's (``--dependency=afterok``); it shows "held by a dependency" until the training
+    completes, then runs and completes; the training's job does not evaluate."""
+    preset = setup["tmp"] / "separate.yaml"
+    preset.write_text("eval:\n  max_new_tokens: 2\n  max_retain_rows: 4\n  in_process: false\n")
+    (run_dir,) = submit(setup, "--max-steps", "1", "--preset", str(preset))
+    run, ev = run_status.read_run(run_dir), run_status.read_eval(run_dir)
+    assert ev["state"] == "queued" and ev["slurm_job_id"] != run["slurm_job_id"]
+    assert (run_dir / SLURM_EVAL_SCRIPT).exists()
+    deps = slurm.run("squeue", "-h", "-j", ev["slurm_job_id"], "-o", "%E").strip()
+    assert deps.startswith(f"afterok:{run['slurm_job_id']}"), deps
+    held = wait_for(lambda: (v := run_status.effective_eval(run_dir)).get("slurm_reason")
+                    == "held by a dependency" and v, 120, "the evaluation held by SLURM")
+    assert held["state"] == "queued"
+    ev = wait_for(lambda: (v := run_status.effective_eval(run_dir))["state"]
+                  in run_status.FINAL_STATES and v, 600, "the evaluation job", interval=2.0)
+    assert ev["state"] == "completed", ev
+    assert shown(run_dir)["state"] == "completed"
+    assert "[job] evaluation" not in (run_dir / "slurm.log").read_text()  # not in-job
+
+
 def test_a_sweep_over_two_seeds_is_one_job_array_two_at_a_time(slurm, setup):
     runs = submit(setup, "--sweep-values", "-0.8, 0, 0.4", "--seeds", "2", "--max-steps", "1",
                   "--no-eval")

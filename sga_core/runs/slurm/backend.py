@@ -81,8 +81,21 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
         raise
     for d, jid in zip(made, ids):
         run_status.write_run(d, backend=MODE, slurm_job_id=jid, slurm_submitted_at=submitted)
+    submit_dependent_evals(made, cfgs, ids, profile)
     client.TABLE.forget()
     return made
+
+
+def submit_dependent_evals(made: list[Path], cfgs: list, ids: list[str],
+                           profile: ClusterProfile) -> None:
+    """Each run whose config asks for a separate evaluation (``eval.enabled`` and not
+    ``eval.in_process``) gets its evaluation as a job of its own that SLURM holds until the
+    training's job ends well (``--dependency=afterok``): it shows queued, "held by a
+    dependency", meanwhile. Its eval status then exists, so the training's job does not
+    evaluate in-job (:func:`sga_core.runs.launch.should_evaluate`)."""
+    for run_dir, cfg, jid in zip(made, cfgs, ids):
+        if cfg.eval.enabled and not cfg.eval.in_process:
+            submit_eval(run_dir, profile=profile, after=jid)
 
 
 def cancel(run_dir: str | os.PathLike) -> dict:
@@ -101,16 +114,28 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     if st.get("state") == "queued" and not st.get("slurm_started_at"):
         run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
                              error="cancelled before it started")
+    cancel_dependent_eval(run_dir)
     client.TABLE.forget()
     return run_status.effective_run(run_dir)
 
 
+def cancel_dependent_eval(run_dir: Path) -> None:
+    """A cancelled run's evaluation job still held by its dependency is cancelled too (the
+    training's job may yet end with 0: a job cancelled before it started does)."""
+    ev = run_status.read_eval(run_dir)
+    if ev.get("slurm_job_id") and ev.get("state") == "queued":
+        cancel_eval(run_dir)
+
+
 def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
-                profile: ClusterProfile | None = None, workspace=None) -> dict:
+                profile: ClusterProfile | None = None, workspace=None,
+                after: str | None = None) -> dict:
     """Evaluate a trained SLURM run in a job of its own (the Results page's re-evaluation,
     ``eval`` asked for later): ``slurm-eval.sh`` in the run folder, submitted; the
-    evaluation shows queued with the job's reason until the job starts it. Returns the
-    evaluation's status."""
+    evaluation shows queued with the job's reason until the job starts it. ``after``: the
+    training's job id; SLURM holds the evaluation until that job ends well, and cancels it
+    when that job fails (``--dependency=afterok``, ``--kill-on-invalid-dep=yes``). Returns
+    the evaluation's status."""
     from sga_core.runs.launch import eval_argv
 
     run_dir = Path(run_dir).resolve()
@@ -118,7 +143,8 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     script = run_dir / SLURM_EVAL_SCRIPT
     atomic_write_text(script, eval_script(profile, run_dir, eval_argv(run_dir, sets)))
     submitted = now_iso()
-    jid = client.sbatch(str(script))
+    after_ok = (f"--dependency=afterok:{after}", "--kill-on-invalid-dep=yes") if after else ()
+    jid = client.sbatch(str(script), *after_ok)
     client.TABLE.forget()
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,
