@@ -233,3 +233,29 @@ def test_without_sbatch_only_the_local_backend_is_offered(setup, tmp_path):
     out = sga_cli(*setup["train"], "--max-steps", "1", env=env)
     assert out.returncode == 2 and "SLURM is not available" in out.stderr
     assert not setup["runs"].exists() or list(setup["runs"].iterdir()) == []
+
+
+def test_prepare_sends_the_reference_then_the_original_to_slurm(slurm, setup):
+    """``prepare --backend slurm``: both fine-tunings are run folders with slurm.sh, each a
+    job of its own; the original's is held until the reference's ended well, then both
+    complete."""
+    out = sga_cli("prepare", "--backend", "slurm", "--workspace", str(setup["ws"]),
+                  "--runs-dir", str(setup["runs"]), "--model", setup["train"][8],
+                  "--forget", str(setup["tmp"] / "data" / "forget.jsonl"),
+                  "--retain", str(setup["tmp"] / "data" / "retain.jsonl"),
+                  "--name", "p", "--max-steps", "1", "--batch-size", "2", "--device", "cpu",
+                  "--no-eval", timeout=600)
+    assert out.returncode == 0, out.stderr
+    ref, orig = setup["runs"] / "p-retain-ref", setup["runs"] / "p-original"
+    ids = {d: run_status.read_run(d)["slurm_job_id"] for d in (ref, orig)}
+    for d in (ref, orig):
+        assert (d / SLURM_SCRIPT).exists() and (d / "command.sh").exists()
+        assert ids[d] in out.stdout
+    queued = {j["id"] for j in slurm.jobs()}
+    assert ids[orig] in queued  # held by its dependency until the reference ended well
+    deps = slurm.run("squeue", "-h", "-j", ids[orig], "-o", "%E").strip()
+    assert deps.startswith(f"afterok:{ids[ref]}"), deps
+    for d in (ref, orig):
+        assert wait_state(d, run_status.FINAL_STATES, 600)["state"] == "completed"
+    spans = {d: run_status.read_run(d) for d in (ref, orig)}
+    assert spans[ref]["ended_at"] <= spans[orig]["slurm_started_at"]

@@ -61,3 +61,32 @@ def test_cluster_profile_form_saves_and_refuses_bad_values(ui_env):
     at.button(key="cluster.save").click().run()
     assert any("time_limit" in shown(e.value) for e in at.error), [e.value for e in at.error]
     assert load_profile(ui_env / "workspace").time_limit == "4:00:00"  # nothing written
+
+
+def test_train_pages_prepare_goes_to_slurm_when_the_page_runs_on_slurm(slurm, ui_env,
+                                                                      tiny_model_dir):
+    """With "run on: SLURM", Prepare sends both fine-tunings to SLURM, the original's job
+    held until the reference's ended well (docs/slurm.md#prepare)."""
+    from sga_core.projects import create_demo_project
+    from tests.helpers.own_data import own_project, tofu_files
+    from tests.ui.test_own_data import on_page
+
+    create_demo_project(root=ui_env / "workspace")
+    own_project(ui_env / "workspace", tofu_files(ui_env / "files"))  # project "mine"
+    save_profile(ClusterProfile(cpus=1, time_limit="15"), ui_env / "workspace")
+    at = on_page("app_pages/train.py", "mine")
+    at.radio(key="train.backend").set_value("slurm").run()
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    at.number_input(key="train.prep.max_steps").set_value(1).run()
+    at.button(key="train.prepare").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [s.value for s in at.success if "Prepare queued" in s.value]
+    ids = {}
+    for run_id in ("mine-retain-ref", "mine-original"):
+        run_dir = ui_env / "runs" / run_id
+        assert (run_dir / SLURM_SCRIPT).exists()
+        ids[run_id] = run_status.read_run(run_dir)["slurm_job_id"]
+    assert set(ids.values()) <= {j["id"] for j in slurm.jobs()}
+    deps = slurm.run("squeue", "-h", "-j", ids["mine-original"], "-o", "%E").strip()
+    assert deps.startswith(f"afterok:{ids['mine-retain-ref']}"), deps

@@ -46,8 +46,10 @@ def workspace_preview(cfg, root: str | os.PathLike | None = None, workspace=None
 
 def submit(cfgs: list, root: str | os.PathLike | None = None,
            profile: ClusterProfile | None = None, workspace=None,
-           name: str | None = None) -> list[Path]:
-    """Create the run folders of ``cfgs`` and submit them to SLURM; returns the folders."""
+           name: str | None = None, after: str | None = None) -> list[Path]:
+    """Create the run folders of ``cfgs`` and submit them to SLURM; returns the folders.
+    ``after``: a job id that one run's job waits for (it starts once that job ended well,
+    and SLURM cancels it when that job fails)."""
     why = client.unavailable()
     if why:
         raise client.SlurmError(f"SLURM is not available: {why}")
@@ -68,7 +70,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
                                    before_claim=add_script))
         submitted = now_iso()
         if len(made) == 1:
-            ids = [client.sbatch(str(made[0] / SLURM_SCRIPT))]
+            ids = [client.sbatch(str(made[0] / SLURM_SCRIPT), *after_ok(after))]
         else:
             group = name or cfgs[0].sweep or cfgs[0].group or made[0].name
             script = made[0] / SLURM_ARRAY_SCRIPT
@@ -96,6 +98,24 @@ def submit_dependent_evals(made: list[Path], cfgs: list, ids: list[str],
     for run_dir, cfg, jid in zip(made, cfgs, ids):
         if cfg.eval.enabled and not cfg.eval.in_process:
             submit_eval(run_dir, profile=profile, after=jid)
+
+
+def after_ok(job_id: str | None) -> tuple[str, ...]:
+    """The sbatch options of a job held until ``job_id`` ends well (none without one)."""
+    return (f"--dependency=afterok:{job_id}", "--kill-on-invalid-dep=yes") if job_id else ()
+
+
+def submit_chain(cfgs: list, root: str | os.PathLike | None = None,
+                 profile: ClusterProfile | None = None, workspace=None) -> list[Path]:
+    """Each of ``cfgs`` as a job of its own that starts once the one before ended well (a
+    prepare: the retain reference, trained and evaluated, before the original, whose
+    evaluation compares against it). Returns the run folders, in order."""
+    profile = profile or load_profile(workspace)
+    made: list[Path] = []
+    for cfg in cfgs:
+        jid = run_status.read_run(made[-1]).get("slurm_job_id") if made else None
+        made += submit([cfg], root, profile=profile, after=jid)
+    return made
 
 
 def cancel(run_dir: str | os.PathLike) -> dict:
@@ -143,8 +163,7 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     script = run_dir / SLURM_EVAL_SCRIPT
     atomic_write_text(script, eval_script(profile, run_dir, eval_argv(run_dir, sets)))
     submitted = now_iso()
-    after_ok = (f"--dependency=afterok:{after}", "--kill-on-invalid-dep=yes") if after else ()
-    jid = client.sbatch(str(script), *after_ok)
+    jid = client.sbatch(str(script), *after_ok(after))
     client.TABLE.forget()
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,
