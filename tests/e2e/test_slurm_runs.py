@@ -259,3 +259,35 @@ def test_prepare_sends_the_reference_then_the_original_to_slurm(slurm, setup):
         assert wait_state(d, run_status.FINAL_STATES, 600)["state"] == "completed"
     spans = {d: run_status.read_run(d) for d in (ref, orig)}
     assert spans[ref]["ended_at"] <= spans[orig]["slurm_started_at"]
+
+
+def test_the_paper_table_bench_submits_its_runs_as_one_job_array(slurm, setup, tiny_model_dir):
+    """``bench/paper_table.py --backend slurm``: the table's runs are one job array (the
+    profile's throttle) and the command returns at once, pointing at ``--report``."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from sga_core.projects import create_demo_project
+
+    root = Path(__file__).resolve().parents[2]
+    create_demo_project(root=setup["ws"])
+    shutil.copytree(tiny_model_dir, setup["runs"] / "demo-original" / "model")  # prepared
+    env = {**os.environ, "PYTHONPATH": str(root), "SGA_WORKSPACE": str(setup["ws"]),
+           "SGA_RUNS_DIR": str(setup["runs"])}
+    out = subprocess.run([sys.executable, str(root / "bench" / "paper_table.py"), "--backend",
+                          "slurm", "--methods", "ga,sga", "--r", "-0.8", "--max-steps", "1"],
+                         env=env, capture_output=True, text=True, timeout=600,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert "submitted=2 group=paper-table-" in out.stdout and "--report" in out.stdout
+    runs = [r for r in list_runs(setup["runs"]) if r["run_id"] != "demo-original"]
+    assert len(runs) == 2 and len({r["sweep"] for r in runs}) == 1
+    ids = sorted(run_status.read_run(r["path"])["slurm_job_id"] for r in runs)
+    array = ids[0].split("_")[0]
+    assert ids == [f"{array}_0", f"{array}_1"]
+    assert {j["id"] for j in slurm.jobs()} >= set(ids)
+    (script,) = [Path(r["path"]) / SLURM_ARRAY_SCRIPT for r in runs
+                 if (Path(r["path"]) / SLURM_ARRAY_SCRIPT).exists()]
+    assert "#SBATCH --array=0-1%2" in script.read_text()
