@@ -122,6 +122,25 @@ def test_a_separate_evaluation_is_a_job_held_until_the_training_ends_well(slurm,
     assert "[job] evaluation" not in (run_dir / "slurm.log").read_text()  # not in-job
 
 
+def test_cancelling_a_pending_run_cancels_its_held_evaluation(slurm, setup):
+    blocker = slurm.run("sbatch", "--parsable", "-c", str(slurm.cpus), "-o", "/dev/null",
+                        "--wrap", "sleep 600").strip()
+    wait_for(lambda: any(j["id"] == blocker and j["state"] == "RUNNING"
+                         for j in slurm.jobs()), 120, "the blocking job to run")
+    preset = setup["tmp"] / "separate.yaml"
+    preset.write_text("eval:\n  in_process: false\n")
+    (run_dir,) = submit(setup, "--max-steps", "1", "--preset", str(preset))
+    eval_job = run_status.read_eval(run_dir)["slurm_job_id"]
+    out = sga_cli("runs", "cancel", run_dir.name, "--runs-dir", str(setup["runs"]))
+    assert out.returncode == 0, out.stdout + out.stderr
+    slurm.run("scancel", blocker)
+    wait_for(lambda: all(j["state"] not in LIVE for j in slurm.jobs()), 120,
+             "every job to end")
+    assert next(j for j in slurm.jobs() if j["id"] == eval_job)["state"] == "CANCELLED"
+    assert run_status.effective_eval(run_dir)["state"] == "cancelled"
+    assert shown(run_dir)["state"] == "cancelled"
+
+
 def test_a_sweep_over_two_seeds_is_one_job_array_two_at_a_time(slurm, setup):
     runs = submit(setup, "--sweep-values", "-0.8, 0, 0.4", "--seeds", "2", "--max-steps", "1",
                   "--no-eval")
