@@ -8,6 +8,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import intervals
+from ui.cluster import backend_choice
 from ui.context import project_note, require_project
 from ui.damaged import warn_damaged
 from ui.show import follow_job, job_progress, plain, show_error
@@ -128,6 +129,7 @@ c3.write(f"r values: {', '.join(f'{v:g}' for v in values)}" +
          (" (clipped at 1)" if hi > 1 else ""))
 st.caption("Runs use the project's normal answers and the default training settings; tune "
            "them on the Train page (sweep section) for anything else.")
+backend = backend_choice("rstar.backend")  # this machine's queue, or one SLURM job array
 if st.button("Queue sweep", key="rstar.sweep"):
     try:
         group, queued = wb.queue_sweep(lambda g, v: wb.build_config(
@@ -136,7 +138,7 @@ if st.button("Queue sweep", key="rstar.sweep"):
             training={"seeds": str(seeds) if seeds > 1 else ""}, launch={},
             model=res["model"], sweep=g,
             normals=str(project.normals_path), eval_cfg=wb.default_eval(project, root)),
-            values, "rstar", root)
+            values, "rstar", root, backend)
         st.success(f"Queued {wb.plural(len(queued), 'run')} as sweep **{group}** (see Runs).")
     except (wb.ConfigError, ValueError) as exc:
         show_error(exc, "cannot queue sweep")

@@ -166,7 +166,19 @@ def main(argv=None) -> int:
                    help="continue an interrupted table: runs of GROUP (paper-table-<time>) "
                         "that completed and were evaluated are kept, the rest are run into "
                         "the same group (with everything done, it only prints the table)")
+    p.add_argument("--backend", choices=("local", "slurm"),
+                   help="local: run here one after another and print the table; slurm: "
+                        "submit every run as one job array (the workspace's cluster profile) "
+                        "and return; `--report GROUP` prints the table once they are "
+                        "evaluated (default: the cluster profile's backend)")
     args = p.parse_args(argv)
+    if args.backend is None:
+        from sga_core.runs.slurm.profile import load_profile
+
+        args.backend = load_profile().backend
+    if args.backend == "slurm" and args.model == "tiny":
+        raise SystemExit("--backend slurm: smoke mode's temporary folder (its model and runs) "
+                         "is gone when this command returns; use a prepared project")
     if args.report:
         return report(args.project, args.report)
     r_values = [float(v) for v in args.r.split(",") if v.strip()]
@@ -232,7 +244,7 @@ def run(args, plan, tmp: Path) -> int:
     print(f"{len(plan)} runs as group {group} from {original}; normals: {about}; training: "
           f"{json.dumps(training)}" + (f"; {len(done_runs)} done before" if args.resume
                                        else ""), flush=True)
-    timings = []
+    timings, for_slurm = [], []
     for method, margs in plan:
         data = {"task": project.kind, "forget": str(project.forget_path), "normals": normals}
         if project.retain_path.exists():
@@ -253,6 +265,9 @@ def run(args, plan, tmp: Path) -> int:
                 continue
             print(f"{label}: {kept['run_id']} was trained with other {', '.join(differ)}; "
                   "running it again", flush=True)
+        if args.backend == "slurm":
+            for_slurm.append(cfg)
+            continue
         run_dir = create_run(cfg, root)
         t0 = time.time()
         st = run_foreground(run_dir, echo=lambda m: None)  # evaluated per its config, once
@@ -262,6 +277,8 @@ def run(args, plan, tmp: Path) -> int:
                "error": st.get("error")}
         timings.append(rec)
         print(json.dumps(rec), flush=True)
+    if args.backend == "slurm":
+        return submitted(for_slurm, root, group)
     rows = paper_table(results_table(project, root, project.kind), root, project.kind, group)
     print("\n" + format_table(rows, project.kind) + "\n")
     total = round(time.time() - t_all)
@@ -271,6 +288,25 @@ def run(args, plan, tmp: Path) -> int:
     done = sum(t["state"] == "completed" and t["eval_state"] == "completed" for t in timings)
     print(f"runs={len(timings)} completed={done} total_s={total}")
     return 0 if done == len(timings) else 1
+
+
+def submitted(cfgs: list, root: Path, group: str) -> int:
+    """Send the table's runs still to do to SLURM as one job array (evaluated in their jobs);
+    the table is printed later by ``--report GROUP``. WHP's jobs may start before Task
+    Vector's has built the reinforced model they would reuse: each then builds its own."""
+    from sga_core.report.paper import paper_label
+    from sga_core.runs import status as run_status
+    from sga_core.runs.slurm.backend import submit
+
+    made = submit(cfgs, root, name=group) if cfgs else []
+    for cfg, run_dir in zip(cfgs, made):
+        print(json.dumps({"run": paper_label(cfg.method, cfg.method_args),
+                          "run_id": run_dir.name,
+                          "slurm_job_id": run_status.read_run(run_dir)["slurm_job_id"]}),
+              flush=True)
+    print(f"submitted={len(made)} group={group}: `python bench/paper_table.py --report "
+          f"{group}` prints the table once they are evaluated")
+    return 0
 
 
 if __name__ == "__main__":

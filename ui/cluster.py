@@ -34,6 +34,14 @@ def backend_choice(key: str = "train.backend") -> str:
                      "with the workspace's cluster profile (Runs page, Cluster profile)")
 
 
+def chosen_backend(key: str = "train.backend") -> str:
+    """Where the page's "run on" choice (drawn by :func:`backend_choice`, kept across
+    reruns) sends work: SLURM only while it is offered here."""
+    if st.session_state.get(key) != SLURM or wb.slurm_unavailable():
+        return LOCAL
+    return SLURM
+
+
 def show_batch_script(backend: str, cfg, root) -> None:
     """Under the previewed command: the exact batch script a SLURM launch submits."""
     if backend != SLURM:

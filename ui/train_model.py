@@ -8,6 +8,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import forms
+from ui.cluster import chosen_backend
 from ui.context import project_note
 from ui.show import show_error
 
@@ -56,8 +57,9 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
     if st.button("Prepare models", key="train.prepare"):
         try:
             dirs = wb.submit_prepare(project, model=model if mode == OTHER else
-                                     "embedded:smollm2", root=root, training=training)
-        except (wb.ConfigError, ValueError) as exc:
+                                     "embedded:smollm2", root=root, training=training,
+                                     backend=chosen_backend())
+        except (wb.ConfigError, wb.SlurmError, ValueError) as exc:
             show_error(exc, "cannot prepare")
             return
         # the radio is drawn already: its new value applies on the rerun

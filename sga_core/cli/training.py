@@ -245,9 +245,12 @@ def cmd_prepare(args) -> int:
                       runs_dir=args.runs_dir, training=collect(args, "training."),
                       launch=collect(args, "launch."), task=args.task, which=args.which,
                       evaluate=args.eval, eval_sets=eval_sets,
-                      eval_protocol=args.eval_protocol, field_map=field_map(args))
+                      eval_protocol=args.eval_protocol, field_map=field_map(args),
+                      backend=chosen_backend(args), workspace=args.workspace)
     print(json.dumps(results, indent=2))
-    return 0 if all(r["state"] == "completed" for r in results.values()) else 1
+    ended_well = ("queued", "running", "completed") if chosen_backend(args) == "slurm" else \
+        ("completed",)
+    return 0 if all(r["state"] in ended_well for r in results.values()) else 1
 
 
 def cmd_rstar(args) -> int:
@@ -374,6 +377,12 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                         "demo's")
     s.add_argument("--eval-protocol", choices=PROTOCOL_CHOICES,
                    help="evaluation protocol of both models (eval.protocol; default: demo)")
+    s.add_argument("--backend", choices=["local", "slurm"],
+                   help="where both fine-tunings go: here, one after the other (local), or "
+                        "to SLURM as two jobs, the original's held until the reference's "
+                        "ended well (default: the workspace's cluster profile)")
+    s.add_argument("--workspace", help="projects folder holding the cluster profile "
+                                       "(default $SGA_WORKSPACE or ./workspace)")
     add_dataclass_flags(s, TrainingArgs, "training.")
     add_dataclass_flags(s, LaunchConfig, "launch.")
     add_map_flag(s)

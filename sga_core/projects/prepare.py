@@ -42,9 +42,14 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             runs_dir=None, training: dict | None = None, launch: dict | None = None,
             task: str = "qa", which: str = "both", overwrite: bool = True,
             echo=print, evaluate: bool = True, eval_sets: dict | None = None,
-            eval_protocol: str | None = None, field_map: dict | None = None) -> dict:
+            eval_protocol: str | None = None, field_map: dict | None = None,
+            backend: str = "local", workspace=None) -> dict:
     """Train the original and/or the retain reference, then (``evaluate``) evaluate them;
     returns {run_id: {state, path, model, error, eval_state, eval_error}}.
+
+    ``backend`` "slurm": both are sent to SLURM instead (the workspace's cluster profile),
+    each a job of its own, the original's held until the reference's ended well; returns
+    at once with each run queued and its ``slurm_job_id`` (docs/slurm.md#prepare).
 
     ``eval_sets`` are the extra evaluation sets (``eval.sets``: real-world QA sets, or the
     text holdout / forget_qa / retain_qa sets) recorded in both runs' configs, with the
@@ -58,11 +63,11 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
         plan.append((reference_id(name), False))
     if which in ("both", "original"):
         plan.append((original_id(name), True))
-    results = {}
+    results, cfgs = {}, []
     for run_id, include_forget in plan:
         if overwrite and (root / run_id).exists():
             shutil.rmtree(root / run_id)
-        cfg = TrainConfig.from_dict({
+        cfgs.append(TrainConfig.from_dict({
             "run_id": run_id, "model": model, "method": "finetune",
             "method_args": {"include_forget": include_forget},
             "data": {"task": task, "forget": forget, "retain": retain,
@@ -75,7 +80,11 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
                      "reference": str(ref_dir), "protocol": eval_protocol or "demo"},
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
-        })
+        }))
+    if backend == "slurm":
+        return submitted_to_slurm(cfgs, root, workspace, echo)
+    for cfg in cfgs:
+        run_id = cfg.run_id
         run_dir = create_run(cfg, root)
         echo(f"== {run_id}: fine-tuning {model} ({cfg.notes})")
         status = run_foreground(run_dir, echo=echo)  # and its evaluation, when asked
@@ -86,4 +95,20 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
                                    eval_error=status.get("eval_error"))
         if status.get("state") != "completed":
             break
+    return results
+
+
+def submitted_to_slurm(cfgs: list, root, workspace, echo=print) -> dict:
+    """Send the prepare runs to SLURM, one job each, in order (each held until the one before
+    ended well); {run_id: {state, path, model, slurm_job_id}}."""
+    from sga_core.runs import status as run_status
+    from sga_core.runs.slurm.backend import submit_chain
+
+    results = {}
+    for run_dir in submit_chain(cfgs, root, workspace=workspace):
+        st = run_status.read_run(run_dir)
+        echo(f"== {run_dir.name}: submitted to SLURM as job {st.get('slurm_job_id')}")
+        results[run_dir.name] = {"state": st.get("state"), "path": str(run_dir),
+                                 "model": str(RunFolder(run_dir).model_dir),
+                                 "slurm_job_id": st.get("slurm_job_id")}
     return results

@@ -166,15 +166,17 @@ def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
 
 
 def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
-                   training: dict | None = None) -> list[Path]:
-    """Queue the project's two prepare runs (original, then retain reference)."""
+                   training: dict | None = None, backend: str = "local") -> list[Path]:
+    """Queue the project's two prepare runs (retain reference, then original): on this
+    machine's queue, or (``backend`` "slurm") as two SLURM jobs, the original's held until
+    the reference's ended well."""
     import shutil
 
     from sga_core.projects.prepare import prepare_defaults
     from sga_core.runs import queue as jobs
 
     root = runs_root(root)
-    out = []
+    cfgs = []
     # the reference first: the original's Forget Quality compares against it
     for run_id, include_forget in ((reference_run_id(project), False),
                                    (original_run_id(project), True)):
@@ -193,5 +195,9 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
                                      "reference": str(root / reference_run_id(project))},
                            notes="prepare: " + ("original" if include_forget else
                                                 "retain reference"))
-        out.append(jobs.submit(cfg, root))
-    return out
+        cfgs.append(cfg)
+    if backend == "slurm":
+        from sga_core.runs.slurm.backend import submit_chain
+
+        return submit_chain(cfgs, root)
+    return [jobs.submit(cfg, root) for cfg in cfgs]

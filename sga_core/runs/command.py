@@ -89,3 +89,48 @@ def device_note(launch: dict) -> str:
         la["device"] = "cpu"
     return "Device: " + describe(la["device"], la["mixed_precision"], la.get("config_file"),
                                  gpu=gpu_hint())
+
+
+# What a multi-node SLURM job's accelerate launch reads from SLURM's environment: each node's
+# copy of the line expands them on that node (its own $SLURM_NODEID), see cluster_launch_argv.
+MAIN_HOST_VAR = "SGA_MAIN_HOST"
+MAIN_PORT_VAR = "SGA_MAIN_PORT"
+
+
+def cluster_launch_argv(cfg: TrainConfig, config_path: str, processes_per_node: int,
+                        nodes: int) -> list[str]:
+    """The ``accelerate launch`` argument list of a SLURM job over ``nodes`` nodes with
+    ``processes_per_node`` processes each (the profile's GPUs per node): ``--num_processes``
+    counts every process of the job. With more than one node the machine count, this node's
+    rank and the rendezvous host and port are shell words (``"$SLURM_NNODES"``,
+    ``"$SLURM_NODEID"``, ...) for the shell on each node to expand; the job script sets the
+    host and port (docs/slurm.md#multi-node-runs). The accelerate config file (DDP, FSDP,
+    DeepSpeed) keeps the rest; these flags override its machine and process counts."""
+    la = cfg.launch
+    argv = ["accelerate", "launch"]
+    if la.config_file:
+        argv += ["--config_file", la.config_file]
+    total = max(1, processes_per_node) * max(1, nodes)
+    if nodes > 1:
+        argv += ["--num_machines", '"$SLURM_NNODES"', "--machine_rank", '"$SLURM_NODEID"',
+                 "--main_process_ip", f'"${MAIN_HOST_VAR}"',
+                 "--main_process_port", f'"${MAIN_PORT_VAR}"']
+    else:
+        argv += ["--num_machines", "1"]
+    argv += ["--num_processes", str(total)]
+    if not la.config_file:
+        if la.mixed_precision != "auto":
+            argv += ["--mixed_precision", la.mixed_precision]
+        argv += ["--dynamo_backend", "no"]
+        if total > 1:
+            argv.append("--multi_gpu")
+    argv += ["-m", "sga_core.train", "--config", config_path]
+    return argv
+
+
+def cluster_launch_text(cfg: TrainConfig, config_path: str, processes_per_node: int,
+                        nodes: int) -> str:
+    """:func:`cluster_launch_argv` as one shell line: the literal words quoted, the
+    ``"$SLURM_..."`` words left for the node's shell to expand."""
+    return " ".join(a if a.startswith('"$') else shlex.quote(a)
+                    for a in cluster_launch_argv(cfg, config_path, processes_per_node, nodes))

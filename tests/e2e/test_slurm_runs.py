@@ -100,6 +100,47 @@ def test_re_evaluating_a_slurm_run_is_a_slurm_job_of_its_own(slurm, setup):
     assert (run_dir / "eval" / "summary.json").exists()
 
 
+def test_a_separate_evaluation_is_a_job_held_until_the_training_ends_well(slurm, setup):
+    """``eval.in_process: false``: the evaluation is its own job, submitted with the
+    training's (``--dependency=afterok``); it shows "held by a dependency" until the training
+    completes, then runs and completes; the training's job does not evaluate."""
+    preset = setup["tmp"] / "separate.yaml"
+    preset.write_text("eval:\n  max_new_tokens: 2\n  max_retain_rows: 4\n  in_process: false\n")
+    (run_dir,) = submit(setup, "--max-steps", "1", "--preset", str(preset))
+    run, ev = run_status.read_run(run_dir), run_status.read_eval(run_dir)
+    assert ev["state"] == "queued" and ev["slurm_job_id"] != run["slurm_job_id"]
+    assert (run_dir / SLURM_EVAL_SCRIPT).exists()
+    deps = slurm.run("squeue", "-h", "-j", ev["slurm_job_id"], "-o", "%E").strip()
+    assert deps.startswith(f"afterok:{run['slurm_job_id']}"), deps
+    held = wait_for(lambda: (v := run_status.effective_eval(run_dir)).get("slurm_reason")
+                    == "held by a dependency" and v, 120, "the evaluation held by SLURM")
+    assert held["state"] == "queued"
+    ev = wait_for(lambda: (v := run_status.effective_eval(run_dir))["state"]
+                  in run_status.FINAL_STATES and v, 600, "the evaluation job", interval=2.0)
+    assert ev["state"] == "completed", ev
+    assert shown(run_dir)["state"] == "completed"
+    assert "[job] evaluation" not in (run_dir / "slurm.log").read_text()  # not in-job
+
+
+def test_cancelling_a_pending_run_cancels_its_held_evaluation(slurm, setup):
+    blocker = slurm.run("sbatch", "--parsable", "-c", str(slurm.cpus), "-o", "/dev/null",
+                        "--wrap", "sleep 600").strip()
+    wait_for(lambda: any(j["id"] == blocker and j["state"] == "RUNNING"
+                         for j in slurm.jobs()), 120, "the blocking job to run")
+    preset = setup["tmp"] / "separate.yaml"
+    preset.write_text("eval:\n  in_process: false\n")
+    (run_dir,) = submit(setup, "--max-steps", "1", "--preset", str(preset))
+    eval_job = run_status.read_eval(run_dir)["slurm_job_id"]
+    out = sga_cli("runs", "cancel", run_dir.name, "--runs-dir", str(setup["runs"]))
+    assert out.returncode == 0, out.stdout + out.stderr
+    slurm.run("scancel", blocker)
+    wait_for(lambda: all(j["state"] not in LIVE for j in slurm.jobs()), 120,
+             "every job to end")
+    assert next(j for j in slurm.jobs() if j["id"] == eval_job)["state"] == "CANCELLED"
+    assert run_status.effective_eval(run_dir)["state"] == "cancelled"
+    assert shown(run_dir)["state"] == "cancelled"
+
+
 def test_a_sweep_over_two_seeds_is_one_job_array_two_at_a_time(slurm, setup):
     runs = submit(setup, "--sweep-values", "-0.8, 0, 0.4", "--seeds", "2", "--max-steps", "1",
                   "--no-eval")
@@ -211,3 +252,61 @@ def test_without_sbatch_only_the_local_backend_is_offered(setup, tmp_path):
     out = sga_cli(*setup["train"], "--max-steps", "1", env=env)
     assert out.returncode == 2 and "SLURM is not available" in out.stderr
     assert not setup["runs"].exists() or list(setup["runs"].iterdir()) == []
+
+
+def test_prepare_sends_the_reference_then_the_original_to_slurm(slurm, setup):
+    """``prepare --backend slurm``: both fine-tunings are run folders with slurm.sh, each a
+    job of its own; the original's is held until the reference's ended well, then both
+    complete."""
+    out = sga_cli("prepare", "--backend", "slurm", "--workspace", str(setup["ws"]),
+                  "--runs-dir", str(setup["runs"]), "--model", setup["train"][8],
+                  "--forget", str(setup["tmp"] / "data" / "forget.jsonl"),
+                  "--retain", str(setup["tmp"] / "data" / "retain.jsonl"),
+                  "--name", "p", "--max-steps", "1", "--batch-size", "2", "--device", "cpu",
+                  "--no-eval", timeout=600)
+    assert out.returncode == 0, out.stderr
+    ref, orig = setup["runs"] / "p-retain-ref", setup["runs"] / "p-original"
+    ids = {d: run_status.read_run(d)["slurm_job_id"] for d in (ref, orig)}
+    for d in (ref, orig):
+        assert (d / SLURM_SCRIPT).exists() and (d / "command.sh").exists()
+        assert ids[d] in out.stdout
+    queued = {j["id"] for j in slurm.jobs()}
+    assert ids[orig] in queued  # held by its dependency until the reference ended well
+    deps = slurm.run("squeue", "-h", "-j", ids[orig], "-o", "%E").strip()
+    assert deps.startswith(f"afterok:{ids[ref]}"), deps
+    for d in (ref, orig):
+        assert wait_state(d, run_status.FINAL_STATES, 600)["state"] == "completed"
+    spans = {d: run_status.read_run(d) for d in (ref, orig)}
+    assert spans[ref]["ended_at"] <= spans[orig]["slurm_started_at"]
+
+
+def test_the_paper_table_bench_submits_its_runs_as_one_job_array(slurm, setup, tiny_model_dir):
+    """``bench/paper_table.py --backend slurm``: the table's runs are one job array (the
+    profile's throttle) and the command returns at once, pointing at ``--report``."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from sga_core.projects import create_demo_project
+
+    root = Path(__file__).resolve().parents[2]
+    create_demo_project(root=setup["ws"])
+    shutil.copytree(tiny_model_dir, setup["runs"] / "demo-original" / "model")  # prepared
+    env = {**os.environ, "PYTHONPATH": str(root), "SGA_WORKSPACE": str(setup["ws"]),
+           "SGA_RUNS_DIR": str(setup["runs"])}
+    out = subprocess.run([sys.executable, str(root / "bench" / "paper_table.py"), "--backend",
+                          "slurm", "--methods", "ga,sga", "--r", "-0.8", "--max-steps", "1"],
+                         env=env, capture_output=True, text=True, timeout=600,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert "submitted=2 group=paper-table-" in out.stdout and "--report" in out.stdout
+    runs = [r for r in list_runs(setup["runs"]) if r["run_id"] != "demo-original"]
+    assert len(runs) == 2 and len({r["sweep"] for r in runs}) == 1
+    ids = sorted(run_status.read_run(r["path"])["slurm_job_id"] for r in runs)
+    array = ids[0].split("_")[0]
+    assert ids == [f"{array}_0", f"{array}_1"]
+    assert {j["id"] for j in slurm.jobs()} >= set(ids)
+    (script,) = [Path(r["path"]) / SLURM_ARRAY_SCRIPT for r in runs
+                 if (Path(r["path"]) / SLURM_ARRAY_SCRIPT).exists()]
+    assert "#SBATCH --array=0-1%2" in script.read_text()

@@ -6,6 +6,7 @@ completes as a SLURM job, the Runs page's job/node/wait line, and the cluster pr
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,60 @@ def test_cluster_profile_form_saves_and_refuses_bad_values(ui_env):
     at.button(key="cluster.save").click().run()
     assert any("time_limit" in shown(e.value) for e in at.error), [e.value for e in at.error]
     assert load_profile(ui_env / "workspace").time_limit == "4:00:00"  # nothing written
+
+
+def test_train_pages_prepare_goes_to_slurm_when_the_page_runs_on_slurm(slurm, ui_env,
+                                                                      tiny_model_dir):
+    """With "run on: SLURM", Prepare sends both fine-tunings to SLURM, the original's job
+    held until the reference's ended well (docs/slurm.md#prepare)."""
+    from sga_core.projects import create_demo_project
+    from tests.helpers.own_data import own_project, tofu_files
+    from tests.ui.test_own_data import on_page
+
+    create_demo_project(root=ui_env / "workspace")
+    own_project(ui_env / "workspace", tofu_files(ui_env / "files"))  # project "mine"
+    save_profile(ClusterProfile(cpus=1, time_limit="15"), ui_env / "workspace")
+    at = on_page("app_pages/train.py", "mine")
+    at.radio(key="train.backend").set_value("slurm").run()
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    at.number_input(key="train.prep.max_steps").set_value(1).run()
+    at.button(key="train.prepare").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [s.value for s in at.success if "Prepare queued" in s.value]
+    ids = {}
+    for run_id in ("mine-retain-ref", "mine-original"):
+        run_dir = ui_env / "runs" / run_id
+        assert (run_dir / SLURM_SCRIPT).exists()
+        ids[run_id] = run_status.read_run(run_dir)["slurm_job_id"]
+    assert set(ids.values()) <= {j["id"] for j in slurm.jobs()}
+    deps = slurm.run("squeue", "-h", "-j", ids["mine-original"], "-o", "%E").strip()
+    assert deps.startswith(f"afterok:{ids['mine-retain-ref']}"), deps
+
+
+def test_choose_r_queues_its_sweep_as_one_slurm_job_array(slurm, ui_env, tiny_model_dir):
+    """Choose r's "Queue sweep" with "run on: SLURM": the sweep's runs are one job array."""
+    from sga_core.normals.idk import idk_normals
+    from sga_core.projects import create_demo_project, rstar_job
+    from sga_core.runs.folder import SLURM_ARRAY_SCRIPT, list_runs
+
+    save_profile(ClusterProfile(cpus=1, time_limit="15", max_jobs=2), ui_env / "workspace")
+    project = create_demo_project(root=ui_env / "workspace")
+    project.save_normals(idk_normals(10, 4), "seed")
+    rstar_job.analyse(project, {"model": str(tiny_model_dir), "k": 4, "convention": "label",
+                                "subset": "all", "last_n_layers": 0,
+                                "normals": str(project.normals_path)})  # what the job saves
+    at = open_page("app_pages/rstar.py")
+    at.number_input(key="rstar.n").set_value(3).run()
+    at.radio(key="rstar.backend").set_value("slurm").run()
+    at.button(key="rstar.sweep").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Queued 3 runs" in s.value for s in at.success)
+    rows = list_runs(ui_env / "runs")
+    assert len(rows) == 3 and len({r["sweep"] for r in rows}) == 1
+    ids = sorted(run_status.read_run(r["path"])["slurm_job_id"] for r in rows)
+    array = ids[0].split("_")[0]
+    assert ids == [f"{array}_{i}" for i in range(3)]  # one array, task per run
+    (script,) = [Path(r["path"]) / SLURM_ARRAY_SCRIPT for r in rows
+                 if (Path(r["path"]) / SLURM_ARRAY_SCRIPT).exists()]
+    assert "#SBATCH --array=0-2%2" in script.read_text()

@@ -35,7 +35,7 @@ def preview(cfg, profile: ClusterProfile, root: str | os.PathLike | None = None)
     from sga_core.runs.create import make_run_id
 
     root = runs_root(root)
-    return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)))
+    return run_script(profile, root / (cfg.run_id or make_run_id(cfg, root)), cfg)
 
 
 def workspace_preview(cfg, root: str | os.PathLike | None = None, workspace=None) -> str:
@@ -46,8 +46,10 @@ def workspace_preview(cfg, root: str | os.PathLike | None = None, workspace=None
 
 def submit(cfgs: list, root: str | os.PathLike | None = None,
            profile: ClusterProfile | None = None, workspace=None,
-           name: str | None = None) -> list[Path]:
-    """Create the run folders of ``cfgs`` and submit them to SLURM; returns the folders."""
+           name: str | None = None, after: str | None = None) -> list[Path]:
+    """Create the run folders of ``cfgs`` and submit them to SLURM; returns the folders.
+    ``after``: a job id that one run's job waits for (it starts once that job ended well,
+    and SLURM cancels it when that job fails)."""
     why = client.unavailable()
     if why:
         raise client.SlurmError(f"SLURM is not available: {why}")
@@ -56,7 +58,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
     checked = []
 
     def add_script(tmp: Path, final: Path, cfg) -> None:
-        atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final))
+        atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final, cfg))
         (tmp / SLURM_SCRIPT).chmod(0o755)
         if not checked:  # partition, account, QoS, limits: before any folder exists
             client.sbatch(str(tmp / SLURM_SCRIPT), test_only=True)
@@ -68,7 +70,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
                                    before_claim=add_script))
         submitted = now_iso()
         if len(made) == 1:
-            ids = [client.sbatch(str(made[0] / SLURM_SCRIPT))]
+            ids = [client.sbatch(str(made[0] / SLURM_SCRIPT), *after_ok(after))]
         else:
             group = name or cfgs[0].sweep or cfgs[0].group or made[0].name
             script = made[0] / SLURM_ARRAY_SCRIPT
@@ -81,7 +83,38 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
         raise
     for d, jid in zip(made, ids):
         run_status.write_run(d, backend=MODE, slurm_job_id=jid, slurm_submitted_at=submitted)
+    submit_dependent_evals(made, cfgs, ids, profile)
     client.TABLE.forget()
+    return made
+
+
+def submit_dependent_evals(made: list[Path], cfgs: list, ids: list[str],
+                           profile: ClusterProfile) -> None:
+    """Each run whose config asks for a separate evaluation (``eval.enabled`` and not
+    ``eval.in_process``) gets its evaluation as a job of its own that SLURM holds until the
+    training's job ends well (``--dependency=afterok``): it shows queued, "held by a
+    dependency", meanwhile. Its eval status then exists, so the training's job does not
+    evaluate in-job (:func:`sga_core.runs.launch.should_evaluate`)."""
+    for run_dir, cfg, jid in zip(made, cfgs, ids):
+        if cfg.eval.enabled and not cfg.eval.in_process:
+            submit_eval(run_dir, profile=profile, after=jid)
+
+
+def after_ok(job_id: str | None) -> tuple[str, ...]:
+    """The sbatch options of a job held until ``job_id`` ends well (none without one)."""
+    return (f"--dependency=afterok:{job_id}", "--kill-on-invalid-dep=yes") if job_id else ()
+
+
+def submit_chain(cfgs: list, root: str | os.PathLike | None = None,
+                 profile: ClusterProfile | None = None, workspace=None) -> list[Path]:
+    """Each of ``cfgs`` as a job of its own that starts once the one before ended well (a
+    prepare: the retain reference, trained and evaluated, before the original, whose
+    evaluation compares against it). Returns the run folders, in order."""
+    profile = profile or load_profile(workspace)
+    made: list[Path] = []
+    for cfg in cfgs:
+        jid = run_status.read_run(made[-1]).get("slurm_job_id") if made else None
+        made += submit([cfg], root, profile=profile, after=jid)
     return made
 
 
@@ -101,16 +134,28 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     if st.get("state") == "queued" and not st.get("slurm_started_at"):
         run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
                              error="cancelled before it started")
+    cancel_dependent_eval(run_dir)
     client.TABLE.forget()
     return run_status.effective_run(run_dir)
 
 
+def cancel_dependent_eval(run_dir: Path) -> None:
+    """A cancelled run's evaluation job still held by its dependency is cancelled too (the
+    training's job may yet end with 0: a job cancelled before it started does)."""
+    ev = run_status.read_eval(run_dir)
+    if ev.get("slurm_job_id") and ev.get("state") == "queued":
+        cancel_eval(run_dir)
+
+
 def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
-                profile: ClusterProfile | None = None, workspace=None) -> dict:
+                profile: ClusterProfile | None = None, workspace=None,
+                after: str | None = None) -> dict:
     """Evaluate a trained SLURM run in a job of its own (the Results page's re-evaluation,
     ``eval`` asked for later): ``slurm-eval.sh`` in the run folder, submitted; the
-    evaluation shows queued with the job's reason until the job starts it. Returns the
-    evaluation's status."""
+    evaluation shows queued with the job's reason until the job starts it. ``after``: the
+    training's job id; SLURM holds the evaluation until that job ends well, and cancels it
+    when that job fails (``--dependency=afterok``, ``--kill-on-invalid-dep=yes``). Returns
+    the evaluation's status."""
     from sga_core.runs.launch import eval_argv
 
     run_dir = Path(run_dir).resolve()
@@ -118,7 +163,7 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     script = run_dir / SLURM_EVAL_SCRIPT
     atomic_write_text(script, eval_script(profile, run_dir, eval_argv(run_dir, sets)))
     submitted = now_iso()
-    jid = client.sbatch(str(script))
+    jid = client.sbatch(str(script), *after_ok(after))
     client.TABLE.forget()
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,

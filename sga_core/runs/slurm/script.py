@@ -54,10 +54,12 @@ def environment_lines(profile: ClusterProfile) -> list[str]:
     return lines
 
 
-def run_script(profile: ClusterProfile, run_dir: Path) -> str:
-    """``slurm.sh`` of the run at ``run_dir`` (its final path)."""
+def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
+    """``slurm.sh`` of the run at ``run_dir`` (its final path); ``cfg`` (the run's
+    TrainConfig, default: the defaults) gives a multi-node launch its accelerate config."""
     run_dir = Path(run_dir)
     q = shlex.quote(str(run_dir))
+    setup, train = launch_lines(profile, run_dir, cfg)
     body = [
         "#!/usr/bin/env bash",
         f"# The SLURM job of run {run_dir.name}, from the workspace's cluster profile.",
@@ -68,18 +70,19 @@ def run_script(profile: ClusterProfile, run_dir: Path) -> str:
         f"RUN_DIR={q}",
         "# records the node and the wait; a run cancelled before it started ends here",
         'python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0',
+        *setup,
     ]
     if profile.signal_seconds:
         body += [
             "# SLURM's USR1 before the time limit goes to the training (a checkpoint)",
-            'bash "$RUN_DIR/command.sh" &',
+            f"{train} &",
             "child=$!",
             "trap 'trap \"\" USR1; kill -USR1 0' USR1",
             'code=0; wait "$child" || code=$?',
             'while kill -0 "$child" 2>/dev/null; do wait "$child" || code=$?; done',
         ]
     else:
-        body += ['code=0; bash "$RUN_DIR/command.sh" || code=$?']
+        body += [f"code=0; {train} || code=$?"]
     body += [
         "# the evaluation, in this job, when the run asks for one and did not evaluate itself",
         'if [ "$code" -eq 0 ]; then python -m sga_core.runs.slurm.job evaluate "$RUN_DIR" '
@@ -88,6 +91,39 @@ def run_script(profile: ClusterProfile, run_dir: Path) -> str:
         "",
     ]
     return "\n".join(body)
+
+
+def launch_lines(profile: ClusterProfile, run_dir: Path, cfg=None) -> tuple[list[str], str]:
+    """``(setup lines, the training command)`` of a job: the run folder's command.sh, or,
+    when the profile's nodes or GPUs set another process count than the run's launch,
+    ``accelerate launch`` with ``--num_processes`` = GPUs per node x nodes. Over several
+    nodes ``srun`` starts it once per node; each node's shell fills in its own
+    ``$SLURM_NODEID`` as the machine rank, and the first host of the allocation
+    (``scontrol show hostnames``) with the run's port (or one from the job id) is the
+    rendezvous (docs/slurm.md#multi-node-runs)."""
+    from sga_core.config import TrainConfig
+    from sga_core.runs.command import MAIN_HOST_VAR, MAIN_PORT_VAR, cluster_launch_text
+    from sga_core.runs.folder import RunFolder
+
+    cfg = cfg or TrainConfig()
+    per_node = profile.gpus or cfg.launch.num_processes
+    if profile.nodes <= 1 and per_node == cfg.launch.num_processes:
+        return [], 'bash "$RUN_DIR/command.sh"'
+    line = cluster_launch_text(cfg, str(RunFolder(run_dir).config_path), per_node,
+                               profile.nodes)
+    if profile.nodes <= 1:
+        return [f"# {per_node} GPUs: one process each"], line
+    port = cfg.launch.main_process_port or "$((29500 + SLURM_JOB_ID % 10000))"
+    return [
+        f"# {profile.nodes} nodes x {per_node} processes: accelerate launch once per node "
+        "(srun);",
+        "# the first host of the allocation is the rendezvous, each node's rank its "
+        "$SLURM_NODEID",
+        f'export {MAIN_HOST_VAR}="$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
+        '| head -n 1)"',
+        f"export {MAIN_PORT_VAR}={port}",
+    ], ('srun --nodes="$SLURM_NNODES" --ntasks-per-node=1 --kill-on-bad-exit=1 '
+        f"bash -c {shlex.quote(line)}")
 
 
 def eval_script(profile: ClusterProfile, run_dir: Path, argv: list[str]) -> str:

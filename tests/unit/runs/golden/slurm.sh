@@ -25,8 +25,12 @@ cd <PROJECT_ROOT>
 RUN_DIR=/shared/runs/sga-r-0p8-k4-20261124-080000
 # records the node and the wait; a run cancelled before it started ends here
 python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0
+# 2 nodes x 8 processes: accelerate launch once per node (srun);
+# the first host of the allocation is the rendezvous, each node's rank its $SLURM_NODEID
+export SGA_MAIN_HOST="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
+export SGA_MAIN_PORT=$((29500 + SLURM_JOB_ID % 10000))
 # SLURM's USR1 before the time limit goes to the training (a checkpoint)
-bash "$RUN_DIR/command.sh" &
+srun --nodes="$SLURM_NNODES" --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c 'accelerate launch --num_machines "$SLURM_NNODES" --machine_rank "$SLURM_NODEID" --main_process_ip "$SGA_MAIN_HOST" --main_process_port "$SGA_MAIN_PORT" --num_processes 16 --dynamo_backend no --multi_gpu -m sga_core.train --config /shared/runs/sga-r-0p8-k4-20261124-080000/config.yaml' &
 child=$!
 trap 'trap "" USR1; kill -USR1 0' USR1
 code=0; wait "$child" || code=$?
