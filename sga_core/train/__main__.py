@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -12,7 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="RUN_DIR/config.yaml")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the run folder's newest checkpoint (from step 0 "
-                             "when it has none; docs/long-runs.md)")
+                             "when it has none; docs/long-runs.md); also when the environment "
+                             "has SGA_TRAIN_RESUME=1")
     args = parser.parse_args(argv)
     from pathlib import Path
 
@@ -33,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     from sga_core.train.trainer import train
 
     # 0, or STOPPED_EXIT when a stop signal saved a checkpoint (a batch script requeues)
-    return train(cfg, run_dir, resume=args.resume).exit_code
+    from sga_core.runs.checkpoints import RESUME_ENV
+
+    resume = args.resume or os.environ.get(RESUME_ENV) == "1"
+    return train(cfg, run_dir, resume=resume).exit_code
 
 
 if __name__ == "__main__":
