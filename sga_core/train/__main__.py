@@ -32,12 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         write_run(run_dir, "failed", ended_at=now_iso(), exit_code=2, error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from sga_core.runs.checkpoints import RESUME_ENV
     from sga_core.train.trainer import train
 
-    # 0, or STOPPED_EXIT when a stop signal saved a checkpoint (a batch script requeues)
-    from sga_core.runs.checkpoints import RESUME_ENV
-
     resume = args.resume or os.environ.get(RESUME_ENV) == "1"
+    # 0, or STOPPED_EXIT when a stop signal saved a checkpoint (a batch script requeues)
     return train(cfg, run_dir, resume=resume).exit_code
 
 

@@ -24,13 +24,27 @@ export PYTHONPATH=<PROJECT_ROOT>${PYTHONPATH:+:$PYTHONPATH}
 cd <PROJECT_ROOT>
 RUN_DIR=/shared/runs/sga-r-0p8-k4-20261124-080000
 # records the node and the wait; a run cancelled before it started ends here
-python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0
-# SLURM's USR1 before the time limit goes to the training (a checkpoint)
-bash "$RUN_DIR/command.sh" &
+python -m sga_core.runs.slurm.job start --resume "$RUN_DIR" || exit 0
+# SLURM's USR1 (before the time limit) goes to the training, which saves a
+# checkpoint and stops: the training's other processes ignore USR1, and it is
+# passed on every 10 s until the training is gone (one that came before the
+# trainer listened is not lost)
+(export SGA_TRAIN_RESUME=1; trap '' USR1; exec bash "$RUN_DIR/command.sh") &
 child=$!
-trap 'trap "" USR1; kill -USR1 0' USR1
+forward() {
+  trap '' USR1
+  (while kill -0 "$child" 2>/dev/null; do kill -USR1 0; sleep 10; done) &
+  forwarder=$!
+}
+forwarder=
+trap forward USR1
 code=0; wait "$child" || code=$?
-while kill -0 "$child" 2>/dev/null; do wait "$child" || code=$?; done
+while kill -0 "$child" 2>/dev/null; do code=0; wait "$child" || code=$?; done
+[ -z "$forwarder" ] || kill "$forwarder" 2>/dev/null
+# stopped at a checkpoint (not cancelled): requeue; the next start resumes
+if [ "$code" -ne 0 ] && python -m sga_core.runs.slurm.job stopped "$RUN_DIR"; then
+  scontrol requeue "$SLURM_JOB_ID" && exit 0
+fi
 # the evaluation, in this job, when the run asks for one and did not evaluate itself
 if [ "$code" -eq 0 ]; then python -m sga_core.runs.slurm.job evaluate "$RUN_DIR" || code=$?; fi
 exit "$code"
