@@ -26,6 +26,9 @@ RESUMABLE_STATES = ("failed", "cancelled", "timed_out")
 #: the exit code of a trainer that saved a checkpoint on SIGTERM/SIGUSR1 and stopped
 #: (EX_TEMPFAIL: "try again"), for a batch script to tell it from a failure
 STOPPED_EXIT = 75
+#: set to 1 in the trainer's environment: continue from the newest checkpoint, as with
+#: ``--resume`` (a requeued SLURM job: docs/slurm.md#requeue-and-resume)
+RESUME_ENV = "SGA_TRAIN_RESUME"
 
 
 def checkpoint_name(step: int) -> str:

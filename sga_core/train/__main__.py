@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -12,7 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="RUN_DIR/config.yaml")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the run folder's newest checkpoint (from step 0 "
-                             "when it has none; docs/long-runs.md)")
+                             "when it has none; docs/long-runs.md); also when the environment "
+                             "has SGA_TRAIN_RESUME=1")
     args = parser.parse_args(argv)
     from pathlib import Path
 
@@ -30,10 +32,12 @@ def main(argv: list[str] | None = None) -> int:
         write_run(run_dir, "failed", ended_at=now_iso(), exit_code=2, error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from sga_core.runs.checkpoints import RESUME_ENV
     from sga_core.train.trainer import train
 
+    resume = args.resume or os.environ.get(RESUME_ENV) == "1"
     # 0, or STOPPED_EXIT when a stop signal saved a checkpoint (a batch script requeues)
-    return train(cfg, run_dir, resume=args.resume).exit_code
+    return train(cfg, run_dir, resume=resume).exit_code
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ LIVE = ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING")
 
 @pytest.fixture()
 def setup(tmp_path, tiny_model_dir, monkeypatch):
+    return make_setup(tmp_path, tiny_model_dir, monkeypatch)
+
+
+def make_setup(tmp_path, tiny_model_dir, monkeypatch) -> dict:
     """A workspace whose profile fits the one-node cluster, small data, a fast evaluation."""
     monkeypatch.setenv("SGA_SLURM_TTL", "1")
     TABLE.ttl = 1.0

@@ -3,6 +3,11 @@
 - ``python -m sga_core.runs.slurm.job start RUN_DIR``: records the node, the job id and the
   time the job waited in status.json; exits 3 (and the job ends) when the run was cancelled
   before it started, so such a run never trains;
+- ``python -m sga_core.runs.slurm.job start --resume RUN_DIR``: the same, for a job that
+  resumes (the profile's ``resume_after_stop``): a run stopped at a checkpoint starts again
+  (the requeued job's next start) and SLURM's restart count is recorded;
+- ``python -m sga_core.runs.slurm.job stopped RUN_DIR``: exits 0 when the training stopped
+  at a checkpoint on a signal and nobody asked for a cancel (the job then requeues itself);
 - ``python -m sga_core.runs.slurm.job evaluate RUN_DIR``: evaluates the completed run in this
   job when its config asks for it and the trainer did not evaluate in-process.
 """
@@ -17,13 +22,40 @@ from pathlib import Path
 from sga_core.fileio import now_iso
 
 
-def start(run_dir: Path) -> int:
+def stopped_at_checkpoint(run_dir: Path, st: dict) -> bool:
+    """The training stopped at a checkpoint on a signal (SLURM's before its time limit, a
+    preemption's), and no cancel was asked for: the run is to continue."""
+    from sga_core.runs.folder import CANCEL_FILE
+
+    return (st.get("state") == "cancelled" and st.get("stopped_at_checkpoint") is not None
+            and not st.get("cancel_requested_at") and not (run_dir / CANCEL_FILE).exists())
+
+
+def stopped(run_dir: Path) -> int:
+    from sga_core.runs import status as run_status
+
+    st = run_status.read_run(run_dir)
+    if not stopped_at_checkpoint(run_dir, st):
+        return 1
+    print(f"[job] run {run_dir.name} stopped at its checkpoint at step "
+          f"{st['stopped_at_checkpoint']}: requeueing the job to continue", flush=True)
+    return 0
+
+
+def start(run_dir: Path, resume: bool = False) -> int:
     from sga_core.runs import status as run_status
     from sga_core.runs.folder import CANCEL_FILE
     from sga_core.runs.slurm.client import parse_time
 
     st = run_status.read_run(run_dir)
-    if (run_dir / CANCEL_FILE).exists() or st.get("state") in run_status.FINAL_STATES:
+    again = resume and stopped_at_checkpoint(run_dir, st)
+    if again:  # the requeued job's next start: the run is queued again until it trains
+        run_status.write_run(run_dir, "queued", ended_at=None, exit_code=None, error=None)
+    elif stopped_at_checkpoint(run_dir, st):  # by hand: sbatch slurm.sh without resuming
+        print(f"run {run_dir.name} stopped at a checkpoint: resume it with `python -m "
+              f"sga_core train --resume {run_dir}`; not training from step 0", flush=True)
+        return 3
+    elif (run_dir / CANCEL_FILE).exists() or st.get("state") in run_status.FINAL_STATES:
         if st.get("state") not in run_status.FINAL_STATES:
             run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
                                  error="cancelled before it started")
@@ -37,7 +69,9 @@ def start(run_dir: Path) -> int:
               "slurm_started_at": now_iso()}
     if job:
         fields["slurm_job_id"] = job
-    if submitted:
+    if os.environ.get("SLURM_RESTART_COUNT", "").isdigit():  # set once SLURM requeued it
+        fields["slurm_restarts"] = int(os.environ["SLURM_RESTART_COUNT"])
+    if submitted and not again:  # (a requeued start keeps the first wait)
         fields["slurm_wait_s"] = round(max(0.0, time.time() - submitted), 1)
     run_status.write_run(run_dir, **fields)
     print(f"[job] run {run_dir.name}: job {job} on {fields['slurm_node']}", flush=True)
@@ -57,13 +91,18 @@ def evaluate(run_dir: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] not in ("start", "evaluate"):
-        print("usage: python -m sga_core.runs.slurm.job start|evaluate RUN_DIR",
-              file=sys.stderr)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    resume = argv[0:1] == ["start"] and "--resume" in argv
+    if resume:
+        argv.remove("--resume")
+    if len(argv) != 2 or argv[0] not in ("start", "stopped", "evaluate"):
+        print("usage: python -m sga_core.runs.slurm.job start [--resume]|stopped|evaluate "
+              "RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(argv[1]).resolve()
-    return (start if argv[0] == "start" else evaluate)(run_dir)
+    if argv[0] == "start":
+        return start(run_dir, resume)
+    return (stopped if argv[0] == "stopped" else evaluate)(run_dir)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,13 @@ class ClusterProfile:
                                    "0 = none.", min=0, max=86_400, advanced=True)
     requeue: bool = param(False, "Let SLURM requeue the job after a preemption or node "
                                  "failure (--requeue).", advanced=True)
+    resume_after_stop: bool = param(False, "When SLURM's signal (signal_seconds before the "
+                                           "time limit) or a preemption stops the training "
+                                           "at a checkpoint, requeue the job (scontrol "
+                                           "requeue) and continue the run from that "
+                                           "checkpoint when it starts again (implies "
+                                           "--requeue).", advanced=True,
+                                    label="requeue and resume after a stop")
 
     def settings_problem(self) -> str | None:
         for key in ("partition", "account", "qos", "gres_type"):

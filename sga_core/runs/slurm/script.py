@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from sga_core.assets import PROJECT_ROOT
+from sga_core.runs.checkpoints import RESUME_ENV
 from sga_core.runs.folder import SLURM_LOG, SLURM_SCRIPT
 from sga_core.runs.slurm.profile import ClusterProfile
 
@@ -37,7 +38,7 @@ def sbatch_lines(profile: ClusterProfile, job_name: str, output: str) -> list[st
         opts.append(f"--mem={p.mem.strip()}")
     if p.signal_seconds:
         opts.append(f"--signal=B:USR1@{p.signal_seconds}")
-    opts.append("--requeue" if p.requeue else "--no-requeue")
+    opts.append("--requeue" if p.requeue or p.resume_after_stop else "--no-requeue")
     opts += [line.strip() for line in p.extra_sbatch if line.strip()]
     return [f"#SBATCH {o}" for o in opts]
 
@@ -60,6 +61,10 @@ def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
     run_dir = Path(run_dir)
     q = shlex.quote(str(run_dir))
     setup, train = launch_lines(profile, run_dir, cfg)
+    # with resume_after_stop every start continues from the newest checkpoint (the first,
+    # with none yet, starts from step 0), and a run stopped at a checkpoint may start again
+    resume = " --resume" if profile.resume_after_stop else ""
+    env = f"export {RESUME_ENV}=1; " if profile.resume_after_stop else ""
     body = [
         "#!/usr/bin/env bash",
         f"# The SLURM job of run {run_dir.name}, from the workspace's cluster profile.",
@@ -69,20 +74,37 @@ def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
         *environment_lines(profile),
         f"RUN_DIR={q}",
         "# records the node and the wait; a run cancelled before it started ends here",
-        'python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0',
+        f'python -m sga_core.runs.slurm.job start{resume} "$RUN_DIR" || exit 0',
         *setup,
     ]
-    if profile.signal_seconds:
+    if profile.signal_seconds or profile.resume_after_stop:
         body += [
-            "# SLURM's USR1 before the time limit goes to the training (a checkpoint)",
-            f"{train} &",
+            "# SLURM's USR1 (before the time limit) goes to the training, which saves a",
+            "# checkpoint and stops: the training's other processes ignore USR1, and it is",
+            "# passed on every 10 s until the training is gone (one that came before the",
+            "# trainer listened is not lost)",
+            f"({env}trap '' USR1; exec {train}) &",
             "child=$!",
-            "trap 'trap \"\" USR1; kill -USR1 0' USR1",
+            "forward() {",
+            "  trap '' USR1",
+            '  (while kill -0 "$child" 2>/dev/null; do kill -USR1 0; sleep 10; done) &',
+            "  forwarder=$!",
+            "}",
+            "forwarder=",
+            "trap forward USR1",
             'code=0; wait "$child" || code=$?',
-            'while kill -0 "$child" 2>/dev/null; do wait "$child" || code=$?; done',
+            'while kill -0 "$child" 2>/dev/null; do code=0; wait "$child" || code=$?; done',
+            '[ -z "$forwarder" ] || kill "$forwarder" 2>/dev/null',
         ]
     else:
         body += [f"code=0; {train} || code=$?"]
+    if profile.resume_after_stop:
+        body += [
+            "# stopped at a checkpoint (not cancelled): requeue; the next start resumes",
+            'if [ "$code" -ne 0 ] && python -m sga_core.runs.slurm.job stopped "$RUN_DIR"; then',
+            '  scontrol requeue "$SLURM_JOB_ID" && exit 0',
+            "fi",
+        ]
     body += [
         "# the evaluation, in this job, when the run asks for one and did not evaluate itself",
         'if [ "$code" -eq 0 ]; then python -m sga_core.runs.slurm.job evaluate "$RUN_DIR" '

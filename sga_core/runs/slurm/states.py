@@ -9,6 +9,8 @@ the truth about whether the job still lives. :func:`run_view` joins the two:
 - ended while the folder still says queued or running: failed or cancelled, with SLURM's
   reason (time limit, node failure, out of memory, preemption, scancel); a job SLURM no
   longer knows is never shown running.
+- stopped at a checkpoint while SLURM still holds the job (requeued to resume it): queued
+  ("requeued: continues from its checkpoint at step k"), then running again.
 
 Once SLURM has ended a job, its verdict is written into status.json (:func:`settle`), so the
 run reads the same after SLURM has forgotten the job.
@@ -93,6 +95,13 @@ def combine(status: dict, job: dict | None, cancel_asked: bool) -> dict:
                                                  "without its run finishing (see slurm.log)"}
     seen = {**status, **job_fields(job)}
     sstate = job.get("state", "")
+    if final and state == "cancelled" and status.get("stopped_at_checkpoint") is not None \
+            and not cancel_asked and sstate in PENDING + LIVE:
+        # stopped at a checkpoint and requeued (profile's resume_after_stop): the job lives on
+        if sstate in LIVE:
+            return {**seen, "state": "running", "slurm_reason": None}
+        return {**seen, "state": "queued", "slurm_reason": "requeued: continues from its "
+                f"checkpoint at step {status['stopped_at_checkpoint']}"}
     if final:
         if state == "cancelled" and not cancel_asked and sstate in SLURM_STOPPED:
             shown, said = ENDED[sstate]

@@ -30,7 +30,8 @@ def full_profile() -> ClusterProfile:
                           mem="256G", nodes=2, max_jobs=3,
                           extra_sbatch=["--constraint=a100", "--exclusive"],
                           setup=["module load cuda/12.1", "source /shared/venv/bin/activate"],
-                          use_workbench_python=False, signal_seconds=300, requeue=True)
+                          use_workbench_python=False, signal_seconds=300, requeue=True,
+                          resume_after_stop=True)
 
 
 def normalised(text: str) -> str:
@@ -56,6 +57,29 @@ def test_an_empty_profile_asks_only_for_what_it_sets():
         assert f"#SBATCH {flag}" not in text
     assert f"export PATH={Path(sys.executable).parent}" in text
     assert 'bash "$RUN_DIR/command.sh"' in text
+
+
+def test_resume_after_stop_requeues_a_run_stopped_at_a_checkpoint_and_resumes_it():
+    on = run_script(ClusterProfile(signal_seconds=120, resume_after_stop=True), RUN)
+    lines = on.splitlines()
+    assert "#SBATCH --requeue" in lines and "#SBATCH --signal=B:USR1@120" in lines
+    assert 'python -m sga_core.runs.slurm.job start --resume "$RUN_DIR" || exit 0' in lines
+    # every start resumes (the first, with no checkpoint yet, from step 0); only the
+    # trainer listens to USR1 (its launcher would die of it)
+    assert "(export SGA_TRAIN_RESUME=1; trap '' USR1; exec bash \"$RUN_DIR/command.sh\") &" \
+        in lines
+    i = lines.index('if [ "$code" -ne 0 ] && python -m sga_core.runs.slurm.job stopped '
+                    '"$RUN_DIR"; then')
+    assert lines[i + 1:i + 3] == ['  scontrol requeue "$SLURM_JOB_ID" && exit 0', "fi"]
+    assert i < next(n for n, ln in enumerate(lines) if "job evaluate" in ln)
+    off = run_script(ClusterProfile(signal_seconds=120), RUN)
+    assert "#SBATCH --no-requeue" in off and "scontrol requeue" not in off
+    assert "SGA_TRAIN_RESUME" not in off and "job start --resume" not in off
+    assert "trap forward USR1" in off  # the signal still reaches the trainer (a checkpoint)
+    # asked for alone, it implies --requeue and the forwarding of a preemption's USR1
+    alone = run_script(ClusterProfile(resume_after_stop=True), RUN)
+    assert "#SBATCH --requeue" in alone and "--signal" not in alone
+    assert "trap forward USR1" in alone and "scontrol requeue" in alone
 
 
 def test_array_script_runs_each_folder_and_throttles_to_the_profile():

@@ -79,3 +79,17 @@ def test_sbatch_errors_become_one_line():
     err = ("sbatch: error: invalid partition specified: nope\n"
            "allocation failure: Invalid partition name specified\n")
     assert one_line(err) == "invalid partition specified: nope"
+
+
+def test_a_run_stopped_at_a_checkpoint_whose_job_was_requeued_is_queued_then_running():
+    stopped = {**RUNNING, "state": "cancelled", "stopped_at_checkpoint": 12,
+               "error": "stopped: checkpoint saved at step 12"}
+    for sstate in ("REQUEUED", "PENDING"):
+        shown = combine(stopped, job(sstate, "BeginTime"), cancel_asked=False)
+        assert shown["state"] == "queued", sstate
+        assert shown["slurm_reason"] == "requeued: continues from its checkpoint at step 12"
+    assert combine(stopped, job("RUNNING"), cancel_asked=False)["state"] == "running"
+    # a cancel asked for, or a job that ended, is not a requeue
+    assert combine(stopped, job("PENDING"), cancel_asked=True)["state"] == "cancelled"
+    assert combine(stopped, job("FAILED"), cancel_asked=False)["state"] == "cancelled"
+    assert combine(stopped, job("TIMEOUT"), cancel_asked=False)["state"] == "failed"
