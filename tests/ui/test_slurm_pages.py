@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import SLURM_SCRIPT
+from sga_core.runs.folder import SLURM_SCRIPT, RunFolder
 from sga_core.runs.slurm.profile import ClusterProfile, load_profile, save_profile
-from tests.helpers.ui import open_page, shown
+from tests.helpers.ui import open_page, results_cells, shown
 from tests.ui.test_train import fill_tiny_form
 
 pytestmark = pytest.mark.slow
@@ -23,6 +23,7 @@ def test_train_page_sends_a_run_to_slurm_and_runs_shows_its_job(slurm, ui_env,
                                                                tiny_model_dir):
     save_profile(ClusterProfile(cpus=1, time_limit="15"), ui_env / "workspace")
     at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.checkbox(key="train.eval").check().run()  # evaluated in the job, as a local run is
     at.radio(key="train.backend").set_value("slurm").run()
     at.button(key="train.preview").click().run()
     assert not at.exception, at.exception
@@ -39,12 +40,18 @@ def test_train_page_sends_a_run_to_slurm_and_runs_shows_its_job(slurm, ui_env,
     while time.time() < deadline:
         at.run()
         assert not at.exception, at.exception
-        if "completed" in str(at.dataframe[0].value["state"].iloc[0]):
+        if "completed" in str(at.dataframe[0].value["state"].iloc[0]) and \
+                run_status.read_eval(run_dir).get("state") in ("completed", "failed"):
             break
         time.sleep(2)
     at.run()
     captions = " ".join(c.value for c in at.caption)
     assert "completed" in str(at.dataframe[0].value["state"].iloc[0])
+    assert run_status.read_eval(run_dir).get("state") == "completed"
+    assert RunFolder(run_dir).summary().get("metrics")  # evaluated: a summary with metrics
+    cells = results_cells(open_page("app_pages/results.py"))  # as a local run is shown
+    (row,) = [name for name in cells if name not in ("Original", "Retained")]
+    assert cells[row]["forget ROUGE-L"][0] not in ("", "—")
     assert f"SLURM job {run_status.read_run(run_dir)['slurm_job_id']}" in captions
     assert f"node {slurm.node}" in captions and "waited" in captions
 
