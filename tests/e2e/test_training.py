@@ -21,6 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 import sga_core
 from sga_core.config import TrainConfig, dump_config, load_config
@@ -213,7 +214,13 @@ def test_end_to_end_run_folder(baseline, tiny_model_dir, demo_dir, normals_file)
     assert cfg.model == str(tiny_model_dir) and cfg.method == "sga"
     assert {k: cfg.method_args[k] for k in ("r", "k", "convention", "adaptive")} == {
         "r": -0.8, "k": 4, "convention": "label", "adaptive": False}
-    assert cfg.data.forget == "data/forget.jsonl" and cfg.data.normals == "data/normals.jsonl"
+    # on disk the snapshot's paths are relative to the folder, so the folder can be moved
+    raw = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert raw["data"]["forget"] == "data/forget.jsonl"
+    assert raw["data"]["normals"] == "data/normals.jsonl"
+    # read back, they resolve to the folder's own copies, wherever it now lies
+    assert Path(cfg.data.forget) == run_dir.resolve() / "data" / "forget.jsonl"
+    assert Path(cfg.data.normals) == run_dir.resolve() / "data" / "normals.jsonl"
     assert (run_dir / "data" / "forget.jsonl").read_bytes() == \
         (demo_dir / "forget.jsonl").read_bytes()
     assert (run_dir / "data" / "normals.jsonl").read_bytes() == normals_file.read_bytes()

@@ -60,8 +60,8 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.25):
 def slurm_conf(folder: Path, node: str, cpus: int, ctld_port: int, slurmd_port: int) -> str:
     """The configuration of a one-node cluster in ``folder``: ``proctrack/linuxproc`` and
     ``task/none`` (no cgroups in a container), no accounting database (``sacct`` has nothing;
-    ``squeue -t all`` keeps ended jobs for MinJobAge), short kill and return-to-service
-    waits so a test sees SLURM's decisions quickly."""
+    ``squeue -t all`` keeps ended jobs for MinJobAge), short kill, return-to-service
+    and requeue waits so a test sees SLURM's decisions quickly."""
     f = folder
     return "\n".join([
         "ClusterName=sgatest",
@@ -70,7 +70,9 @@ def slurm_conf(folder: Path, node: str, cpus: int, ctld_port: int, slurmd_port: 
         f"SlurmdPort={slurmd_port}",
         "AuthType=auth/munge",
         "CredType=cred/munge",
-        f"AuthInfo=socket={f / 'munge' / 'munge.socket'}",
+        # cred_expire: a requeued job waits this long before it may start again (120 s
+        # by default); 30 s keeps the requeue tests short and a launch's credential valid
+        f"AuthInfo=socket={f / 'munge' / 'munge.socket'},cred_expire=30",
         "SlurmUser=root",
         "SlurmdUser=root",
         f"StateSaveLocation={f / 'state'}",
