@@ -13,7 +13,7 @@ from sga_core import workbench as wb
 from ui.context import require_project
 from ui.damaged import unless_damaged, warn_damaged
 from ui.show import plain
-from ui.tokens import reference_text, row_title, side_by_side, tokens_html
+from ui.tokens import attacked_variants, reference_text, row_title, side_by_side, tokens_html
 
 st.title("Token probabilities")
 project = require_project()
@@ -71,6 +71,15 @@ if not tables:
     st.stop()
 ref = next(iter(tables.values()))
 tokens = ref["tokens"]
+variants = attacked_variants(root, list(tables), row, names, len(tokens))
+if variants and st.toggle(
+        f"with the stress-tested variants ({wb.plural(len(variants), 'row')}: quantized, "
+        "relearned, asked another way)", key="tokens.stressed",
+        help="each attacked model's probabilities of the same answer tokens, from "
+             "RUN_DIR/stress/ (the stress command or Results' Does it hold?)"):
+    tables.update(variants)  # after their run's row; a run's own rows keep their order
+    tables = {k: tables[k] for k in sorted(tables, key=lambda k: list(tables).index(
+        k.split(" · ")[0]))}
 what, spelled = reference_text(forget[row] if row < len(forget) else None, ref)
 if ref.get("prompt"):
     st.markdown("**Prompt:** " + plain(ref["prompt"]))
@@ -101,7 +110,7 @@ for label, t in zip(labels, tables.values()):
 
 st.subheader(f"{plain(repr(tokens[mark].strip()))} across training steps")
 fig = go.Figure()
-for run_id in tables:
+for run_id in [k for k in tables if k not in variants]:
     pts = []
     with unless_damaged(run_id):
         pts = wb.follow_token(root / run_id, row, mark, ref.get("token_ids"))

@@ -16,6 +16,12 @@ under another name with the same defaults (``gd`` and ``graddiff``) run once. SG
 the project's normal answers when complete for K = 4, else "I don't know" answers.
 Last line: ``runs=<n> completed=<n> total_s=<s>``.
 
+``--stress quant4,relearn`` (or ``--stress`` alone: the ``stress`` command's default attacks)
+also stress-tests every run once it is evaluated, and the Retained model, with the
+project's Original as the far end of each recovery (docs/stress-tests.md), and adds one
+recovery column per attack result to the table; with ``--report GROUP --stress`` the table
+shows the recoveries of whatever stress results the group's runs have.
+
 Time (2-core CPU): the smoke mode makes 22 runs of 2 steps, each launched and evaluated as a
 process, about 15 minutes on a quiet machine (42 on a busy one). With SmolLM2 on the demo, measured
 on a quiet machine: 54 minutes for the 22 runs (training 33-177 s a run, about 60 s of
@@ -166,6 +172,10 @@ def main(argv=None) -> int:
                    help="continue an interrupted table: runs of GROUP (paper-table-<time>) "
                         "that completed and were evaluated are kept, the rest are run into "
                         "the same group (with everything done, it only prints the table)")
+    p.add_argument("--stress", nargs="?", const="default", metavar="ATTACKS",
+                   help="also stress-test each evaluated run (and the Retained model) with "
+                        "these attacks (comma list; alone: the stress command's defaults) "
+                        "and add their recoveries to the table")
     p.add_argument("--backend", choices=("local", "slurm"),
                    help="local: run here one after another and print the table; slurm: "
                         "submit every run as one job array (the workspace's cluster profile) "
@@ -179,19 +189,31 @@ def main(argv=None) -> int:
     if args.backend == "slurm" and args.model == "tiny":
         raise SystemExit("--backend slurm: smoke mode's temporary folder (its model and runs) "
                          "is gone when this command returns; use a prepared project")
+    if args.stress:
+        from sga_core.cli.stress import DEFAULT_ATTACKS
+        from sga_core.stress.run import parse_attacks
+
+        args.stress = parse_attacks(DEFAULT_ATTACKS if args.stress == "default"
+                                    else args.stress)
     if args.report:
-        return report(args.project, args.report)
+        return report(args.project, args.report, bool(args.stress))
+    if args.stress and args.backend == "slurm":
+        raise SystemExit("--stress with --backend slurm: the runs are not trained yet when "
+                         "this command returns; once they are evaluated, stress-test them "
+                         "(the stress command, or Results' Does it hold?) and print the "
+                         "table with `--report GROUP --stress`")
     r_values = [float(v) for v in args.r.split(",") if v.strip()]
     plan = method_plan(args.methods, r_values)
     with tempfile.TemporaryDirectory(prefix="paper-table-") as tmp:
         return run(args, plan, Path(tmp))
 
 
-def report(name: str, group: str) -> int:
+def report(name: str, group: str, stress: bool = False) -> int:
     """Print the table of ``group``'s runs evaluated so far (the Original and Retained rows
-    included); its last line says how many of the plan's rows it has."""
+    included; ``stress``: with their stress recoveries); its last line says how many of the
+    plan's rows it has."""
     from sga_core.projects import load_project
-    from sga_core.report.paper import PAPER_R, format_table, paper_table
+    from sga_core.report.paper import PAPER_R, add_stress_columns, format_table, paper_table
     from sga_core.report.table import results_table
     from sga_core.runs.folder import runs_root
 
@@ -199,7 +221,8 @@ def report(name: str, group: str) -> int:
     rows = paper_table(results_table(project, root, project.kind), root, project.kind, group)
     if not rows:
         raise SystemExit(f"--report {group}: no evaluated run of that group in {root}")
-    print("\n" + format_table(rows, project.kind) + "\n")
+    extra = add_stress_columns(rows, root) if stress else []
+    print("\n" + format_table(rows, project.kind, extra) + "\n")
     planned = len(method_plan("all", list(PAPER_R)))
     runs = [r for r in rows if r["run"] not in ("Original", "Retained")]
     print(f"group={group} rows={len(runs)} of {planned} planned")
@@ -211,7 +234,13 @@ def run(args, plan, tmp: Path) -> int:
     from sga_core.fileio import load_yaml
     from sga_core.projects import create_demo_project, list_projects, load_project
     from sga_core.projects.training import default_eval, prepared_model
-    from sga_core.report.paper import GROUP_PREFIX, format_table, paper_label, paper_table
+    from sga_core.report.paper import (
+        GROUP_PREFIX,
+        add_stress_columns,
+        format_table,
+        paper_label,
+        paper_table,
+    )
     from sga_core.report.table import results_table
     from sga_core.runs.create import create_run
     from sga_core.runs.folder import list_runs, runs_root
@@ -275,12 +304,22 @@ def run(args, plan, tmp: Path) -> int:
                "state": st.get("state"), "eval_state": st.get("eval_state"),
                "train_s": st.get("elapsed_s"), "wall_s": round(time.time() - t0, 1),
                "error": st.get("error")}
+        if args.stress and st.get("eval_state") == "completed":
+            rec["stress_s"] = stress(run_dir, args.stress, original)
         timings.append(rec)
         print(json.dumps(rec), flush=True)
     if args.backend == "slurm":
         return submitted(for_slurm, root, group)
     rows = paper_table(results_table(project, root, project.kind), root, project.kind, group)
-    print("\n" + format_table(rows, project.kind) + "\n")
+    extra = []
+    if args.stress:
+        retained = next((r for r in rows if r["run"] == "Retained"), None)
+        if retained is not None:  # relearning it: how fast the forget set is learned anew
+            print(json.dumps({"run": "Retained", "run_id": retained["run_id"],
+                              "stress_s": stress(root / retained["run_id"], args.stress,
+                                                 original)}), flush=True)
+        extra = add_stress_columns(rows, root)
+    print("\n" + format_table(rows, project.kind, extra) + "\n")
     total = round(time.time() - t_all)
     if args.out:
         Path(args.out).write_text(json.dumps({"group": group, "table": rows,
@@ -288,6 +327,21 @@ def run(args, plan, tmp: Path) -> int:
     done = sum(t["state"] == "completed" and t["eval_state"] == "completed" for t in timings)
     print(f"runs={len(timings)} completed={done} total_s={total}")
     return 0 if done == len(timings) else 1
+
+
+def stress(run_dir: Path, attacks: list[str], original) -> float | str:
+    """Stress-test one run folder with ``attacks``, the project's Original as the far end of
+    each recovery; the seconds it took, or why it failed (the table goes on)."""
+    from sga_core.evaluation.common import EvalError
+    from sga_core.params import ConfigError
+    from sga_core.stress.run import stress_run
+
+    t0 = time.time()
+    try:
+        stress_run(run_dir, attacks, overrides={"original": str(original)})
+    except (EvalError, ConfigError, OSError) as exc:
+        return f"failed: {exc}"
+    return round(time.time() - t0, 1)
 
 
 def submitted(cfgs: list, root: Path, group: str) -> int:

@@ -10,6 +10,7 @@ the smallest. No Streamlit here: the Results page renders what :func:`paper_tabl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from sga_core.metrics.catalog import metrics_for, table_columns
@@ -128,11 +129,32 @@ def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = No
     return out
 
 
-def format_table(rows: list[dict], kind: str = "qa") -> str:
-    """The table as Markdown (the bench prints it)."""
+def add_stress_columns(rows: list[dict], root) -> list[str]:
+    """Add each row's stress-test recoveries (``RUN_DIR/stress/``) to the paper table's
+    rows as ``"<attack> recovery"`` (the mean, None when undefined) and ``"<attack> recovery
+    (text)"`` (with its interval, or why it is undefined); returns the new columns in the
+    attacks' order. A row whose run was not stress-tested has None and "—" there."""
+    from sga_core.report.stress import stress_table
+
+    table, keys = stress_table(rows, root)
+    by_run = {t["run"]: t for t in table}
+    columns = [f"{k} recovery" for k in keys]
+    for r in rows:
+        got = by_run.get(r["run"], {})
+        for k, col in zip(keys, columns):
+            r[col] = got.get(k)
+            r[f"{col} (text)"] = got.get(f"{k} (text)", "—")
+    return columns
+
+
+def format_table(rows: list[dict], kind: str = "qa", extra: Sequence[str] = ()) -> str:
+    """The table as Markdown (the bench prints it); ``extra``: columns shown by their
+    ``"<column> (text)"`` (the stress recoveries of :func:`add_stress_columns`)."""
     labels = [c.label for c in paper_columns(kind)]
-    lines = ["| run | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    heads = labels + list(extra)
+    lines = ["| run | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
     for r in rows:
         cells = ["—" if r.get(c) is None else f"{r[c]:.4g}" for c in labels]
+        cells += [str(r.get(f"{c} (text)", "—")) for c in extra]
         lines.append(f"| {r['run']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

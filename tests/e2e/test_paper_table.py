@@ -264,3 +264,68 @@ def test_report_prints_a_groups_table_or_names_the_missing_group(ui_env, capsys)
     assert "| GA | 0.05 | 0.41 |" in out and f"group={g} rows=1 of " in out
     with pytest.raises(SystemExit, match="no evaluated run of that group"):
         bench().report("demo", "paper-table-19990101-000000")
+
+
+def test_report_adds_a_recovery_column_per_stress_result(ui_env, capsys):
+    """``--report GROUP --stress``: one column per attack result any row has, the recovery
+    with its interval or why it is undefined, "—" for a run that was not stress-tested."""
+    from sga_core.fileio import atomic_write_json
+    from sga_core.projects import create_demo_project
+    from sga_core.runs.folder import STRESS_DIR
+    from tests.helpers.own_data import fake_run, write_summary
+
+    project = create_demo_project(root=ui_env / "workspace")
+    g = "paper-table-20261123-000000"
+    ga = fake_run(ui_env / "runs", project, "ga-run", method="ga", sweep=g)
+    sga = fake_run(ui_env / "runs", project, "sga-run", r=-0.8, sweep=g)
+    for run in (ga, sga):
+        write_summary(run, {"FQ": 0.05, "MU": 0.41})
+    atomic_write_json(ga / STRESS_DIR / "quant4.json", {
+        "attack": "quant4", "recovery_reason": None,
+        "summary": {"probability": {"recovery": {"n": 1, "mean": 0.8}}}})
+    atomic_write_json(ga / STRESS_DIR / "relearn-10.json", {
+        "attack": "relearn-10", "recovery_reason": None,
+        "summary": {"probability": {"recovery": {"n": 3, "mean": 0.5, "lo": 0.25,
+                                                 "hi": 0.75}}}})
+    atomic_write_json(sga / STRESS_DIR / "quant4.json", {
+        "attack": "quant4", "recovery_reason": "the gap is under 0.01",
+        "summary": {"probability": {"recovery": {"n": 1, "mean": None}}}})
+    assert bench().report("demo", g, stress=True) == 0
+    out = capsys.readouterr().out
+    head = next(ln for ln in out.splitlines() if ln.startswith("| run |"))
+    assert head.endswith("| relearn-10 recovery | quant4 recovery |"), head
+    assert "| GA | 0.05 | 0.41 | — | — | 0.50 [0.25, 0.75] (3 cases) | 0.80 |" in out
+    assert "| SGA (r = -0.8) | 0.05 | 0.41 | — | — | — | undefined: the gap is under 0.01 |" \
+        in out
+    assert bench().report("demo", g) == 0  # without --stress: no such columns
+    assert "recovery" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_smoke_table_with_stress_tests_each_run_and_the_retained_model(tmp_path):
+    """The bench end to end on a tiny model: one method, ``--stress quant8``: the run and the
+    Retained model each get a stress result, and the table a quant8 column."""
+    import json
+    import subprocess
+
+    out_json = tmp_path / "table.json"
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("SGA_WORKSPACE", "SGA_RUNS_DIR")}
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "paper_table.py"), "--model",
+                           "tiny", "--methods", "ga", "--r", "", "--stress", "quant8",
+                           "--backend", "local", "--out", str(out_json)],
+                          capture_output=True, text=True, env=env, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    ga = json.loads(next(ln for ln in lines if ln.startswith('{"run": "GA"')))
+    assert isinstance(ga["stress_s"], float), ga
+    retained = json.loads(next(ln for ln in lines if ln.startswith('{"run": "Retained"')))
+    assert isinstance(retained["stress_s"], float), retained
+    table = json.loads(out_json.read_text())["table"]
+    assert [r["run"] for r in table] == ["Original", "Retained", "GA"]
+    for r in table:
+        # the Original is the far end itself: not stress-tested, "—"; the others have a
+        # result (on a tiny random model the gap is ~0, so it says why it is undefined)
+        text = r["quant8 recovery (text)"]
+        assert (text == "—") == (r["run"] == "Original"), r
+    assert "| quant8 recovery |" in proc.stdout

@@ -101,6 +101,37 @@ def test_token_page_follows_french(env):
     assert not at.exception
 
 
+def test_token_page_adds_a_runs_stress_tested_variants(evaluated, tmp_path, monkeypatch):
+    """A run stress-tested for real (8-bit quantization) gets an extra heatmap row per
+    attack once the toggle is on: the attacked model's probabilities of the same tokens."""
+    import shutil
+
+    from sga_core.runs.folder import list_runs
+    from sga_core.stress.run import stress_run
+
+    copy = tmp_path / "copy"  # the module's runs stay without stress results
+    shutil.copytree(evaluated, copy)
+    monkeypatch.setenv("SGA_WORKSPACE", str(copy / "workspace"))
+    monkeypatch.setenv("SGA_RUNS_DIR", str(copy / "runs"))
+    monkeypatch.chdir(copy)
+    sga = next(r["run_id"] for r in list_runs(copy / "runs") if r["run_id"].startswith("sga"))
+    at = open_page("app_pages/tokens.py")
+    assert not at.exception, at.exception
+    assert not [t for t in at.get("toggle") if t.key == "tokens.stressed"]  # nothing to add
+    stress_run(copy / "runs" / sga, ["quant8"])
+    at = open_page("app_pages/tokens.py")
+    at.multiselect(key="tokens.runs").set_value(["demo-original", sga]).run()
+    rows_before = [m.value for m in at.markdown if "— p(" in m.value]
+    assert len(rows_before) == 2
+    at.toggle(key="tokens.stressed").set_value(True).run()
+    assert not at.exception, at.exception
+    rows = [m.value for m in at.markdown if "— p(" in m.value]
+    assert len(rows) == 3 and "· quant8" in rows[2], rows  # after its run's own row
+    assert rows[:2] == rows_before
+    heatmap = at.get("plotly_chart")[0].proto.spec
+    assert "quant8" in heatmap
+
+
 def test_probe_answers_side_by_side(env):
     at = open_page("app_pages/probe.py")
     at.text_input(key="probe.q").set_value("What is Lucien Marchetti's style?").run()
