@@ -59,3 +59,54 @@ def test_runs_evaluated_without_token_tables_are_offered_a_re_evaluation(ui_env,
     at.selectbox(key="_project_picker").set_value(project.name).run()
     assert any("1 evaluated run without token tables" in shown(c.value) for c in at.caption)
     assert at.button(key="tokens.reeval").label == "Re-evaluate them (queued jobs)"
+
+
+def test_a_copyright_project_gets_the_same_token_view(ui_env, demo_dir, tiny_model_dir,
+                                                      monkeypatch):
+    """The copyright task (FLAT's protocol: a book passage's prefix, then its continuation)
+    writes its token tables at evaluation like MUSE, for real here, and the page shows them
+    the same way: each forget passage's prompt, the continuation's tokens under the Original
+    and the run, one followed token."""
+    import json
+    import shutil
+
+    from sga_core.evaluation.run import evaluate_run
+    from sga_core.evaluation.text import prompt_and_continuation
+    from sga_core.projects import create_project
+    from tests.helpers.own_data import fake_run
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # its lm-eval utility tasks: no download
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    rows = (demo_dir / "text_forget.jsonl").read_text().splitlines()[:2]
+    forget = ui_env / "book.jsonl"
+    forget.write_text("\n".join(rows) + "\n")
+    project = create_project("book", forget, demo_dir / "text_retain.jsonl", kind="text",
+                             root=ui_env / "workspace", protocol="copyright")
+    for run_id, method in (("book-original", "finetune"), ("sga-book", "sga")):
+        run_dir = fake_run(ui_env / "runs", project, run_id, method=method,
+                           model=str(tiny_model_dir))
+        shutil.copytree(tiny_model_dir, run_dir / "model")
+        summary = evaluate_run(run_dir, overrides={"max_new_tokens": 4, "batch_size": 4,
+                                                   "protocol": project.protocol})
+        assert summary["protocol"]["name"] == "copyright"
+    tables = [json.loads(ln) for ln in
+              (ui_env / "runs" / "sga-book" / "eval" / "tokens.jsonl").read_text().splitlines()]
+    assert [t["index"] for t in tables] == [0, 1]
+    for t, row in zip(tables, project.forget()):
+        prompt, continuation = prompt_and_continuation(row)
+        assert t["prompt"] == prompt
+        spelled = "".join(t["tokens"]).strip()  # (a character split over two byte-level
+        assert continuation.startswith(spelled[:10])  # tokens shows as two halves)
+        assert len(t["probs"]) == len(t["tokens"]) > 0
+
+    at = open_page("app_pages/tokens.py")
+    at.selectbox(key="_project_picker").set_value("book").run()
+    assert not at.exception, at.exception
+    assert len(at.selectbox(key="tokens.row").options) == 2
+    texts = [shown(m.value) for m in at.markdown]
+    assert any(t.startswith("**Prompt:** " + tables[0]["prompt"][:40]) for t in texts), texts
+    assert any(t.startswith("**Continuation:** " + "".join(tables[0]["tokens"]).strip()[:20])
+               for t in texts), texts
+    assert sum("— p(" in t for t in texts) == 2  # the Original and the run
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert len(heat["y"]) == 2 and len(heat["x"]) == len(tables[0]["tokens"])
