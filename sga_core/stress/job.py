@@ -52,7 +52,7 @@ class JobRecord:
 
     def part(self, index: int) -> None:
         """Part ``index`` of :attr:`parts` begins (the ones before it are done)."""
-        self.last.update(stage=self.parts[index], t=time.monotonic())
+        self.last.update(stage=None, t=0.0)  # the part's first progress is written at once
         self._write(stage=self.parts[index], done=index, stage_done=0, stage_total=None,
                     stage_started_at=now_iso())
 
