@@ -1,5 +1,6 @@
 """Runs: every run with its state; the live view of one run (progress, losses, log, probe
-tokens) refreshes by itself while something runs; cancel, re-run, delete."""
+tokens) refreshes by itself while something runs; cancel, re-run, delete; a completed run's
+stress test, queued as a job (progress, ETA, cancel)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ui.forms import kept
 from ui.resume import resume_button
 from ui.run_detail import eta
 from ui.show import plain, show_error, state_text
+from ui.stress_job import run_section as stress_section
 
 st.title("Runs")
 root = wb.runs_root()
@@ -60,15 +62,17 @@ def shown_state(p: dict, ev: dict) -> str:
 
 
 def busy(rows: list[dict], states: dict | None = None) -> bool:
-    """Something will change by itself: a run queued or training, an evaluation queued or
-    running, or a completed run the runner is about to evaluate (training writes "completed"
-    a poll before the runner starts the evaluation: the page must keep refreshing then)."""
+    """Something will change by itself: a run queued or training, an evaluation or a stress
+    test queued or running, or a completed run the runner is about to evaluate (training
+    writes "completed" a poll before the runner starts the evaluation: the page must keep
+    refreshing then)."""
     if states is None:
         live = any(r["state"] in ("queued", "running") or evaluating(r) for r in rows)
     else:
         live = any(p["state"] in ("queued", "running") or evaluating_now(p, ev)
                    for p, ev in states.values())
-    return live or wb.awaiting_evaluation(rows, root)
+    stressing = any(r.get("stress_state") in ("queued", "running") for r in rows)
+    return live or stressing or wb.awaiting_evaluation(rows, root)
 
 
 active = busy(runs)
@@ -127,6 +131,7 @@ def live() -> None:
     p, ev = states[selected]
     run_detail.show(root / selected, selected, p, ev)
     actions(selected, p, ev)
+    stress_section(root / selected, selected, p, root)
     if busy(rows, states) != active:
         st.rerun()  # start or stop refreshing
 

@@ -190,8 +190,7 @@ def main(argv=None) -> int:
         raise SystemExit("--backend slurm: smoke mode's temporary folder (its model and runs) "
                          "is gone when this command returns; use a prepared project")
     if args.stress:
-        from sga_core.cli.stress import DEFAULT_ATTACKS
-        from sga_core.stress.run import parse_attacks
+        from sga_core.stress.run import DEFAULT_ATTACKS, parse_attacks
 
         args.stress = parse_attacks(DEFAULT_ATTACKS if args.stress == "default"
                                     else args.stress)

@@ -130,18 +130,25 @@ from sga_core.runs.progress import (
     fmt_seconds,
     latest_probes,
     progress,
+    stress_progress,
     typical_eval_seconds,
 )
 from sga_core.runs.queue import (
     awaiting_evaluation,
     cancel,
     cancel_eval,
+    cancel_stress,
+    default_attacks,
     delete,
     ensure_runner,
     preview,
+    queue_stress_tests,
     request_eval,
+    request_stress,
     rerun,
     resume,
+    stress_candidates,
+    stress_refusal,
     submit,
 )
 from sga_core.runs.seeds import queue_sweep, queued_text, submit_seeds
@@ -154,6 +161,7 @@ from sga_core.runs.slurm.profile import save_profile as save_cluster_profile
 from sga_core.runs.slurm.states import wait_s as slurm_wait_s
 from sga_core.runs.validate import Damaged
 from sga_core.stress.results import attacked_token_tables
+from sga_core.stress.run import attack_names
 from sga_core.text import plural, printable
 
 __all__ = [
@@ -188,6 +196,8 @@ __all__ = [
     "queue_sweep", "queued_text", "r_bands", "r_groups", "reevaluate", "request_eval", "rerun",
     "resume", "resume_offer",
     "recovery_band", "stress_table", "attacked_token_tables",
+    "attack_names", "cancel_stress", "default_attacks", "queue_stress_tests", "request_stress",
+    "stress_candidates", "stress_progress", "stress_refusal",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",

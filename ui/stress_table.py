@@ -1,7 +1,8 @@
 """The Results page's "Does it hold?" table: one row per run with stress results, one column
 per attack, each cell the recovery of the forget probability, coloured by how much came
 back (docs/stress-tests.md#recovery); collapsed runs greyed and marked, as in the main
-table. An HTML table so every cell can say, on hover, the interval or why it is empty."""
+table. An HTML table so every cell can say, on hover, the interval or why it is empty. Below
+it, "Stress-test runs" queues the attacks for several runs (:func:`ui.stress_job.runs_form`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import html
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.stress_job import runs_form
 
 BANDS = {"held": "#d8f3dc", "partly back": "#fff3bf", "back": "#ffc9c9", "undefined": ""}
 PAD = "padding:4px 8px"
@@ -46,9 +48,12 @@ def show_stress_table(rows: list[dict], root) -> None:
     st.subheader("Does it hold?")
     table, columns = wb.stress_table(rows, root)
     if not table:
-        st.caption("No stress tests yet. `python -m sga_core stress RUN --attacks "
-                   "relearn,quant4,quant8,paraphrase,fewshot,roleplay` attacks a run's model "
-                   "and saves the results beside its evaluation (docs/stress-tests.md).")
+        st.caption("No stress tests yet. \"Stress-test runs\" below (or Stress-test on the "
+                   "Runs page, or `python -m sga_core stress RUN --queue --attacks "
+                   "relearn,quant4,quant8,paraphrase,fewshot,roleplay`) attacks the runs' "
+                   "models as queued jobs and saves the results beside their evaluations "
+                   "(docs/stress-tests.md).")
+        runs_form(rows, root)
         return
     st.caption("Recovery = the share of the gap between the unlearned model and the Original "
                "that an attack closes, on the forget answers' probability: **0 = the "
@@ -57,3 +62,4 @@ def show_stress_table(rows: list[dict], root) -> None:
                "for its interval over seeds. Collapsed runs are greyed: forgetting that "
                "\"holds\" in a destroyed model means nothing.")
     st.html(table_html(table, columns))
+    runs_form(rows, root)

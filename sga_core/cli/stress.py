@@ -8,15 +8,22 @@ from pathlib import Path
 
 from sga_core.cli.flags import add_dataclass_flags
 from sga_core.params import ConfigError
+from sga_core.stress.run import DEFAULT_ATTACKS
 
-DEFAULT_ATTACKS = "relearn,quant4,quant8,paraphrase,fewshot,roleplay"
 PREFIX = "stress_"
 
 
 def cmd_stress(args) -> int:
-    """Run the attacks; SIGTERM or Ctrl-C stops it (files already written stay whole)."""
+    """Run the attacks; SIGTERM or Ctrl-C stops it (files already written stay whole).
+    ``--queue``: queue them as a job instead; ``--cancel``: stop a queued or running one."""
     from sga_core.runs.launch import sigterm_as_interrupt
 
+    if args.queue or args.cancel:
+        return _queue_or_cancel(args)
+    if len(args.target) > 1:
+        raise ConfigError("give one run or model to stress-test in the foreground (several "
+                          "runs: --queue)")
+    args.target = args.target[0]
     try:
         with sigterm_as_interrupt():
             return _stress(args)
@@ -77,6 +84,58 @@ def _stress(args) -> int:
     return 0
 
 
+def _run_dir(target: str, runs_dir) -> Path:
+    """A run folder given as a path or a run id (ConfigError when it is neither)."""
+    from sga_core.runs.folder import RunFolder, run_path, runs_root
+
+    path = Path(target).expanduser()
+    if RunFolder(path).exists():
+        return path.resolve()
+    try:
+        by_id = run_path(target, runs_dir)
+    except ConfigError:
+        by_id = None
+    if by_id is not None and RunFolder(by_id).exists():
+        return by_id
+    raise ConfigError(f"{target}: not a run folder (nor a run id in {runs_root(runs_dir)}); "
+                      "only a run's stress test can be queued or cancelled")
+
+
+def _queue_or_cancel(args) -> int:
+    """``--queue``: a stress test of each run as a job (the runner, or SLURM for a run
+    trained there, starts it; the Runs page follows it); ``--cancel``: stop each one."""
+    from sga_core.runs import queue
+
+    if args.queue and args.cancel:
+        raise ConfigError("--queue and --cancel: give one of them")
+    if args.forget or args.retain or args.out or args.dtype != "float32":
+        raise ConfigError("--forget/--retain/--out/--dtype: a queued stress test is of a run "
+                          "folder, on its own data, into its stress/ folder")
+    runs = [_run_dir(t, args.runs_dir) for t in args.target]
+    if args.cancel:
+        for run_dir in runs:
+            try:
+                st = queue.cancel_stress(run_dir)
+            except RuntimeError as exc:  # it runs on another machine
+                raise ConfigError(str(exc)) from None
+            print(f"stress test of {run_dir.name}: {st.get('state') or 'none asked for'}"
+                  + (" (stopping: the files written so far stay)"
+                     if st.get("state") == "running" else ""))
+        return 0
+    settings = {k[len(PREFIX):]: v for k, v in vars(args).items()
+                if k.startswith(PREFIX) and v is not None}
+    options = {"original": args.original, "max_new_tokens": args.max_new_tokens,
+               "batch_size": args.batch_size, "device": args.device}
+    done = queue.queue_stress_tests(runs, args.attacks, settings, options,
+                                    root=args.runs_dir or runs[0].parent)
+    for run_id in done["queued"]:
+        print(f"queued a stress test of {run_id}: the runner starts it when a slot is free "
+              f"(follow it on the Runs page; stop it: stress {run_id} --cancel)")
+    for run_id, why in done["skipped"].items():
+        print(f"skipped {run_id}: {why}", file=sys.stderr)
+    return 0 if done["queued"] or not done["skipped"] else 1
+
+
 def format_results(results: dict) -> str:
     """One line per result: the attacked forget probability and the recovery (with its
     interval where there are several cases, or why it is undefined)."""
@@ -105,8 +164,17 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                     "RUN_DIR/stress/<attack>.json with the forget metrics after the attack "
                     "and the recovery, the share of the unlearning gap it closes (0 = held, "
                     "1 = all back). See docs/stress-tests.md.")
-    s.add_argument("target", metavar="RUN_DIR|MODEL",
-                   help="a run folder (or run id), or a model to stress-test")
+    s.add_argument("target", metavar="RUN_DIR|MODEL", nargs="+",
+                   help="a run folder (or run id), or a model to stress-test (with --queue "
+                        "or --cancel: one or more runs)")
+    s.add_argument("--queue", action="store_true",
+                   help="queue the stress test of each run as a job (like an evaluation: "
+                        "the runner starts it when a slot is free, a run trained on SLURM "
+                        "gets a SLURM job; progress in RUN_DIR/stress_status.json, output "
+                        "in RUN_DIR/stress.log) instead of running it here")
+    s.add_argument("--cancel", action="store_true",
+                   help="cancel each run's queued or running stress test (a queued one "
+                        "never starts; a running one stops, its files written so far kept)")
     s.add_argument("--attacks", default=DEFAULT_ATTACKS,
                    help=f"comma-separated, of: {', '.join(attack_names())}, or all "
                         f"(default: {DEFAULT_ATTACKS})")

@@ -50,12 +50,19 @@ CHECKPOINT_INFO = "checkpoint.json"
 TENSORBOARD_DIR = "tensorboard"
 STRESS_DIR = "stress"  # stress tests of the model: stress/<attack>.json (docs/stress-tests.md)
 STRESS_KEPT = "kept"  # inside STRESS_DIR: relearned copies kept on request (--keep)
+# a stress test queued as a job (docs/stress-tests.md#queued-as-a-job): the request (attacks
+# and settings), the job's status and its log; beside stress/, never in it (stress/ holds
+# only results, and its writer's lock is on that folder)
+STRESS_REQUEST = "STRESS_REQUESTED"  # a marker: stress-test this run when a slot is free
+STRESS_STATUS = "stress_status.json"
+STRESS_LOG = "stress.log"
 # a run sent to SLURM (sga_core.runs.slurm): its batch script, the job's output, and for a
 # sweep or seed group the array script kept in its first run's folder
 SLURM_SCRIPT = "slurm.sh"
 SLURM_LOG = "slurm.log"
 SLURM_ARRAY_SCRIPT = "slurm-array.sh"
 SLURM_EVAL_SCRIPT = "slurm-eval.sh"  # a re-evaluation sent to SLURM
+SLURM_STRESS_SCRIPT = "slurm-stress.sh"  # a stress test sent to SLURM
 MANIFEST = Path(DATA_DIR) / MANIFEST_FILE
 
 #: every name above, for the check that no other module spells one
@@ -63,7 +70,8 @@ NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, D
          MANIFEST_FILE, MODEL_DIR, MERGED_MODEL_DIR, BEST_MODEL_DIR, REINFORCED_DIR,
          CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
          PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST, STRESS_DIR,
-         SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT)
+         SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, STRESS_REQUEST,
+         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT)
 
 
 #: how SLURM's verdict on a job it ended is recorded in status.json: ``{"run": write_run,
@@ -146,6 +154,11 @@ class RunFolder:
     tokens_path = property(lambda self: self.eval_dir / TOKENS)
     cancel_path = property(lambda self: self.path / CANCEL_FILE)
     eval_request_path = property(lambda self: self.path / EVAL_REQUEST)
+    stress_dir = property(lambda self: self.path / STRESS_DIR)
+    stress_request_path = property(lambda self: self.path / STRESS_REQUEST)
+    stress_status_path = property(lambda self: self.path / STRESS_STATUS)
+    stress_log_path = property(lambda self: self.path / STRESS_LOG)
+    slurm_stress_script_path = property(lambda self: self.path / SLURM_STRESS_SCRIPT)
 
     # --- checked readers (sga_core.runs.validate) -------------------------------------------
     def config(self) -> TrainConfig:
@@ -179,6 +192,17 @@ class RunFolder:
         """eval/status.json as shown (as :meth:`status`)."""
         return shown_status(self.path, self.read_eval_status(), EVAL_PIDS, "evaluation",
                             SETTLE.get("eval"))
+
+    def read_stress_status(self) -> dict:
+        """stress_status.json as written: the stress test queued as a job (as
+        :meth:`read_status`)."""
+        return _read_status(self.path, rel(STRESS_STATUS), validate.STRESS_STATUS_FIELDS)
+
+    def stress_status(self) -> dict:
+        """stress_status.json as shown (as :meth:`status`): a running stress test whose
+        process is gone is failed; one sent to SLURM is shown as its job is."""
+        return shown_status(self.path, self.read_stress_status(), EVAL_PIDS, "stress test",
+                            SETTLE.get("stress"))
 
     def metrics(self, status: dict | None = None) -> list[dict]:
         """metrics.jsonl (``status``: the effective status when the caller has it)."""
@@ -217,6 +241,9 @@ class RunFolder:
     def eval_log(self, n_lines: int = 40) -> str:
         return tail(self.eval_log_path, n_lines)
 
+    def stress_log(self, n_lines: int = 40) -> str:
+        return tail(self.stress_log_path, n_lines)
+
     def has_model(self) -> bool:
         """Whether model/ holds a complete model."""
         from sga_core.model.loading import is_model_folder
@@ -240,6 +267,29 @@ class RunFolder:
             return {}
         sets = data.get("sets") if isinstance(data, dict) else None
         return {str(k): str(v) for k, v in sets.items()} if isinstance(sets, dict) else {}
+
+    def stress_requested(self) -> bool:
+        return self.stress_request_path.exists()
+
+    def stress_request(self) -> dict | None:
+        """The stress test asked for (``attacks``: a list of attack names, ``settings``:
+        StressSettings fields, ``options``: the stress command's evaluation options), or
+        None when there is no request (or it cannot be read: it was being replaced)."""
+        import json
+
+        try:
+            data = json.loads(self.stress_request_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        attacks = data.get("attacks")
+        return {"requested_at": data.get("requested_at"),
+                "attacks": [str(a) for a in attacks] if isinstance(attacks, list) else [],
+                "settings": data.get("settings") if isinstance(data.get("settings"), dict)
+                else {},
+                "options": data.get("options") if isinstance(data.get("options"), dict)
+                else {}}
 
     def damage(self, status: dict | None = None) -> list:
         """Every damaged file (:func:`damage`)."""
@@ -337,7 +387,8 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d), "damaged": run_damage(d, st),
+                    "eval_state": _eval_state(d), "stress_state": stress_state(d),
+                    "damaged": run_damage(d, st),
                     "slurm_job_id": st.get("slurm_job_id"),
                     "slurm_reason": st.get("slurm_reason")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
@@ -364,6 +415,14 @@ def _eval_state(run_dir: Path) -> str | None:
     run = RunFolder(run_dir)
     state = run.eval_status().get("state")
     return "queued" if state != "running" and run.eval_requested() else state
+
+
+def stress_state(run_dir: str | os.PathLike) -> str | None:
+    """The state of a run's stress test job; "queued" while a request for one waits (even
+    over the state of an earlier one), None when none was ever asked for."""
+    run = RunFolder(run_dir)
+    state = run.stress_status().get("state")
+    return "queued" if state != "running" and run.stress_requested() else state
 
 
 def eval_request_protocol(run_dir: str | os.PathLike) -> str | None:

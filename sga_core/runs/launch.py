@@ -258,3 +258,73 @@ def _echo_new_lines(log: Path, seen: int, echo) -> int:
         if line.startswith("[") and "] " in line[:12]:  # the trainer's own progress lines
             echo(line)
     return seen + len(data)
+
+
+# --- stress tests queued as jobs (sga_core.stress, docs/stress-tests.md) -----------------------
+
+#: the stress command's options besides the attacks' settings that a request may carry
+STRESS_OPTIONS = ("original", "max_new_tokens", "batch_size", "device")
+
+
+def _flags(values: dict) -> list[str]:
+    """``{"relearn_steps": [1, 2], "rouge": False}`` as command-line flags
+    (``--relearn-steps 1,2 --no-rouge``); None values are left out."""
+    out: list[str] = []
+    for name, value in values.items():
+        flag = "--" + str(name).replace("_", "-")
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, (list, tuple)):
+            out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def stress_argv(run_dir: str | os.PathLike, attacks: list[str],
+                settings: dict | None = None, options: dict | None = None) -> list[str]:
+    """The stress-test command of a run folder, as an argument list: ``python -m sga_core
+    stress RUN_DIR --attacks a,b`` with the attacks' ``settings`` (StressSettings fields
+    given) and ``options`` (:data:`STRESS_OPTIONS`) as flags."""
+    opts = {k: v for k, v in (options or {}).items() if k in STRESS_OPTIONS}
+    return ["python", "-m", "sga_core", "stress", str(Path(run_dir).resolve()),
+            "--attacks", ",".join(attacks), *_flags(settings or {}), *_flags(opts)]
+
+
+def start_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict | None = None,
+                 options: dict | None = None) -> subprocess.Popen:
+    """Start a run's stress test (:func:`stress_argv`, output appended to stress.log, own
+    session); stress_status.json says running at once, with a fresh record. Returns the
+    Popen (not waited for)."""
+    run_dir = Path(run_dir).resolve()
+    run = RunFolder(run_dir)
+    proc = spawn(stress_argv(run_dir, attacks, settings, options), run.stress_log_path, nice=0)
+    run_status.write_stress(run_dir, "running", pid=proc.pid,
+                            pid_start=proc.sga_record["start"], error=None, stage="starting",
+                            done=0, total=None, stage_done=0, stage_total=None,
+                            started_at=now_iso(), ended_at=None, host=os.uname().nodename,
+                            cancel_requested_at=None, attacks=list(attacks), results=[],
+                            exit_code=None, slurm_job_id=None, slurm_state_final=None)
+    return proc
+
+
+def finish_stress(run_dir: str | os.PathLike, returncode: int) -> dict:
+    """Record the end of a stress-test process (as :func:`finish_eval`): one that died
+    without saying so is failed with its log's tail, or cancelled when a cancel was asked
+    for (it may die of the SIGTERM before it can say so)."""
+    run_dir = Path(run_dir)
+    st = run_status.read_stress(run_dir)
+    if st.get("state") != "running":
+        return run_status.write_stress(run_dir, exit_code=returncode) if st else st
+    if returncode != 0 and st.get("cancel_requested_at"):
+        return run_status.write_stress(run_dir, "cancelled", ended_at=now_iso(),
+                                       error="cancelled by request", stage=None,
+                                       exit_code=returncode)
+    cause = (f"was killed by signal {-returncode}" if returncode < 0 else
+             f"exited with code {returncode}")
+    return run_status.write_stress(
+        run_dir, "failed", ended_at=now_iso(), stage=None, exit_code=returncode,
+        error=f"the stress test {cause} without recording how it ended; log tail:\n"
+              f"{RunFolder(run_dir).stress_log(15)}")

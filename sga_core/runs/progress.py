@@ -79,6 +79,67 @@ def eval_progress(run_dir: str | Path, typical_s: float | None = None) -> dict:
             "whole": bool(running and typical_s), "error": ev.get("error"), "text": text}
 
 
+def stress_fraction(st: dict) -> float:
+    """How much of a stress test is done (0-1), from its status: the parts done (the
+    baselines, then each attack: ``done``/``total``) plus the current stage's share of the
+    part it is in (``stage_done``/``stage_total``)."""
+    done, total = int(st.get("done") or 0), int(st.get("total") or 0)
+    if not total:
+        return 0.0
+    s_done, s_total = int(st.get("stage_done") or 0), int(st.get("stage_total") or 0)
+    within = min(1.0, s_done / s_total) if s_total else 0.0
+    return max(0.0, min(1.0, (min(done, total) + (within if done < total else 0.0)) / total))
+
+
+def stress_eta(elapsed_s: float | None, fraction: float) -> float | None:
+    """Seconds left, from the time elapsed and the share done (None before any progress:
+    "ETA unknown")."""
+    if elapsed_s is None or fraction <= 0.0 or fraction >= 1.0:
+        return None
+    return elapsed_s / fraction * (1.0 - fraction)
+
+
+def stress_progress(run_dir: str | Path) -> dict:
+    """A run's stress test as a job (stress_status.json, docs/stress-tests.md#queued-as-a-
+    job): state ("queued" while a request waits; None when none was ever asked for), the
+    attacks, the stage, done/total parts, fraction, elapsed seconds, an ETA (None before
+    there is progress), the error, the result files written, and ``text`` / ``eta_text``
+    to show ("stress test 2/4: quant8 12/40", "ETA 1m05s" or "ETA unknown")."""
+    from sga_core.runs.status import effective_stress
+
+    run = RunFolder(run_dir)
+    st = effective_stress(run_dir)
+    state = st.get("state")
+    attacks = st.get("attacks") or []
+    if state != "running" and run.stress_requested():
+        state = "queued"  # asked for (again), not started yet
+        attacks = (run.stress_request() or {}).get("attacks") or attacks
+    running = state == "running"
+    now = datetime.now(UTC)
+    start = _parse(st.get("started_at"))
+    end = _parse(st.get("ended_at"))
+    elapsed = (now - start).total_seconds() if running and start else \
+        (end - start).total_seconds() if start and end else None
+    fraction = stress_fraction(st) if running else (1.0 if state == "completed" else 0.0)
+    eta = stress_eta(elapsed, fraction) if running else None
+    done, total = int(st.get("done") or 0), int(st.get("total") or 0)
+    stage = st.get("stage")
+    if running:
+        s_done, s_total = int(st.get("stage_done") or 0), int(st.get("stage_total") or 0)
+        text = f"stress test{f' {min(done + 1, total)}/{total}' if total else ''}: " + \
+            f"{stage or 'starting'}" + (f" {s_done}/{s_total}" if s_total else "")
+    elif state == "queued":
+        text = "stress test queued" + (f" ({st['slurm_reason']})"
+                                       if st.get("slurm_reason") else "")
+    else:
+        text = {None: "not stress-tested"}.get(state, f"stress test {state}")
+    return {"state": state, "attacks": attacks, "stage": stage, "done": done, "total": total,
+            "fraction": fraction, "elapsed_s": elapsed, "eta_s": eta,
+            "eta_text": ("ETA unknown" if eta is None else f"ETA {fmt_seconds(eta)}")
+            if running else "", "error": st.get("error"),
+            "results": st.get("results") or [], "text": text, "status": st}
+
+
 def typical_eval_seconds(run_dirs) -> float | None:
     """The median time the evaluations of these runs took (None when none finished)."""
     times = sorted(t for t in (_eval_seconds(Path(d)) for d in run_dirs) if t)

@@ -25,6 +25,7 @@ from sga_core.runs.folder import (
     list_runs,
     request_cancel,
     runs_root,
+    stress_state,
 )
 from sga_core.runs.procs import recorded, signal_ours, spawn
 from sga_core.runs.status import FINAL_STATES
@@ -225,6 +226,162 @@ def eval_requested(run_dir: str | os.PathLike) -> bool:
     return (Path(run_dir) / EVAL_REQUEST).exists()
 
 
+# --- stress tests queued as jobs (docs/stress-tests.md#queued-as-a-job) ---------------------
+
+def default_attacks() -> list[str]:
+    """The attacks a stress test runs when none are named (the ``stress`` command's)."""
+    from sga_core.stress.run import DEFAULT_ATTACKS
+
+    return DEFAULT_ATTACKS.split(",")
+
+
+def check_stress(attacks, settings: dict | None = None) -> list[str]:
+    """The attacks (names, or "a,b" text; None: :func:`default_attacks`) checked against
+    the registry, and ``settings`` (StressSettings fields) checked like the stress command's
+    flags; ConfigError saying what is wrong."""
+    from sga_core.params import from_dict
+    from sga_core.stress.base import StressSettings
+    from sga_core.stress.run import parse_attacks
+
+    names = parse_attacks(default_attacks() if attacks is None else attacks)
+    from_dict(StressSettings, settings or {}, "--")
+    return names
+
+
+def stress_refusal(run_dir: str | os.PathLike) -> str | None:
+    """Why a stress test of this run cannot be queued now (None: it can): the run must
+    have completed with a saved model, and no stress test of it be queued or running."""
+    run_dir = Path(run_dir)
+    run = RunFolder(run_dir)
+    if not run.exists():
+        return "not a run folder"
+    state = run_status.effective_run(run_dir).get("state")
+    if state != "completed":
+        return f"it is {state or 'unknown'}: only a completed run can be stress-tested"
+    if not run.has_model():
+        return "it has no saved model"
+    busy = stress_state(run_dir)
+    if busy in ("queued", "running"):
+        return f"a stress test of it is already {busy}"
+    return None
+
+
+def request_stress(run_dir: str | os.PathLike, attacks=None, settings: dict | None = None,
+                   options: dict | None = None,
+                   root: str | os.PathLike | None = None) -> dict:
+    """Queue a stress test of a completed run with a saved model (the Runs page's
+    Stress-test, ``stress RUN --queue``): the ``STRESS_REQUESTED`` marker (the attacks,
+    their ``settings`` and the command's ``options``: original, max_new_tokens,
+    batch_size, device), which the runner turns into ``python -m sga_core stress RUN_DIR``
+    when a slot is free; for a run trained on SLURM, a job of its own
+    (:func:`sga_core.runs.slurm.backend.submit_stress`). ValueError saying why when it
+    cannot be queued (:func:`stress_refusal`). Returns what the stress test is shown as."""
+    from sga_core.fileio import atomic_write_json
+    from sga_core.runs.launch import STRESS_OPTIONS
+
+    run_dir = Path(run_dir)
+    names = check_stress(attacks, settings)
+    why = stress_refusal(run_dir)
+    if why:
+        raise ValueError(f"cannot stress-test {run_dir.name}: {why}")
+    settings = dict(settings or {})
+    options = {k: v for k, v in (options or {}).items() if k in STRESS_OPTIONS and v is not None}
+    if run_status.read_run(run_dir).get("slurm_job_id"):  # a SLURM run: its stress test too
+        from sga_core.runs.slurm.backend import submit_stress
+        from sga_core.runs.slurm.client import unavailable
+
+        if not unavailable():
+            return submit_stress(run_dir, names, settings, options)
+    atomic_write_json(RunFolder(run_dir).stress_request_path,
+                      {"requested_at": now_iso(), "attacks": names, "settings": settings,
+                       "options": options})
+    ensure_runner(root or run_dir.parent)
+    return {**run_status.effective_stress(run_dir), "state": "queued", "attacks": names}
+
+
+def stress_requested(run_dir: str | os.PathLike) -> bool:
+    return RunFolder(run_dir).stress_requested()
+
+
+def cancel_stress(run_dir: str | os.PathLike) -> dict:
+    """Stop a run's stress test (as :func:`cancel_eval`): one queued and not started yet
+    is dropped and never starts; a running one is sent SIGTERM (the stress command stops,
+    records it cancelled, and the result files it wrote stay whole); one sent to SLURM is
+    scancelled. Returns the stress test's status."""
+    import signal
+
+    run_dir = Path(run_dir)
+    run = RunFolder(run_dir)
+    sst = run_status.effective_stress(run_dir)
+    if sst.get("slurm_job_id") and sst.get("state") in ("queued", "running"):
+        from sga_core.runs.slurm.backend import cancel_stress as slurm_cancel_stress
+
+        return slurm_cancel_stress(run_dir)
+    request = run.stress_request()
+    run.stress_request_path.unlink(missing_ok=True)  # no stress test starts after this
+    if sst.get("state") != "running":
+        if request is not None:  # asked for, never started: this request is what ended
+            return run_status.write_stress(
+                run_dir, "cancelled", ended_at=now_iso(), started_at=None, stage=None,
+                error="cancelled before it started", attacks=request["attacks"], done=0,
+                total=None, stage_done=0, stage_total=None, results=[], pid=None,
+                pid_start=None, exit_code=None)
+        return sst
+    if sst.get("host", socket.gethostname()) != socket.gethostname():
+        raise RuntimeError(f"the stress test of {run_dir.name} runs on {sst['host']}: stop "
+                           "it there (its process cannot be signalled from this machine)")
+    run_status.write_stress(run_dir, cancel_requested_at=now_iso())
+    signal_ours(recorded(sst), signal.SIGTERM)  # only the process it records
+    return run_status.effective_stress(run_dir)
+
+
+def queue_stress_tests(run_dirs, attacks=None, settings: dict | None = None,
+                       options: dict | None = None,
+                       root: str | os.PathLike | None = None) -> dict:
+    """Queue a stress test of each of ``run_dirs`` (a sweep, or any runs: the Results
+    page's "Stress-test runs", ``stress RUN... --queue``); the attacks and settings are
+    checked once (ConfigError). Returns ``{"queued": [run ids], "skipped": {run id: why}}``."""
+    names = check_stress(attacks, settings)
+    queued, skipped = [], {}
+    for d in run_dirs:
+        d = Path(d)
+        try:
+            request_stress(d, names, settings, options, root)
+        except Exception as exc:  # noqa: BLE001 - one run's problem never stops the others
+            msg = str(exc)
+            skipped[d.name] = msg.split(": ", 1)[1] if msg.startswith(
+                f"cannot stress-test {d.name}: ") else msg
+        else:
+            queued.append(d.name)
+    return {"queued": queued, "skipped": skipped}
+
+
+def stress_candidates(rows: list[dict], root: str | os.PathLike | None = None
+                      ) -> tuple[list[str], dict[str, str]]:
+    """Of ``rows`` (runs: ``run_id``, and ``path`` or a folder in ``root``), those a stress
+    test can be queued for now (evaluated, with a model, none queued or running), and for
+    the others why not (run id -> why). The Original and Retained reference rows are left
+    out."""
+    from sga_core.report.columns import REFERENCE_ROWS
+
+    ok, why = [], {}
+    for r in rows:
+        run_id = r.get("run_id")
+        if not run_id or r.get("run") in REFERENCE_ROWS:
+            continue
+        path = Path(r.get("path") or runs_root(root) / run_id)
+        reason = stress_refusal(path)
+        if reason is None and not RunFolder(path).summary_path.exists():
+            reason = "it is not evaluated yet"
+        if reason is None:
+            ok.append(run_id)
+        else:
+            why[run_id] = reason
+    return ok, why
+
+
 __all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
            "ensure_runner", "eval_requested", "preview", "queued_runs", "request_eval",
-           "rerun", "resume", "runner_alive", "runner_info", "submit", "wait_until"]
+           "rerun", "resume", "runner_alive", "runner_info", "submit", "wait_until",
+           "cancel_stress", "check_stress", "default_attacks", "queue_stress_tests",
+           "request_stress", "stress_candidates", "stress_refusal", "stress_requested"]

@@ -3,8 +3,8 @@
 One runner per runs folder (an exclusive lock); it starts queued runs in submission order, at
 most ``--max-parallel`` at a time, records how each ended, escalates cancels (CANCEL file ->
 SIGTERM to the process group after ``--grace`` seconds -> SIGKILL after twice that), evaluates
-completed runs, and exits after ``--idle-exit`` seconds with nothing to do (the UI starts it
-again when needed).
+completed runs, stress-tests those asked for (``STRESS_REQUESTED``), and exits after
+``--idle-exit`` seconds with nothing to do (the UI starts it again when needed).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from sga_core.runs import status as run_status
 from sga_core.runs.folder import (
     CANCEL_FILE,
     EVAL_REQUEST,
+    RunFolder,
     eval_request_protocol,
     eval_request_sets,
     list_runs,
@@ -43,6 +44,8 @@ class Runner:
         # follow-up evaluations (python -m sga_core eval RUN_DIR) of completed runs: they
         # hold a slot like a training job, since evaluation is CPU/GPU heavy too
         self.evals: dict[Path, object] = {}  # run_dir -> Popen
+        # stress tests asked for (python -m sga_core stress RUN_DIR): a slot each too
+        self.stresses: dict[Path, object] = {}  # run_dir -> Popen
         self.escalated: dict[Path, int] = {}
         self.stop = False
 
@@ -62,9 +65,10 @@ class Runner:
             del self.active[run_dir]
             self.start_eval(run_dir)
         self.reap_evals()
+        self.reap_stresses()
 
     def busy(self) -> int:
-        return len(self.active) + len(self.evals)
+        return len(self.active) + len(self.evals) + len(self.stresses)
 
     def start_eval(self, run_dir: Path) -> None:
         """Evaluate a run that just completed, when its config's eval.enabled is true."""
@@ -90,6 +94,43 @@ class Runner:
             self.log(f"{run_dir.name}: evaluation {st.get('state')} "
                      f"(exit {proc.returncode})")
             del self.evals[run_dir]
+
+    def launch_stress(self, run_dir: Path) -> None:
+        """Start the stress test a run's ``STRESS_REQUESTED`` asks for (the marker goes: a
+        cancel from now on signals the process)."""
+        run = RunFolder(run_dir)
+        request = run.stress_request()
+        run.stress_request_path.unlink(missing_ok=True)
+        if request is None:  # cancelled (dropped) meanwhile, or unreadable
+            return
+        try:
+            self.stresses[run_dir] = launch.start_stress(
+                run_dir, request["attacks"], request["settings"], request["options"])
+        except Exception as exc:  # stress-test problems never stop the queue
+            run_status.write_stress(run_dir, "failed", ended_at=now_iso(),
+                                    error=f"cannot start the stress test: {exc}")
+            return
+        self.log(f"{run_dir.name}: stress-testing (pid {self.stresses[run_dir].pid})")
+
+    def reap_stresses(self) -> None:
+        for run_dir, proc in list(self.stresses.items()):
+            if proc.poll() is None:
+                continue
+            st = launch.finish_stress(run_dir, proc.returncode)
+            self.log(f"{run_dir.name}: stress test {st.get('state')} "
+                     f"(exit {proc.returncode})")
+            del self.stresses[run_dir]
+
+    def start_requested_stress(self) -> None:
+        """Stress tests asked for (queue.request_stress: a STRESS_REQUESTED marker), of
+        completed runs, one per run at a time."""
+        for r in list_runs(self.root):
+            if self.busy() >= self.max_parallel:
+                return
+            run_dir = Path(r["path"])
+            if r["state"] == "completed" and run_dir not in self.stresses and \
+                    RunFolder(run_dir).stress_requested():
+                self.launch_stress(run_dir)
 
     def escalate(self, run_dir: Path, proc, waited: float) -> None:
         level = self.escalated.get(run_dir, 0)
@@ -139,7 +180,8 @@ class Runner:
             self.reap()
             self.start_queued()
             self.start_requested_evals()
-            if self.active or self.evals:
+            self.start_requested_stress()
+            if self.active or self.evals or self.stresses:
                 idle_since = time.time()
             elif time.time() - idle_since > self.idle_exit_s:
                 break

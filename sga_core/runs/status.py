@@ -3,6 +3,7 @@
 - a run's ``status.json`` (docs/spec.md#53-statusjson): queued at creation, running once launched,
   then the trainer's progress and final state;
 - a run's ``eval/status.json``: the evaluation's own state, stage and progress;
+- a run's ``stress_status.json``: its stress test queued as a job (state, stage, progress);
 - a project job's ``status.json`` (normal answers, r*, probes).
 
 Every write is a locked read-merge-write done atomically, so two processes updating one file
@@ -95,9 +96,25 @@ def effective_eval(run_dir: str | os.PathLike) -> dict:
     return RunFolder(run_dir).eval_status()
 
 
+# --- stress tests queued as jobs (docs/stress-tests.md#queued-as-a-job) ---------------------
+
+def read_stress(run_dir: str | os.PathLike) -> dict:
+    """stress_status.json, checked like :func:`read_run`."""
+    return RunFolder(run_dir).read_stress_status()
+
+
+def write_stress(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
+    return update(RunFolder(run_dir).stress_status_path, state, **fields)
+
+
+def effective_stress(run_dir: str | os.PathLike) -> dict:
+    """stress_status.json as shown; a stress test sent to SLURM as its job is."""
+    return RunFolder(run_dir).stress_status()
+
+
 # RunFolder shows a SLURM run as its job is; SLURM's verdict on a job it ended is recorded
 # through this module, the one writer of status files
-SETTLE.update(run=write_run, eval=write_eval)
+SETTLE.update(run=write_run, eval=write_eval, stress=write_stress)
 
 
 def run_view(run_dir: str | os.PathLike) -> dict:

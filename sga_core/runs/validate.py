@@ -180,6 +180,13 @@ EVAL_STATUS_FIELDS = {
     "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
     "slurm_state_final": STAMP,
 }
+#: a stress test queued as a job (stress_status.json): an evaluation's fields, plus the
+#: attacks asked for, the progress of the current stage and the result files written
+STRESS_STATUS_FIELDS = {
+    **EVAL_STATUS_FIELDS, "attacks": opt(list_of(text)), "stage_done": COUNT,
+    "stage_total": COUNT, "results": opt(list_of(text)), "exit_code": opt(integer()),
+    "requested_at": STAMP,
+}
 CONFIG_FIELDS = {
     "run_id": STAMP, "method": STAMP, "model": STAMP, "sweep": STAMP, "group": STAMP,
     "method_args": opt(mapping), "training": opt(mapping), "data": opt(mapping),

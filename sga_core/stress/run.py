@@ -21,6 +21,8 @@ from sga_core.stress.base import REGISTRY, StressContext, StressSettings
 from sga_core.stress.scoring import case_metrics, summarise
 
 RESULT_VERSION = 1
+#: the attacks run when none are named (``stress`` without --attacks, the pages' default)
+DEFAULT_ATTACKS = "relearn,quant4,quant8,paraphrase,fewshot,roleplay"
 
 
 def attack_names() -> list[str]:
@@ -91,12 +93,14 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                  settings: StressSettings | None = None, eval_settings=None,
                  progress=None, run_id: str | None = None, train_lr: float | None = None,
                  original_scores: list[dict] | None = None,
-                 meta: Mapping[str, Any] | None = None) -> dict[str, dict]:
+                 meta: Mapping[str, Any] | None = None, job=None) -> dict[str, dict]:
     """Stress-test ``model`` (a folder, hub id or ``embedded:...``) on QA ``forget`` /
     ``retain`` rows (files or lists); ``original`` is the model it was unlearned from (the
     recovery's far end; None leaves every recovery undefined). ``original_scores``: the
     Original's plain scores of every forget row, already computed (a sweep scores it once).
-    Writes ``out_dir/<key>.json`` per result key; returns key -> result."""
+    Writes ``out_dir/<key>.json`` per result key; returns key -> result. ``job``: a
+    :class:`sga_core.stress.job.JobRecord` told the parts, the progress and each file
+    written, once the folder is held (a run's stress test as a job)."""
     from sga_core.evaluation.common import EvalError, free_memory
     from sga_core.evaluation.run import EvalSettings, choose_device, load_model_and_tokenizer
 
@@ -112,8 +116,14 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     new_tokens = es.max_new_tokens if st.rouge else 0
     results: dict[str, dict] = {}
     with writer_lock(out):
+        original_part = original_scores is None and bool(original)
+        parts = ["original model"] * original_part + ["unlearned model", *attacks]
+        if job is not None:
+            job.started(parts)
+            progress = _following(job, progress)
         t0 = time.time()
-        if original_scores is None and original:
+        if original_part:
+            _part(job, 0)
             original_scores = score_original(original, forget_rows, es, device, st.rouge,
                                              progress)
         baseline_s = time.time() - t0
@@ -123,9 +133,11 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                                 es.batch_size, new_tokens, train_lr, out / _kept(),
                                 progress)
             t1 = time.time()
+            _part(job, int(original_part))
             unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model")
             baseline_s += time.time() - t1
-            for name in attacks:
+            for i, name in enumerate(attacks):
+                _part(job, int(original_part) + 1 + i)
                 ta = time.time()
                 cases = REGISTRY[name]().run(ctx)
                 elapsed = time.time() - ta
@@ -135,10 +147,26 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                     res["timings"]["baselines_s"] = round(baseline_s, 3)
                     _write(out, key, res)
                     results[key] = res
+                    if job is not None:
+                        job.wrote(key)
         finally:
             del m
             free_memory()
     return results
+
+
+def _part(job, index: int) -> None:
+    if job is not None:
+        job.part(index)
+
+
+def _following(job, progress):
+    """``progress``, with ``job`` told each stage's progress first."""
+    def follow(stage: str, done: int, total: int) -> None:
+        job.progress(stage, done, total)
+        if progress is not None:
+            progress(stage, done, total)
+    return follow
 
 
 def _kept() -> str:
@@ -230,11 +258,14 @@ def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None
                original_scores: list[dict] | None = None) -> dict[str, dict]:
     """Stress-test a run folder's ``model/`` on its data snapshot and evaluation settings;
     the Original is the model the run unlearned from (its config's ``model``, or
-    ``overrides['original']``). Results go to ``RUN_DIR/stress/`` (or ``out_dir``)."""
+    ``overrides['original']``). Results go to ``RUN_DIR/stress/`` (or ``out_dir``); a test
+    written there is recorded in the run's stress_status.json as it goes
+    (:class:`~sga_core.stress.job.JobRecord`)."""
     from sga_core.evaluation.common import EvalError
     from sga_core.evaluation.run import settings_from_config
     from sga_core.model.loading import is_model_folder
-    from sga_core.runs.folder import STRESS_DIR, RunFolder
+    from sga_core.runs.folder import RunFolder
+    from sga_core.stress.job import JobRecord
 
     run_dir = Path(run_dir).resolve()
     run = RunFolder(run_dir)
@@ -249,10 +280,23 @@ def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None
             else original
     forget = cfg.resolve(cfg.data.forget)
     retain = cfg.resolve(cfg.data.retain)
-    return stress_model(
-        str(model_dir), out_dir or run_dir / STRESS_DIR, str(forget),
-        str(retain) if retain else None, original=original, attacks=attacks,
-        settings=settings, eval_settings=settings_from_config(cfg, ov), progress=progress,
-        run_id=cfg.run_id or run_dir.name, train_lr=cfg.training.lr,
-        original_scores=original_scores,
-        meta={"run_dir": str(run_dir), "method": cfg.method, "method_args": cfg.method_args})
+    out = Path(out_dir) if out_dir is not None else run.stress_dir
+    # the run's own stress folder: the run's stress_status.json follows this test
+    job = JobRecord(run_dir, parse_attacks(attacks)) \
+        if out.resolve() == run.stress_dir.resolve() else None
+    try:
+        results = stress_model(
+            str(model_dir), out, str(forget), str(retain) if retain else None,
+            original=original, attacks=attacks, settings=settings,
+            eval_settings=settings_from_config(cfg, ov), progress=progress,
+            run_id=cfg.run_id or run_dir.name, train_lr=cfg.training.lr,
+            original_scores=original_scores, job=job,
+            meta={"run_dir": str(run_dir), "method": cfg.method,
+                  "method_args": cfg.method_args})
+    except BaseException as exc:
+        if job is not None:
+            job.ended(exc)
+        raise
+    if job is not None:
+        job.ended()
+    return results

@@ -314,3 +314,23 @@ def test_the_paper_table_bench_submits_its_runs_as_one_job_array(slurm, setup, t
     (script,) = [Path(r["path"]) / SLURM_ARRAY_SCRIPT for r in runs
                  if (Path(r["path"]) / SLURM_ARRAY_SCRIPT).exists()]
     assert "#SBATCH --array=0-1%2" in script.read_text()
+
+
+def test_a_stress_test_of_a_slurm_run_is_a_slurm_job_of_its_own(slurm, setup):
+    """The Runs page's Stress-test (queue.request_stress) of a run trained on SLURM goes to
+    SLURM as slurm-stress.sh, not to this machine's queue, and completes with its result
+    file and its status, which the job's stress process wrote."""
+    from sga_core.runs import queue
+    from sga_core.runs.folder import RunFolder
+
+    (run_dir,) = submit(setup, "--max-steps", "1", "--no-eval")
+    run = wait_state(run_dir, ("completed",), 600)
+    sst = queue.request_stress(run_dir, ["quant8"], {"rouge": False})
+    assert sst["state"] in ("queued", "running") and sst["slurm_job_id"] != run["slurm_job_id"]
+    folder = RunFolder(run_dir)
+    assert "python -m sga_core stress" in folder.slurm_stress_script_path.read_text()
+    assert not folder.stress_requested()  # nothing left for a local runner
+    sst = wait_for(lambda: (v := run_status.effective_stress(run_dir))["state"]
+                   in run_status.FINAL_STATES and v, 600, "the stress job", interval=2.0)
+    assert sst["state"] == "completed", (sst, folder.stress_log(20))
+    assert sst["results"] == ["quant8"] and (folder.stress_dir / "quant8.json").exists()

@@ -186,5 +186,50 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
     return run_status.effective_eval(run_dir)
 
 
+def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict | None = None,
+                  options: dict | None = None, profile: ClusterProfile | None = None,
+                  workspace=None) -> dict:
+    """Stress-test a trained SLURM run in a job of its own (as :func:`submit_eval`):
+    ``slurm-stress.sh`` in the run folder (the evaluation's script builder, running
+    ``python -m sga_core stress RUN_DIR --attacks ...``), submitted; the stress test shows
+    queued with the job's reason until the job starts it, then its own progress. Returns
+    its status."""
+    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.launch import stress_argv
+
+    run_dir = Path(run_dir).resolve()
+    profile = profile or load_profile(workspace)
+    script = RunFolder(run_dir).slurm_stress_script_path
+    atomic_write_text(script, eval_script(profile, run_dir,
+                                          stress_argv(run_dir, attacks, settings, options),
+                                          what="stress test", job="stress"))
+    submitted = now_iso()
+    jid = client.sbatch(str(script))
+    client.TABLE.forget()
+    return run_status.write_stress(run_dir, "queued", slurm_job_id=jid,
+                                   slurm_submitted_at=submitted, attacks=list(attacks),
+                                   error=None, stage=None, done=0, total=None, stage_done=0,
+                                   stage_total=None, results=[], pid=None, pid_start=None,
+                                   started_at=None, ended_at=None, slurm_state_final=None,
+                                   slurm_reason=None, cancel_requested_at=None,
+                                   exit_code=None)
+
+
+def cancel_stress(run_dir: str | os.PathLike) -> dict:
+    """Cancel a stress test sent to SLURM (scancel; as :func:`cancel_eval`): a pending one
+    never starts; a running one gets SIGTERM from SLURM and records itself cancelled."""
+    run_dir = Path(run_dir)
+    sst = run_status.read_stress(run_dir)
+    if sst.get("state") in run_status.FINAL_STATES:
+        return sst
+    run_status.write_stress(run_dir, cancel_requested_at=now_iso())
+    client.scancel(str(sst["slurm_job_id"]))
+    client.TABLE.forget()
+    if sst.get("state") == "queued":
+        run_status.write_stress(run_dir, "cancelled", ended_at=now_iso(),
+                                error="cancelled before it started")
+    return run_status.effective_stress(run_dir)
+
+
 def is_slurm_run(status: dict) -> bool:
     return bool(status.get("slurm_job_id")) or status.get("mode") == MODE

@@ -148,14 +148,17 @@ def launch_lines(profile: ClusterProfile, run_dir: Path, cfg=None) -> tuple[list
         f"bash -c {shlex.quote(line)}")
 
 
-def eval_script(profile: ClusterProfile, run_dir: Path, argv: list[str]) -> str:
+def eval_script(profile: ClusterProfile, run_dir: Path, argv: list[str],
+                what: str = "evaluation", job: str = "eval") -> str:
     """``slurm-eval.sh``: the evaluation of a trained run (``argv``: its ``python -m
-    sga_core eval RUN_DIR`` command) as a job of its own."""
+    sga_core eval RUN_DIR`` command) as a job of its own; with ``what`` "stress test" and
+    ``job`` "stress", ``slurm-stress.sh``: its stress test (``python -m sga_core stress
+    RUN_DIR``), the job named ``sga-<job>-<run id>``."""
     run_dir = Path(run_dir)
     return "\n".join([
         "#!/usr/bin/env bash",
-        f"# The evaluation of run {run_dir.name} as a SLURM job (asked for after training).",
-        *sbatch_lines(profile, f"sga-eval-{run_dir.name}", f"{run_dir}/{SLURM_LOG}"),
+        f"# The {what} of run {run_dir.name} as a SLURM job (asked for after training).",
+        *sbatch_lines(profile, f"sga-{job}-{run_dir.name}", f"{run_dir}/{SLURM_LOG}"),
         "",
         *environment_lines(profile),
         shlex.join(argv),

@@ -1,0 +1,151 @@
+"""Stress tests queued as jobs from the pages (docs/stress-tests.md#queued-as-a-job): the
+Runs page's Stress-test writes the request and shows the job queued, then its progress,
+stage, ETA and Cancel from its status file, and the error when it failed; the Results
+page's "Stress-test runs" queues several runs and says why others were skipped. The
+runner's lock is held so that no real runner (and no stress test) starts."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from sga_core.runs.folder import RunFolder
+from sga_core.runs.queue import RUNNER_LOCK, wait_until
+from sga_core.runs.status import read_stress, write_stress
+from tests.helpers.own_data import fake_run, metrics, own_project, tofu_files
+from tests.helpers.ui import open_page, shown
+
+pytestmark = pytest.mark.slow
+
+
+def stamp(seconds_ago: float) -> str:
+    return (datetime.now(UTC) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.contextmanager
+def runner_lock(runs):
+    """Hold the runner's lock: requests are written, no runner starts to take them."""
+    runs.mkdir(parents=True, exist_ok=True)
+    with open(runs / RUNNER_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+
+
+def with_model(run_dir):
+    model = RunFolder(run_dir).model_dir
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "config.json").write_text("{}")
+    return run_dir
+
+
+def progress_texts(at) -> list[str]:
+    return [shown(e.proto.text) for e in at.get("progress")]
+
+
+def runs_page_on(run_id):
+    at = open_page("app_pages/runs.py")
+    at.radio(key="runs.filter").set_value("all projects").run()
+    at.selectbox(key="runs.select").set_value(run_id).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def submit(at, label):
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_runs_page_queues_a_stress_test_and_follows_it(ui_env):
+    project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
+    runs = ui_env / "runs"
+    run = with_model(fake_run(runs, project, "sga-one", metrics=metrics()))
+    with runner_lock(runs):
+        at = runs_page_on("sga-one")
+        attacks = at.multiselect(key="runs.stress_attacks")
+        assert attacks.value == ["relearn", "quant4", "quant8", "paraphrase", "fewshot",
+                                 "roleplay"]
+        assert "benign" in attacks.options
+        attacks.set_value(["quant8"])
+        submit(at, "Stress-test")
+        assert any("Queued a stress test of sga-one (quant8)" in shown(s.value)
+                   for s in at.success), [s.value for s in at.success]
+        req = RunFolder(run).stress_request()
+        assert req["attacks"] == ["quant8"] and req["settings"] == {}
+        assert any(t.startswith("stress test queued") for t in progress_texts(at))
+        # queued: Cancel drops it, and it never starts
+        at.button(key="runs.stress_cancel").click().run()
+        assert not RunFolder(run).stress_requested()
+        assert read_stress(run)["state"] == "cancelled"
+
+
+def test_runs_page_shows_progress_eta_cancel_and_failure(ui_env):
+    project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
+    runs = ui_env / "runs"
+    run = with_model(fake_run(runs, project, "sga-one", metrics=metrics()))
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                              start_new_session=True)
+    try:
+        write_stress(run, "running", pid=worker.pid, started_at=stamp(40), done=0, total=4,
+                     stage="starting", attacks=["quant8", "relearn"])
+        at = runs_page_on("sga-one")
+        assert any("stress test 1/4: starting" in t and "ETA unknown" in t
+                   for t in progress_texts(at)), progress_texts(at)
+        write_stress(run, done=2, stage="quant8", stage_done=5, stage_total=10)
+        at = runs_page_on("sga-one")
+        line = next(t for t in progress_texts(at) if t.startswith("stress test"))
+        assert "stress test 3/4: quant8 5/10" in line and "ETA 0m" in line, line
+        assert "attacks: quant8, relearn" in line
+        assert at.get("progress")[-1].proto.value == 62  # 62.5 % done
+        assert "runs.stress_attacks" not in [m.key for m in at.multiselect]  # busy: no form
+        at.button(key="runs.stress_cancel").click().run()
+        assert not at.exception, at.exception
+        assert wait_until(lambda: worker.poll() is not None, 20)
+        assert worker.returncode == -15 and read_stress(run)["cancel_requested_at"]
+    finally:
+        worker.kill()
+        worker.wait()
+    write_stress(run, "failed", ended_at=stamp(1), error="the stress test exited with "
+                                                         "code 1; log tail:\nCUDA error")
+    at = runs_page_on("sga-one")
+    assert any("stress test failed" in shown(e.value) and "CUDA error" in shown(e.value)
+               for e in at.error), [e.value for e in at.error]
+    assert "runs.stress_attacks" in [m.key for m in at.multiselect]  # can be asked again
+
+
+def test_results_form_queues_several_runs_and_reports_skipped(ui_env):
+    project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
+    runs = ui_env / "runs"
+    fake_run(runs, project, "mine-original", method="finetune", metrics=metrics(fq=0.002))
+    a = with_model(fake_run(runs, project, "sga-a", r=-0.8, sweep="s1", metrics=metrics()))
+    b = with_model(fake_run(runs, project, "sga-b", r=-0.5, sweep="s1", metrics=metrics()))
+    c = fake_run(runs, project, "sga-c", r=-0.2, sweep="s2", metrics=metrics())  # no model
+    with runner_lock(runs):
+        at = open_page("app_pages/results.py")
+        at.selectbox(key="_project_picker").set_value("mine").run()
+        assert not at.exception, at.exception
+        chosen = at.multiselect(key="results.stress_runs.all runs shown")
+        assert sorted(chosen.value) == ["sga-a", "sga-b"]  # sga-c has no model
+        # the runs by their names on the page; the Original is no run to stress-test
+        assert chosen.options == ["sga r=-0.8", "sga r=-0.5", "sga r=-0.2"]
+        assert any("Not offered" in shown(c.value) and "no saved model" in shown(c.value)
+                   for c in at.caption)
+        at.selectbox(key="results.stress_sweep").set_value("sweep s2").run()
+        assert at.multiselect(key="results.stress_runs.sweep s2").value == []
+        at.selectbox(key="results.stress_sweep").set_value("all runs shown").run()
+        at.multiselect(key="results.stress_runs.all runs shown").set_value(
+            ["sga-a", "sga-b", "sga-c"])
+        at.multiselect(key="results.stress_attacks").set_value(["quant4", "quant8"])
+        submit(at, "Stress-test runs")
+        said = [shown(w.value) for w in at.success]
+        assert any("Queued 2 stress tests (quant4, quant8); skipped 1." in s for s in said), said
+        assert any("skipped" in shown(x.value) and "no saved model" in shown(x.value)
+                   for x in at.caption)
+    for run in (a, b):
+        assert RunFolder(run).stress_request()["attacks"] == ["quant4", "quant8"]
+    assert not RunFolder(c).stress_requested()

@@ -1,0 +1,127 @@
+"""Stress tests queued as jobs (docs/stress-tests.md#queued-as-a-job): on the Runs page, one
+completed run's "Stress-test" control, then its job's state, progress, stage, ETA and
+Cancel; on the Results page, a form that queues the attacks for several runs (a sweep)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from sga_core import workbench as wb
+from ui.show import plain, show_error
+
+ALL_RUNS = "all runs shown"
+
+
+def job_line(sp: dict) -> str:
+    """'stress test 3/4: quant8 5/10 · elapsed 0m40s · ETA 0m20s' (or 'ETA unknown')."""
+    if sp["state"] != "running":
+        return sp["text"]
+    return f"{sp['text']} · elapsed {wb.fmt_seconds(sp['elapsed_s'])} · {sp['eta_text']}"
+
+
+def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
+    """The selected run's stress test (``p``: its progress as shown): for a completed run,
+    its job's state with progress and Cancel while queued or running, how the last one
+    ended, and the control that queues one."""
+    if p["state"] != "completed":
+        return
+    sp = wb.stress_progress(run_dir)
+    st.markdown("**Stress test** — does the forgetting hold?",
+                help="attacks the run's model and re-scores the forget answers; results on "
+                     "the Results page under \"Does it hold?\" (docs/stress-tests.md)")
+    if sp["state"] in ("queued", "running"):
+        attacks = ", ".join(sp["attacks"])
+        st.progress(sp["fraction"], text=plain(job_line(sp) + (f" · attacks: {attacks}"
+                                                               if attacks else "")))
+        if st.button("Cancel stress test", key="runs.stress_cancel",
+                     help="a queued test never starts; a running one stops (the result files "
+                          "written so far stay)"):
+            try:
+                st.toast(f"stress test: {wb.cancel_stress(run_dir).get('state')}")
+            except RuntimeError as exc:  # it runs on another machine
+                show_error(exc)
+        return
+    if sp["state"] == "failed" and sp["error"]:
+        st.error(plain(f"stress test failed: {sp['error']}"))
+    elif sp["state"] == "cancelled":
+        st.warning(plain(f"stress test cancelled: {sp['error'] or 'by request'}"))
+    elif sp["state"] == "completed":
+        st.caption(plain(f"last stress test completed ({', '.join(sp['results']) or 'no file'}"
+                         f", {wb.fmt_seconds(sp['elapsed_s'])}): see Results → Does it hold?"))
+    why = wb.stress_refusal(run_dir)
+    if why:
+        st.caption(plain(f"cannot stress-test this run: {why}"))
+        return
+    with st.form("runs.stress_form", border=False):
+        attacks = st.multiselect("attacks", wb.attack_names(), default=wb.default_attacks(),
+                                 key="runs.stress_attacks",
+                                 help="relearning, quantization and prompt attacks (the "
+                                      "stress command's --attacks)")
+        go = st.form_submit_button("Stress-test", help="queued as a job like an evaluation "
+                                   "(it goes to SLURM for a run trained there)")
+    if not go:
+        return
+    try:
+        wb.request_stress(run_dir, attacks, root=root)
+    except (ValueError, OSError, wb.SlurmError) as exc:  # ConfigError is a ValueError
+        show_error(exc, "cannot stress-test")
+        return
+    st.session_state["runs.done"] = (f"Queued a stress test of {selected} "
+                                     f"({', '.join(attacks)}).")
+    st.rerun()
+
+
+def runs_form(rows: list[dict], root: Path) -> None:
+    """The Results page's "Stress-test runs": the attacks queued for the chosen runs of
+    ``rows`` (by default every evaluated run with a model and no stress test in progress;
+    a sweep picks its own), then how many were queued and why any were skipped."""
+    said = st.session_state.pop("results.stress_done", None)
+    if said:
+        (st.success if said[0] else st.warning)(plain(said[1]))
+        for line in said[2]:
+            st.caption(plain(line))
+    ok, why = wb.stress_candidates(rows, root)
+    runs = [r for r in rows if r.get("run_id") and r["run_id"] in set(ok) | set(why)]
+    if not runs:
+        return
+    names = {r["run_id"]: str(r.get("run") or r["run_id"]) for r in runs}
+    sweeps = sorted({str(r["sweep"]) for r in runs if r.get("sweep")})
+    with st.expander("Stress-test runs", expanded=False):
+        sweep = st.selectbox("runs of", [ALL_RUNS] + [f"sweep {s}" for s in sweeps],
+                             key="results.stress_sweep",
+                             help="a sweep's runs, or every run shown above")
+        pool = [r["run_id"] for r in runs if sweep == ALL_RUNS or
+                f"sweep {r.get('sweep')}" == sweep]
+        with st.form("results.stress_form", border=False):
+            chosen = st.multiselect("runs", pool, default=[i for i in pool if i in ok],
+                                    key=f"results.stress_runs.{sweep}",
+                                    format_func=lambda i: names.get(i, i),
+                                    help="starts with every evaluated run that has a model "
+                                         "and no stress test queued or running")
+            attacks = st.multiselect("attacks", wb.attack_names(),
+                                     default=wb.default_attacks(),
+                                     key="results.stress_attacks")
+            go = st.form_submit_button("Stress-test runs",
+                                       help="each run's test is a job like an evaluation "
+                                            "(SLURM for runs trained there)")
+        left_out = [f"{names.get(i, i)}: {why[i]}" for i in pool if i in why]
+        if left_out:
+            st.caption(plain("Not offered: " + "; ".join(left_out)))
+    if not go:
+        return
+    if not chosen:
+        st.warning("Choose at least one run.")
+        return
+    try:
+        done = wb.queue_stress_tests([root / i for i in chosen], attacks, root=root)
+    except ValueError as exc:  # the attacks or settings (ConfigError)
+        show_error(exc, "cannot stress-test")
+        return
+    n = len(done["queued"])
+    head = (f"Queued {wb.plural(n, 'stress test')} ({', '.join(attacks)})"
+            + (f"; skipped {len(done['skipped'])}" if done["skipped"] else "") + ".")
+    st.session_state["results.stress_done"] = (
+        n > 0, head, [f"skipped {names.get(i, i)}: {w}" for i, w in done["skipped"].items()])
+    st.rerun()
