@@ -148,6 +148,7 @@ from sga_core.runs.queue import (
     rerun,
     resume,
     stress_candidates,
+    stress_originals,
     stress_refusal,
     submit,
 )
@@ -197,7 +198,7 @@ __all__ = [
     "resume", "resume_offer",
     "recovery_band", "stress_table", "attacked_token_tables",
     "attack_names", "cancel_stress", "default_attacks", "queue_stress_tests", "request_stress",
-    "stress_candidates", "stress_progress", "stress_refusal",
+    "stress_candidates", "stress_originals", "stress_progress", "stress_refusal",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",

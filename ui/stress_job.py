@@ -99,7 +99,9 @@ def runs_form(rows: list[dict], root: Path) -> None:
                                     key=f"results.stress_runs.{sweep}",
                                     format_func=lambda i: names.get(i, i),
                                     help="starts with every evaluated run that has a model "
-                                         "and no stress test queued or running")
+                                         "and no stress test queued or running; the Retained "
+                                         "model's relearning is the baseline (how fast the "
+                                         "forget set is learned from scratch)")
             attacks = st.multiselect("attacks", wb.attack_names(),
                                      default=wb.default_attacks(),
                                      key="results.stress_attacks")
@@ -115,7 +117,8 @@ def runs_form(rows: list[dict], root: Path) -> None:
         st.warning("Choose at least one run.")
         return
     try:
-        done = wb.queue_stress_tests([root / i for i in chosen], attacks, root=root)
+        done = wb.queue_stress_tests([root / i for i in chosen], attacks, root=root,
+                                     originals=wb.stress_originals(rows, root))
     except ValueError as exc:  # the attacks or settings (ConfigError)
         show_error(exc, "cannot stress-test")
         return

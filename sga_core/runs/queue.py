@@ -337,16 +337,22 @@ def cancel_stress(run_dir: str | os.PathLike) -> dict:
 
 def queue_stress_tests(run_dirs, attacks=None, settings: dict | None = None,
                        options: dict | None = None,
-                       root: str | os.PathLike | None = None) -> dict:
+                       root: str | os.PathLike | None = None,
+                       originals: dict[str, str] | None = None) -> dict:
     """Queue a stress test of each of ``run_dirs`` (a sweep, or any runs: the Results
     page's "Stress-test runs", ``stress RUN... --queue``); the attacks and settings are
-    checked once (ConfigError). Returns ``{"queued": [run ids], "skipped": {run id: why}}``."""
+    checked once (ConfigError). ``originals``: run id -> the model its recoveries are
+    measured against, where that is not the model it was trained from (the Retained
+    model: the project's Original). Returns ``{"queued": [run ids], "skipped": {run id:
+    why}}``."""
     names = check_stress(attacks, settings)
     queued, skipped = [], {}
     for d in run_dirs:
         d = Path(d)
+        own = (originals or {}).get(d.name)
         try:
-            request_stress(d, names, settings, options, root)
+            request_stress(d, names, settings, {**(options or {}), "original": own}
+                           if own else options, root)
         except Exception as exc:  # noqa: BLE001 - one run's problem never stops the others
             msg = str(exc)
             skipped[d.name] = msg.split(": ", 1)[1] if msg.startswith(
@@ -360,14 +366,14 @@ def stress_candidates(rows: list[dict], root: str | os.PathLike | None = None
                       ) -> tuple[list[str], dict[str, str]]:
     """Of ``rows`` (runs: ``run_id``, and ``path`` or a folder in ``root``), those a stress
     test can be queued for now (evaluated, with a model, none queued or running), and for
-    the others why not (run id -> why). The Original and Retained reference rows are left
-    out."""
-    from sga_core.report.columns import REFERENCE_ROWS
-
+    the others why not (run id -> why). The Original's row is left out: it is the far end
+    of every recovery, so attacking it measures nothing. The Retained model is offered:
+    relearning it is the honest baseline, how fast the forget set is learned from scratch
+    (its recoveries are measured against the Original: :func:`stress_originals`)."""
     ok, why = [], {}
     for r in rows:
         run_id = r.get("run_id")
-        if not run_id or r.get("run") in REFERENCE_ROWS:
+        if not run_id or r.get("run") == "Original":
             continue
         path = Path(r.get("path") or runs_root(root) / run_id)
         reason = stress_refusal(path)
@@ -380,8 +386,22 @@ def stress_candidates(rows: list[dict], root: str | os.PathLike | None = None
     return ok, why
 
 
+def stress_originals(rows: list[dict], root: str | os.PathLike | None = None
+                     ) -> dict[str, str]:
+    """For :func:`queue_stress_tests`: the Retained row's run id -> the Original row's
+    model (the Retained model was trained from the base model, not from the Original its
+    recoveries must be measured against); empty without both rows."""
+    by = {r.get("run"): r for r in rows if r.get("run_id")}
+    if "Original" not in by or "Retained" not in by:
+        return {}
+    original = by["Original"]
+    path = Path(original.get("path") or runs_root(root) / original["run_id"])
+    return {by["Retained"]["run_id"]: str(RunFolder(path).model_dir)}
+
+
 __all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
            "ensure_runner", "eval_requested", "preview", "queued_runs", "request_eval",
            "rerun", "resume", "runner_alive", "runner_info", "submit", "wait_until",
            "cancel_stress", "check_stress", "default_attacks", "queue_stress_tests",
-           "request_stress", "stress_candidates", "stress_refusal", "stress_requested"]
+           "request_stress", "stress_candidates", "stress_originals", "stress_refusal",
+           "stress_requested"]

@@ -122,6 +122,11 @@ def test_results_form_queues_several_runs_and_reports_skipped(ui_env):
     project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
     runs = ui_env / "runs"
     fake_run(runs, project, "mine-original", method="finetune", metrics=metrics(fq=0.002))
+    from sga_core.projects.training import reference_run_id
+
+    retained = with_model(fake_run(runs, project, reference_run_id(project),
+                                   method="finetune", include_forget=False,
+                                   metrics=metrics(fq=1.0)))
     a = with_model(fake_run(runs, project, "sga-a", r=-0.8, sweep="s1", metrics=metrics()))
     b = with_model(fake_run(runs, project, "sga-b", r=-0.5, sweep="s1", metrics=metrics()))
     c = fake_run(runs, project, "sga-c", r=-0.2, sweep="s2", metrics=metrics())  # no model
@@ -130,22 +135,27 @@ def test_results_form_queues_several_runs_and_reports_skipped(ui_env):
         at.selectbox(key="_project_picker").set_value("mine").run()
         assert not at.exception, at.exception
         chosen = at.multiselect(key="results.stress_runs.all runs shown")
-        assert sorted(chosen.value) == ["sga-a", "sga-b"]  # sga-c has no model
+        # sga-c has no model; the Retained model is offered (the relearning baseline)
+        assert sorted(chosen.value) == sorted(["sga-a", "sga-b", retained.name])
         # the runs by their names on the page; the Original is no run to stress-test
-        assert chosen.options == ["sga r=-0.8", "sga r=-0.5", "sga r=-0.2"]
+        assert chosen.options == ["Retained", "sga r=-0.8", "sga r=-0.5", "sga r=-0.2"]
         assert any("Not offered" in shown(c.value) and "no saved model" in shown(c.value)
                    for c in at.caption)
         at.selectbox(key="results.stress_sweep").set_value("sweep s2").run()
         assert at.multiselect(key="results.stress_runs.sweep s2").value == []
         at.selectbox(key="results.stress_sweep").set_value("all runs shown").run()
         at.multiselect(key="results.stress_runs.all runs shown").set_value(
-            ["sga-a", "sga-b", "sga-c"])
+            [retained.name, "sga-a", "sga-b", "sga-c"])
         at.multiselect(key="results.stress_attacks").set_value(["quant4", "quant8"])
         submit(at, "Stress-test runs")
         said = [shown(w.value) for w in at.success]
-        assert any("Queued 2 stress tests (quant4, quant8); skipped 1." in s for s in said), said
+        assert any("Queued 3 stress tests (quant4, quant8); skipped 1." in s for s in said), said
         assert any("skipped" in shown(x.value) and "no saved model" in shown(x.value)
                    for x in at.caption)
     for run in (a, b):
         assert RunFolder(run).stress_request()["attacks"] == ["quant4", "quant8"]
+        assert "original" not in RunFolder(run).stress_request()["options"]  # their own
+    # the Retained model's recoveries are measured against the Original, not its base model
+    assert RunFolder(retained).stress_request()["options"]["original"] == str(
+        RunFolder(runs / "mine-original").model_dir)
     assert not RunFolder(c).stress_requested()

@@ -166,6 +166,26 @@ def test_candidates_are_evaluated_runs_with_a_model_and_no_test_in_progress(run_
                                                         "queued"})
 
 
+def test_the_retained_model_is_offered_and_measured_against_the_original(run_dir,
+                                                                         no_runner):
+    """The Original is the recovery's far end (never offered); the Retained model is (its
+    relearning is the baseline), queued with the Original's model as its far end, since it
+    was trained from the base model."""
+    RunFolder(run_dir).eval_dir.mkdir()
+    RunFolder(run_dir).summary_path.write_text("{}")
+    rows = [{"run_id": "orig", "run": "Original", "path": "/somewhere/orig"},
+            {"run_id": "r1", "path": str(run_dir), "run": "Retained"}]
+    assert queue.stress_candidates(rows) == (["r1"], {})
+    originals = queue.stress_originals(rows)
+    assert originals == {"r1": str(RunFolder("/somewhere/orig").model_dir)}
+    assert queue.stress_originals(rows[1:]) == {}  # no Original row: nothing to measure by
+    done = queue.queue_stress_tests([run_dir], ["quant8"], options={"batch_size": 4},
+                                    originals=originals)
+    assert done == {"queued": ["r1"], "skipped": {}}
+    assert RunFolder(run_dir).stress_request()["options"] == {
+        "batch_size": 4, "original": originals["r1"]}
+
+
 def test_cancel_a_queued_one_drops_the_request(run_dir, no_runner):
     queue.request_stress(run_dir, ["quant8"])
     st = queue.cancel_stress(run_dir)
