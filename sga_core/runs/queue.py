@@ -127,7 +127,6 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
     training process evaluating in-process, stops at its next progress tick and records the
     evaluation as cancelled (a pid that no longer names that process is not signalled).
     Returns the evaluation's status."""
-    import signal
 
     run_dir = Path(run_dir)
     ev = run_status.effective_eval(run_dir)
@@ -142,13 +141,23 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
             return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
                                          error="cancelled before it started", stage=None)
         return ev  # an earlier evaluation's record (and its summary) stays as it was
-    if ev.get("host", socket.gethostname()) != socket.gethostname():
-        raise RuntimeError(f"the evaluation of {run_dir.name} runs on {ev['host']}: stop it "
-                           "there (its process cannot be signalled from this machine)")
-    run_status.write_eval(run_dir, cancel_requested_at=now_iso())
-    # only the evaluator it records, proven by its start time: never a reused or junk pid
-    signal_ours(recorded(ev), signal.SIGTERM)
-    return run_status.effective_eval(run_dir)
+    return _stop_recorded(run_dir, ev, "the evaluation", run_status.write_eval,
+                          run_status.effective_eval)
+
+
+def _stop_recorded(run_dir: Path, st: dict, what: str, write, effective) -> dict:
+    """SIGTERM the running process a status ``st`` records (an evaluation's, a stress
+    test's) after writing ``cancel_requested_at`` with ``write``; one on another host is
+    refused, saying where to stop it. Returns its status as ``effective`` shows it."""
+    import signal
+
+    if st.get("host", socket.gethostname()) != socket.gethostname():
+        raise RuntimeError(f"{what} of {run_dir.name} runs on {st['host']}: stop it there "
+                           "(its process cannot be signalled from this machine)")
+    write(run_dir, cancel_requested_at=now_iso())
+    # only the process it records, proven by its start time: never a reused or junk pid
+    signal_ours(recorded(st), signal.SIGTERM)
+    return effective(run_dir)
 
 
 def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
@@ -308,7 +317,6 @@ def cancel_stress(run_dir: str | os.PathLike) -> dict:
     is dropped and never starts; a running one is sent SIGTERM (the stress command stops,
     records it cancelled, and the result files it wrote stay whole); one sent to SLURM is
     scancelled. Returns the stress test's status."""
-    import signal
 
     run_dir = Path(run_dir)
     run = RunFolder(run_dir)
@@ -327,12 +335,8 @@ def cancel_stress(run_dir: str | os.PathLike) -> dict:
                 total=None, stage_done=0, stage_total=None, results=[], pid=None,
                 pid_start=None, exit_code=None)
         return sst
-    if sst.get("host", socket.gethostname()) != socket.gethostname():
-        raise RuntimeError(f"the stress test of {run_dir.name} runs on {sst['host']}: stop "
-                           "it there (its process cannot be signalled from this machine)")
-    run_status.write_stress(run_dir, cancel_requested_at=now_iso())
-    signal_ours(recorded(sst), signal.SIGTERM)  # only the process it records
-    return run_status.effective_stress(run_dir)
+    return _stop_recorded(run_dir, sst, "the stress test", run_status.write_stress,
+                          run_status.effective_stress)
 
 
 def queue_stress_tests(run_dirs, attacks=None, settings: dict | None = None,

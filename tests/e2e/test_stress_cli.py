@@ -3,35 +3,17 @@ stress/ folder, its model untouched) and on a bare model (--out), with one-line 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 
-from sga_core.config import TrainConfig
 from tests.helpers.cli import sga_cli
-
-
-def _tree_hash(folder) -> str:
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(folder)).encode() + p.read_bytes())
-    return h.hexdigest()
+from tests.helpers.stress import file_hashes, tiny_run
 
 
 def test_stress_a_run_by_id(runs_dir, tiny_model_dir, demo_dir):
-    from sga_core.runs.create import create_run
     from sga_core.runs.folder import STRESS_DIR
 
-    cfg = TrainConfig.from_dict({
-        "run_id": "tiny-cli", "model": str(tiny_model_dir), "method": "ga",
-        "data": {"forget": str(demo_dir / "forget.jsonl"),
-                 "retain": str(demo_dir / "retain.jsonl")},
-        "training": {"batch_size": 2, "max_steps": 1, "lr": 1e-3, "probe_count": 0},
-        "eval": {"max_new_tokens": 4}})
-    run_dir = create_run(cfg, runs_dir)
-    shutil.copytree(tiny_model_dir, run_dir / "model")
-    before = _tree_hash(run_dir / "model")
+    run_dir = tiny_run(runs_dir, tiny_model_dir, demo_dir, "tiny-cli")
+    before = file_hashes(run_dir / "model")
     p = sga_cli("stress", "tiny-cli", "--runs-dir", str(runs_dir), "--attacks",
                 "relearn,quant4,roleplay", "--seeds", "0", "--relearn-steps", "1,2",
                 "--max-new-tokens", "3", timeout=600)
@@ -42,7 +24,7 @@ def test_stress_a_run_by_id(runs_dir, tiny_model_dir, demo_dir):
     res = json.loads((run_dir / STRESS_DIR / "quant4.json").read_text())
     assert res["run_id"] == "tiny-cli" and res["original"] == str(tiny_model_dir)
     assert res["samples"][0]["generated"] is not None  # ROUGE on: answers were generated
-    assert _tree_hash(run_dir / "model") == before
+    assert file_hashes(run_dir / "model") == before
 
 
 def test_stress_a_model_and_one_line_errors(tmp_path, tiny_model_dir, demo_dir):

@@ -6,34 +6,23 @@ starts."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from sga_core.config import TrainConfig
 from sga_core.runs import queue
 from sga_core.runs.folder import RunFolder
 from sga_core.runs.progress import stress_progress
-from sga_core.runs.status import read_stress, write_run
+from sga_core.runs.status import read_stress
 from tests.helpers.cli import sga_cli
+from tests.helpers.stress import tiny_run
 
 pytestmark = pytest.mark.slow
 
 
 def trained_run(runs_dir, tiny_model_dir, demo_dir, run_id="tiny-stress"):
     """A completed run folder whose model is the tiny model (no training needed)."""
-    from sga_core.runs.create import create_run
-
-    cfg = TrainConfig.from_dict({
-        "run_id": run_id, "model": str(tiny_model_dir), "method": "ga",
-        "data": {"forget": str(demo_dir / "forget.jsonl"),
-                 "retain": str(demo_dir / "retain.jsonl")},
-        "training": {"batch_size": 2, "max_steps": 1, "lr": 1e-3, "probe_count": 0},
-        "eval": {"max_new_tokens": 2}})
-    run_dir = create_run(cfg, runs_dir)
-    shutil.copytree(tiny_model_dir, RunFolder(run_dir).model_dir)
-    write_run(run_dir, "completed")
-    return run_dir
+    return tiny_run(runs_dir, tiny_model_dir, demo_dir, run_id, max_new_tokens=2,
+                    completed=True)
 
 
 def wait_stress(run_dir, states, timeout):

@@ -160,30 +160,43 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
 
     run_dir = Path(run_dir).resolve()
     profile = profile or load_profile(workspace)
-    script = run_dir / SLURM_EVAL_SCRIPT
-    atomic_write_text(script, eval_script(profile, run_dir, eval_argv(run_dir, sets)))
-    submitted = now_iso()
-    jid = client.sbatch(str(script), *after_ok(after))
-    client.TABLE.forget()
+    jid, submitted = _submit(run_dir / SLURM_EVAL_SCRIPT,
+                             eval_script(profile, run_dir, eval_argv(run_dir, sets)),
+                             *after_ok(after))
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,
                                  started_at=None, ended_at=None, slurm_state_final=None,
                                  slurm_reason=None, cancel_requested_at=None)
 
 
+def _submit(script: Path, text: str, *sbatch_args: str) -> tuple[str, str]:
+    """Write a job's batch script and submit it: ``(job id, submitted at)``."""
+    atomic_write_text(script, text)
+    submitted = now_iso()
+    jid = client.sbatch(str(script), *sbatch_args)
+    client.TABLE.forget()
+    return jid, submitted
+
+
+def _cancel_job(run_dir: Path, read, write, effective) -> dict:
+    """Cancel the SLURM job of a run's evaluation or stress test (its status read and
+    written with ``read``/``write``, shown with ``effective``): scancel; a pending one never
+    starts and is recorded cancelled at once."""
+    st = read(run_dir)
+    if st.get("state") in run_status.FINAL_STATES:
+        return st
+    write(run_dir, cancel_requested_at=now_iso())
+    client.scancel(str(st["slurm_job_id"]))
+    client.TABLE.forget()
+    if st.get("state") == "queued":
+        write(run_dir, "cancelled", ended_at=now_iso(), error="cancelled before it started")
+    return effective(run_dir)
+
+
 def cancel_eval(run_dir: str | os.PathLike) -> dict:
     """Cancel an evaluation sent to SLURM (scancel); a pending one never starts."""
-    run_dir = Path(run_dir)
-    ev = run_status.read_eval(run_dir)
-    if ev.get("state") in run_status.FINAL_STATES:
-        return ev
-    run_status.write_eval(run_dir, cancel_requested_at=now_iso())
-    client.scancel(str(ev["slurm_job_id"]))
-    client.TABLE.forget()
-    if ev.get("state") == "queued":
-        run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
-                              error="cancelled before it started")
-    return run_status.effective_eval(run_dir)
+    return _cancel_job(Path(run_dir), run_status.read_eval, run_status.write_eval,
+                       run_status.effective_eval)
 
 
 def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict | None = None,
@@ -199,13 +212,10 @@ def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict
 
     run_dir = Path(run_dir).resolve()
     profile = profile or load_profile(workspace)
-    script = RunFolder(run_dir).slurm_stress_script_path
-    atomic_write_text(script, eval_script(profile, run_dir,
-                                          stress_argv(run_dir, attacks, settings, options),
-                                          what="stress test", job="stress"))
-    submitted = now_iso()
-    jid = client.sbatch(str(script))
-    client.TABLE.forget()
+    jid, submitted = _submit(RunFolder(run_dir).slurm_stress_script_path,
+                             eval_script(profile, run_dir,
+                                         stress_argv(run_dir, attacks, settings, options),
+                                         what="stress test", job="stress"))
     return run_status.write_stress(run_dir, "queued", slurm_job_id=jid,
                                    slurm_submitted_at=submitted, attacks=list(attacks),
                                    error=None, stage=None, done=0, total=None, stage_done=0,
@@ -218,17 +228,8 @@ def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict
 def cancel_stress(run_dir: str | os.PathLike) -> dict:
     """Cancel a stress test sent to SLURM (scancel; as :func:`cancel_eval`): a pending one
     never starts; a running one gets SIGTERM from SLURM and records itself cancelled."""
-    run_dir = Path(run_dir)
-    sst = run_status.read_stress(run_dir)
-    if sst.get("state") in run_status.FINAL_STATES:
-        return sst
-    run_status.write_stress(run_dir, cancel_requested_at=now_iso())
-    client.scancel(str(sst["slurm_job_id"]))
-    client.TABLE.forget()
-    if sst.get("state") == "queued":
-        run_status.write_stress(run_dir, "cancelled", ended_at=now_iso(),
-                                error="cancelled before it started")
-    return run_status.effective_stress(run_dir)
+    return _cancel_job(Path(run_dir), run_status.read_stress, run_status.write_stress,
+                       run_status.effective_stress)
 
 
 def is_slurm_run(status: dict) -> bool:

@@ -4,37 +4,20 @@ never overlap the rows re-scored."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 from pathlib import Path
 
 import pytest
 
-from sga_core.config import TrainConfig
 from sga_core.stress.base import StressSettings, seeded_rows
+from tests.helpers.stress import file_hashes, tiny_run
 
 FAST = dict(seeds=[0, 1], relearn_steps=[1, 2], rouge=False, relearn_lr=1e-2)
-
-
-def _hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture()
 def run_with_model(runs_dir, tiny_model_dir, demo_dir) -> Path:
     """A run folder whose model/ is the tiny model (no training needed to attack it)."""
-    from sga_core.runs.create import create_run
-
-    cfg = TrainConfig.from_dict({
-        "run_id": "tiny-stress", "model": str(tiny_model_dir), "method": "ga",
-        "data": {"forget": str(demo_dir / "forget.jsonl"),
-                 "retain": str(demo_dir / "retain.jsonl")},
-        "training": {"batch_size": 2, "max_steps": 1, "lr": 1e-3, "probe_count": 0},
-        "eval": {"max_new_tokens": 4}})
-    run_dir = create_run(cfg, runs_dir)
-    shutil.copytree(tiny_model_dir, run_dir / "model")
-    return run_dir
+    return tiny_run(runs_dir, tiny_model_dir, demo_dir, "tiny-stress")
 
 
 @pytest.mark.parametrize("n,share", [(10, 0.1), (10, 0.5), (3, 0.9), (40, 0.1), (2, 0.1)])
@@ -65,9 +48,9 @@ def test_relearning_leaves_the_run_model_byte_identical_and_drops_the_copy(run_w
     from sga_core.runs.folder import STRESS_DIR, STRESS_KEPT
     from sga_core.stress.run import stress_run
 
-    before = _hashes(run_with_model / "model")
+    before = file_hashes(run_with_model / "model")
     results = stress_run(run_with_model, ["relearn", "benign"], StressSettings(**FAST))
-    assert _hashes(run_with_model / "model") == before
+    assert file_hashes(run_with_model / "model") == before
     out = run_with_model / STRESS_DIR
     assert sorted(p.name for p in out.iterdir()) == [
         "benign-1.json", "benign-2.json", "relearn-1.json", "relearn-2.json"]
@@ -94,10 +77,10 @@ def test_keep_saves_the_relearned_copy_beside_the_results(run_with_model):
     from sga_core.runs.folder import STRESS_DIR, STRESS_KEPT
     from sga_core.stress.run import stress_run
 
-    before = _hashes(run_with_model / "model")
+    before = file_hashes(run_with_model / "model")
     stress_run(run_with_model, ["relearn"],
                StressSettings(**{**FAST, "seeds": [3], "keep": True}))
     kept = run_with_model / STRESS_DIR / STRESS_KEPT / "relearn-seed3"
     assert is_model_folder(kept)
-    assert _hashes(run_with_model / "model") == before
-    assert _hashes(kept) != before
+    assert file_hashes(run_with_model / "model") == before
+    assert file_hashes(kept) != before

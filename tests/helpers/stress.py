@@ -1,0 +1,37 @@
+"""A run folder to stress-test without training it: the tiny model copied in as its
+``model/``, the demo's QA data as its snapshot; and a hash of a folder's files, to show a
+stress test left a model untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+
+def tiny_run(runs_dir: Path, tiny_model_dir: Path, demo_dir: Path, run_id: str, *,
+             max_new_tokens: int = 4, completed: bool = False) -> Path:
+    """A run folder ``run_id`` of a 1-step GA config whose ``model/`` is the tiny model;
+    ``completed``: its status says so (what the queue asks of a run it stress-tests)."""
+    from sga_core.config import TrainConfig
+    from sga_core.runs.create import create_run
+    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.status import write_run
+
+    cfg = TrainConfig.from_dict({
+        "run_id": run_id, "model": str(tiny_model_dir), "method": "ga",
+        "data": {"forget": str(demo_dir / "forget.jsonl"),
+                 "retain": str(demo_dir / "retain.jsonl")},
+        "training": {"batch_size": 2, "max_steps": 1, "lr": 1e-3, "probe_count": 0},
+        "eval": {"max_new_tokens": max_new_tokens}})
+    run_dir = create_run(cfg, runs_dir)
+    shutil.copytree(tiny_model_dir, RunFolder(run_dir).model_dir)
+    if completed:
+        write_run(run_dir, "completed")
+    return run_dir
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file under ``folder``."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
