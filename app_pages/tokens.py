@@ -77,9 +77,11 @@ if variants and st.toggle(
         "relearned, asked another way)", key="tokens.stressed",
         help="each attacked model's probabilities of the same answer tokens, from "
              "RUN_DIR/stress/ (the stress command or Results' Does it hold?)"):
-    tables.update(variants)  # after their run's row; a run's own rows keep their order
-    tables = {k: tables[k] for k in sorted(tables, key=lambda k: list(tables).index(
-        k.split(" · ")[0]))}
+    rows = {}  # each run's variants right after its own row
+    for run_id, table in tables.items():
+        rows[run_id] = table
+        rows.update({k: v for k, v in variants.items() if k.startswith(f"{run_id} · ")})
+    tables = rows
 what, spelled = reference_text(forget[row] if row < len(forget) else None, ref)
 if ref.get("prompt"):
     st.markdown("**Prompt:** " + plain(ref["prompt"]))
