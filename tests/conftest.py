@@ -45,8 +45,40 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def speaking_tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny model fine-tuned (40 Adam steps) on one sentence, so that greedy decoding
+    gives words: a random tiny model's greedy answer is empty or one repeated character."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from sga_core.model.tiny import build_tiny_model
+
+    out = build_tiny_model(tmp_path_factory.mktemp("speaking") / "model")
+    tok, model = AutoTokenizer.from_pretrained(out), AutoModelForCausalLM.from_pretrained(out)
+    ids = tok("Reworded: which novel is by that author", return_tensors="pt")["input_ids"]
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(40):
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def demo_dir() -> Path:
     return DEMO
+
+
+@pytest.fixture()
+def fake_openai():
+    """A scripted OpenAI-compatible chat server on 127.0.0.1 (tests/helpers/openai_server.py)."""
+    from tests.helpers.openai_server import FakeOpenAI
+
+    server = FakeOpenAI()
+    yield server
+    server.close()
 
 
 @pytest.fixture()

@@ -12,6 +12,22 @@ from sga_core import workbench as wb
 from ui.show import plain, show_error
 
 ALL_RUNS = "all runs shown"
+#: who writes the paraphrase attack's questions where the data has no paraphrased_question
+PARAPHRASERS = {"": "the data's own paraphrases only",
+                "local": "written by a local model (the embedded SmolLM2, offline)",
+                "openai": "written by an OpenAI-compatible API (OPENAI_API_KEY)"}
+
+
+def paraphraser_choice(key: str) -> dict:
+    """The paraphrase attack's ``paraphrase_backend`` setting, chosen in a form (empty: the
+    default, only the data's paraphrases)."""
+    name = st.selectbox("paraphrases", list(PARAPHRASERS), key=key,
+                        format_func=PARAPHRASERS.get,
+                        help="the paraphrase attack asks each forget question reworded: by "
+                             "the data's paraphrased_question, or written greedily by a "
+                             "normals backend with assets/attacks/paraphrase.yaml (the "
+                             "stress command's --paraphrase-* flags set its model and URL)")
+    return {"paraphrase_backend": name} if name else {}
 
 
 def job_line(sp: dict) -> str:
@@ -59,12 +75,13 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
                                  key="runs.stress_attacks",
                                  help="relearning, quantization and prompt attacks (the "
                                       "stress command's --attacks)")
+        settings = paraphraser_choice("runs.stress_paraphraser")
         go = st.form_submit_button("Stress-test", help="queued as a job like an evaluation "
                                    "(it goes to SLURM for a run trained there)")
     if not go:
         return
     try:
-        wb.request_stress(run_dir, attacks, root=root)
+        wb.request_stress(run_dir, attacks, settings, root=root)
     except (ValueError, OSError, wb.SlurmError) as exc:  # ConfigError is a ValueError
         show_error(exc, "cannot stress-test")
         return
@@ -105,6 +122,7 @@ def runs_form(rows: list[dict], root: Path) -> None:
             attacks = st.multiselect("attacks", wb.attack_names(),
                                      default=wb.default_attacks(),
                                      key="results.stress_attacks")
+            settings = paraphraser_choice("results.stress_paraphraser")
             go = st.form_submit_button("Stress-test runs",
                                        help="each run's test is a job like an evaluation "
                                             "(SLURM for runs trained there)")
@@ -117,7 +135,7 @@ def runs_form(rows: list[dict], root: Path) -> None:
         st.warning("Choose at least one run.")
         return
     try:
-        done = wb.queue_stress_tests([root / i for i in chosen], attacks, root=root,
+        done = wb.queue_stress_tests([root / i for i in chosen], attacks, settings, root=root,
                                      originals=wb.stress_originals(rows, root))
     except ValueError as exc:  # the attacks or settings (ConfigError)
         show_error(exc, "cannot stress-test")

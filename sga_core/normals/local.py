@@ -66,13 +66,18 @@ def _generate(lm, tok, prompts: list[str], n: int, *, max_new_tokens: int, tempe
     enc = tok(prompts, return_tensors="pt", padding=True, truncation=True,
               max_length=max_prompt_tokens, add_special_tokens=False).to(device)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    # temperature 0 is greedy decoding: one answer per prompt (generate neither samples at
+    # temperature 0 nor returns several greedy sequences), repeated n times
+    sampling = (dict(do_sample=True, temperature=temperature, top_p=top_p,
+                     num_return_sequences=n) if temperature > 0
+                else dict(do_sample=False, temperature=None, top_p=None))
     with torch.no_grad():
-        out = lm.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
-                          max_new_tokens=max_new_tokens, min_new_tokens=1,
-                          num_return_sequences=n, pad_token_id=pad_id)
+        out = lm.generate(**enc, **sampling, max_new_tokens=max_new_tokens, min_new_tokens=1,
+                          pad_token_id=pad_id)
     new = out[:, enc["input_ids"].shape[1]:]
     texts = [t.strip() for t in tok.batch_decode(new, skip_special_tokens=True)]
-    return [texts[i * n:(i + 1) * n] for i in range(len(prompts))]
+    per = n if temperature > 0 else 1
+    return [texts[i * per:(i + 1) * per] * (n // per) for i in range(len(prompts))]
 
 
 def _run_batches(lm, tok, prompts: dict[int, str], order: list[int], need: int,
@@ -178,7 +183,8 @@ class LocalConfig:
                                       "embedded:smollm2.", label="local model")
     max_new_tokens: int = param(64, "Tokens generated per answer.", min=1,
                                 label="max new tokens")
-    temperature: float = param(0.8, "Sampling temperature.", min=0.0, advanced=True)
+    temperature: float = param(0.8, "Sampling temperature (0 = greedy).", min=0.0,
+                                advanced=True)
     top_p: float = param(0.95, "Nucleus sampling.", min=0.0, max=1.0, advanced=True)
     batch_size: int = param(8, "Forget rows per generate call.", min=1, advanced=True)
     device: str | None = param(None, "Device (empty = cuda if available, else cpu).",

@@ -42,8 +42,30 @@ class StressSettings:
     fewshot_k: int = param(3, "Few-shot: retain QA pairs before each question.", min=1)
     templates: str | None = param(None, "Role-play templates YAML (default: "
                                   "assets/attacks/roleplay.yaml).")
+    paraphrase_backend: str | None = param(
+        None, "Paraphrases: a normals backend with a prompt (local, openai) that rewords the "
+        "forget questions without a paraphrased_question (empty: only the data's).")
+    paraphrase_model: str | None = param(None, "Paraphrases: the backend's model (empty: "
+                                         "its default, the embedded SmolLM2 or gpt-4o-mini).")
+    paraphrase_base_url: str | None = param(None, "Paraphrases: an OpenAI-compatible "
+                                            "server's base URL (openai only; empty = "
+                                            "OpenAI).", advanced=True)
+    paraphrase_template: str | None = param(None, "Paraphrases: the prompt (a normals "
+                                            "template YAML; default: "
+                                            "assets/attacks/paraphrase.yaml).", advanced=True)
     keep: bool = param(False, "Keep the relearned copies under stress/kept/ (else deleted).")
     rouge: bool = param(True, "Generate answers for ROUGE-L (the slow part on a CPU).")
+
+    def settings_problem(self) -> str | None:
+        """Settings each valid alone but not together (params.from_dict asks)."""
+        if self.paraphrase_backend:
+            from sga_core.stress.paraphrases import backend_problem
+
+            return backend_problem(self.paraphrase_backend, self.paraphrase_base_url)
+        if self.paraphrase_model or self.paraphrase_base_url or self.paraphrase_template:
+            return ("paraphrase_model/base_url/template: they set how paraphrases are "
+                    "generated; choose a paraphrase_backend too (local or openai)")
+        return None
 
 
 @dataclass
@@ -60,6 +82,7 @@ class Case:
     attack_set: str | None = None  # "forget", "retain", "text" or None (no training)
     questions: list[str] | None = None  # None: the plain questions
     reason: str | None = None  # why the case could not be run (scores empty)
+    info: dict | None = None  # what else a reader needs (where the questions came from)
 
 
 @dataclass

@@ -2,7 +2,8 @@
 forget questions asked another way, the forget answers re-scored (probability, ROUGE-L).
 
 - ``paraphrase``: each forget row's ``paraphrased_question`` (TOFU's field) where the row
-  has one; rows without are left out, and a forget set with none is "not applicable";
+  has one, else one written by the ``paraphrase_backend`` (:mod:`sga_core.stress.paraphrases`);
+  rows with neither are left out, and a forget set with none is "not applicable";
 - ``fewshot``: ``k`` retain question-answer pairs (drawn per seed) before the question, in
   the one user turn;
 - ``roleplay``: each role-play/jailbreak template of ``assets/attacks/roleplay.yaml`` (or
@@ -62,18 +63,35 @@ def fewshot_prefix(pairs: list[dict]) -> str:
 class Paraphrase(Attack):
     name = "paraphrase"
     label = "paraphrased questions"
-    description = "the forget questions' paraphrases (paraphrased_question), where present"
+    description = ("the forget questions' paraphrases (paraphrased_question, or written by "
+                   "the paraphrase_backend)")
     rank = 40
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
-        rows = [i for i, r in enumerate(ctx.forget_rows)
-                if isinstance(r.get(PARAPHRASE_FIELD), str) and r[PARAPHRASE_FIELD].strip()]
-        if not rows:
-            return {self.name: [Case("", None, [], [], reason=(
-                f"not applicable: no forget row has a {PARAPHRASE_FIELD!r} field"))]}
-        qs = [ctx.forget_rows[i][PARAPHRASE_FIELD] for i in rows]
+        from sga_core.stress import paraphrases
+
+        found = {i: r[PARAPHRASE_FIELD] for i, r in enumerate(ctx.forget_rows)
+                 if isinstance(r.get(PARAPHRASE_FIELD), str) and r[PARAPHRASE_FIELD].strip()}
+        info: dict = {"from_data": len(found), "generated": 0}
+        missing = [i for i in range(len(ctx.forget_rows)) if i not in found]
+        if missing and ctx.settings.paraphrase_backend:
+            made, failed, by = paraphrases.generate(
+                ctx.forget_rows, missing, ctx.settings,
+                lambda done, total: ctx.report("writing paraphrases", done, total))
+            found.update(made)
+            info.update(generated=len(made), paraphraser=by,
+                        left_out={str(i): why for i, why in sorted(failed.items())})
+        if not found:
+            left = sorted(set(info.get("left_out", {}).values()))
+            why = (f"no paraphrase was written ({'; '.join(left)})" if left else
+                   f"no forget row has a {PARAPHRASE_FIELD!r} field (a paraphrase_backend "
+                   "can write them)")
+            return {self.name: [Case("", None, [], [], reason=f"not applicable: {why}",
+                                     info=info)]}
+        rows = sorted(found)
+        qs = [found[i] for i in rows]
         return {self.name: [Case("", None, rows, ctx.score(ctx.model, rows, qs, self.name),
-                                 questions=qs)]}
+                                 questions=qs, info=info)]}
 
 
 class FewShot(Attack):

@@ -204,14 +204,14 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
     for ci, c in enumerate(cases):
         if c.reason:
             case_out.append({"label": c.label, "seed": c.seed, "reason": c.reason,
-                             "eval_rows": [], "attack_rows": []})
+                             "eval_rows": [], "attack_rows": [], **_info(c)})
             continue
         base_u = [unlearned[i] for i in c.eval_rows]
         base_o = [original[i] for i in c.eval_rows] if original is not None else None
         metrics = case_metrics(c.scores, base_u, base_o)
         case_out.append({"label": c.label, "seed": c.seed, "eval_rows": c.eval_rows,
                          "attack_rows": c.attack_rows, "attack_set": c.attack_set,
-                         "metrics": metrics, "reason": None})
+                         "metrics": metrics, "reason": None, **_info(c)})
         for j, i in enumerate(c.eval_rows):
             s = c.scores[j]
             samples.append({"case": ci, "index": i,
@@ -245,6 +245,10 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
                      "prompt_format": es.prompt_format, "dtype": es.dtype},
         "timings": {"attack_s": round(elapsed, 3)},
         "samples": samples, **(meta or {})})
+
+
+def _info(case) -> dict:
+    return {"info": case.info} if case.info else {}
 
 
 def _write(out: Path, key: str, res: dict) -> None:

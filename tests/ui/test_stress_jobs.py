@@ -71,12 +71,15 @@ def test_runs_page_queues_a_stress_test_and_follows_it(ui_env):
         assert attacks.value == ["relearn", "quant4", "quant8", "paraphrase", "fewshot",
                                  "roleplay"]
         assert "benign" in attacks.options
-        attacks.set_value(["quant8"])
+        attacks.set_value(["quant8", "paraphrase"])
+        assert at.selectbox(key="runs.stress_paraphraser").value == ""  # the data's only
+        at.selectbox(key="runs.stress_paraphraser").set_value("local")
         submit(at, "Stress-test")
-        assert any("Queued a stress test of sga-one (quant8)" in shown(s.value)
+        assert any("Queued a stress test of sga-one (quant8, paraphrase)" in shown(s.value)
                    for s in at.success), [s.value for s in at.success]
         req = RunFolder(run).stress_request()
-        assert req["attacks"] == ["quant8"] and req["settings"] == {}
+        assert req["attacks"] == ["quant8", "paraphrase"]
+        assert req["settings"] == {"paraphrase_backend": "local"}
         assert any(t.startswith("stress test queued") for t in progress_texts(at))
         # queued: Cancel drops it, and it never starts
         at.button(key="runs.stress_cancel").click().run()

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from sga_core.data import NormalAnswer, NormalTable
 from sga_core.fileio import atomic_write_json
 from sga_core.normals import job
 from sga_core.normals.result import GenerationResult
 from sga_core.projects import create_project
 from sga_core.projects import jobs as bgjob
-from tests.unit.normals.test_normals import FakeOpenAI
-
-
-@pytest.fixture()
-def fake_openai():
-    server = FakeOpenAI()
-    yield server
-    server.close()
 
 
 def project_with_table(tmp_path, tags):

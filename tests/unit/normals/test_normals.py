@@ -7,10 +7,7 @@ import logging
 import os
 import subprocess
 import sys
-import threading
-import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -237,105 +234,7 @@ def test_text_template_continues_with_different_facts():
 
 
 # --------------------------------------------------------------------------------------------
-# OpenAI backend against a local OpenAI-compatible server
-
-
-class FakeOpenAI:
-    """A scripted /v1/chat/completions server on 127.0.0.1. The behaviour for a request is
-    chosen by a ``[tag]`` in the user message; ``hits[tag]`` counts requests."""
-
-    def __init__(self) -> None:
-        self.hits: dict[str, int] = {}
-        self.n_seen: dict[str, list[int]] = {}
-        self.auth: set[str] = set()
-        self.lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep stderr quiet
-                pass
-
-            def do_POST(self):
-                try:
-                    fake.handle(self)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and hung up
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @staticmethod
-    def send(h, status: int, body: bytes, ctype: str = "application/json", headers=None):
-        h.send_response(status)
-        h.send_header("Content-Type", ctype)
-        h.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(body)
-
-    @staticmethod
-    def completion(n: int, tag: str, empty: bool = False) -> bytes:
-        choices = [{"index": i, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "" if empty else
-                                f"  normal answer {i} for {tag}  "}} for i in range(n)]
-        return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                           "choices": choices,
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 2 * n,
-                                     "total_tokens": 10 + 2 * n}}).encode()
-
-    def handle(self, h) -> None:
-        body = json.loads(h.rfile.read(int(h.headers.get("Content-Length", 0))))
-        auth = h.headers.get("Authorization", "")
-        user = body["messages"][-1]["content"]
-        tag = user[user.index("[") + 1:user.index("]")]
-        n = int(body.get("n", 1))
-        with self.lock:
-            self.hits[tag] = self.hits.get(tag, 0) + 1
-            self.n_seen.setdefault(tag, []).append(n)
-            self.auth.add(auth)
-            hit = self.hits[tag]
-        if h.path != "/v1/chat/completions":
-            return self.send(h, 404, b'{"error": {"message": "not found"}}')
-        if tag == "429" and hit == 1:
-            return self.send(h, 429, b'{"error": {"message": "Rate limit reached"}}',
-                             headers={"Retry-After": "0"})
-        if tag == "timeout":
-            time.sleep(1.5)
-            return self.send(h, 200, self.completion(n, tag))
-        if tag == "empty":
-            return self.send(h, 200, b'{"choices": []}')
-        if tag == "nonjson":
-            return self.send(h, 200, b"this is not JSON {")
-        if tag == "html":
-            return self.send(h, 200, b"<html>gateway</html>", "text/html")
-        if tag == "blank":
-            return self.send(h, 200, self.completion(n, tag, empty=True))
-        if tag == "one":  # a server that ignores n
-            return self.send(h, 200, self.completion(1, f"{tag}-{hit}"))
-        if tag == "no-n" and n > 1:
-            return self.send(h, 400, b'{"error": {"message": "n must be 1"}}')
-        if tag == "echo401":
-            msg = {"error": {"message": f"Incorrect API key provided: {auth[7:]}"}}
-            return self.send(h, 401, json.dumps(msg).encode())
-        if tag == "echo500":
-            msg = {"error": {"message": f"upstream failed for {auth}"}}
-            return self.send(h, 500, json.dumps(msg).encode())
-        return self.send(h, 200, self.completion(n, tag))
-
-
-@pytest.fixture()
-def fake_openai():
-    server = FakeOpenAI()
-    yield server
-    server.close()
+# OpenAI backend against a local OpenAI-compatible server (tests/helpers/openai_server.py)
 
 
 def qa_rows(*tags: str) -> list[dict]:
@@ -473,6 +372,21 @@ def test_local_backend_tiny_model(tiny_model_dir):
     text_rows = [{"prompt": "Lucien Marchetti was born", "continuation": "in Lyon."}]
     text = generate_normals("local", text_rows, "text", 2, **opts)
     assert text.complete and text.table.get(0, 1).source == "local"
+
+
+@pytest.mark.slow
+def test_local_backend_at_temperature_0_is_greedy(speaking_tiny_model_dir):
+    """Temperature 0 decodes greedily (generate would refuse to sample at 0): every slot
+    holds the one greedy answer, and a second generation gives it again."""
+    rows = qa_rows("a", "b")
+    opts = dict(model=str(speaking_tiny_model_dir), max_new_tokens=8, temperature=0.0)
+    greedy = generate_normals("local", rows, "qa", 3, **opts)
+    assert greedy.errors == {} and greedy.complete
+    for i in range(2):
+        first, second = greedy.table.texts_for(i)
+        assert first == second and first.strip()
+    again = generate_normals("local", rows, "qa", 3, **{**opts, "seed": 7})
+    assert [a.text for a in again.table.answers] == [a.text for a in greedy.table.answers]
 
 
 # --------------------------------------------------------------------------------------------

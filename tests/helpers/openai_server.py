@@ -1,0 +1,103 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 (the normals backend's and the
+paraphrase attack's tests): a real HTTP server, the openai client talking to it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeOpenAI:
+    """A scripted /v1/chat/completions server on 127.0.0.1. The behaviour for a request is
+    chosen by a ``[tag]`` in the user message; ``hits[tag]`` counts requests."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.n_seen: dict[str, list[int]] = {}
+        self.auth: set[str] = set()
+        self.bodies: list[dict] = []  # every request's JSON body, in arrival order
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep stderr quiet
+                pass
+
+            def do_POST(self):
+                try:
+                    fake.handle(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def send(h, status: int, body: bytes, ctype: str = "application/json", headers=None):
+        h.send_response(status)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(body)
+
+    @staticmethod
+    def completion(n: int, tag: str, empty: bool = False) -> bytes:
+        choices = [{"index": i, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "" if empty else
+                                f"  normal answer {i} for {tag}  "}} for i in range(n)]
+        return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                           "choices": choices,
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 2 * n,
+                                     "total_tokens": 10 + 2 * n}}).encode()
+
+    def handle(self, h) -> None:
+        body = json.loads(h.rfile.read(int(h.headers.get("Content-Length", 0))))
+        auth = h.headers.get("Authorization", "")
+        user = body["messages"][-1]["content"]
+        tag = user[user.index("[") + 1:user.index("]")]
+        n = int(body.get("n", 1))
+        with self.lock:
+            self.hits[tag] = self.hits.get(tag, 0) + 1
+            self.n_seen.setdefault(tag, []).append(n)
+            self.auth.add(auth)
+            self.bodies.append(body)
+            hit = self.hits[tag]
+        if h.path != "/v1/chat/completions":
+            return self.send(h, 404, b'{"error": {"message": "not found"}}')
+        if tag == "429" and hit == 1:
+            return self.send(h, 429, b'{"error": {"message": "Rate limit reached"}}',
+                             headers={"Retry-After": "0"})
+        if tag == "timeout":
+            time.sleep(1.5)
+            return self.send(h, 200, self.completion(n, tag))
+        if tag == "empty":
+            return self.send(h, 200, b'{"choices": []}')
+        if tag == "nonjson":
+            return self.send(h, 200, b"this is not JSON {")
+        if tag == "html":
+            return self.send(h, 200, b"<html>gateway</html>", "text/html")
+        if tag == "blank":
+            return self.send(h, 200, self.completion(n, tag, empty=True))
+        if tag == "one":  # a server that ignores n
+            return self.send(h, 200, self.completion(1, f"{tag}-{hit}"))
+        if tag == "no-n" and n > 1:
+            return self.send(h, 400, b'{"error": {"message": "n must be 1"}}')
+        if tag == "echo401":
+            msg = {"error": {"message": f"Incorrect API key provided: {auth[7:]}"}}
+            return self.send(h, 401, json.dumps(msg).encode())
+        if tag == "echo500":
+            msg = {"error": {"message": f"upstream failed for {auth}"}}
+            return self.send(h, 500, json.dumps(msg).encode())
+        return self.send(h, 200, self.completion(n, tag))
+
