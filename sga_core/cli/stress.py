@@ -180,8 +180,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                         f"(default: {DEFAULT_ATTACKS})")
     s.add_argument("--original", help="the model before unlearning (default for a run: its "
                                       "config's model); the recovery's far end")
-    s.add_argument("--forget", help="forget QA data (a model only)")
-    s.add_argument("--retain", help="retain QA data (a model only: benign relearning, "
+    s.add_argument("--forget", help="forget data, QA or text (a model only)")
+    s.add_argument("--retain", help="retain data, QA or text (a model only: benign relearning, "
                                     "few-shot examples)")
     s.add_argument("--out", help="output folder (required for a model; default for a run: "
                                  "RUN_DIR/stress)")

@@ -100,6 +100,10 @@ class StressContext:
     train_lr: float | None = None  # the run's own learning rate, when it is a run
     keep_dir: Any = None  # where --keep saves relearned copies
     progress: Callable[[str, int, int], None] | None = None
+    #: "qa", or "text": each forget row a passage's prefix (``question``) and continuation
+    #: cut to the VerbMem tokens (``answer``), its whole passage in ``text``
+    #: (:func:`sga_core.stress.rows.text_rows`)
+    kind: str = "qa"
 
     def score(self, model, rows: Sequence[int], questions: Sequence[str] | None = None,
               stage: str = "scoring") -> list[dict]:
@@ -113,7 +117,22 @@ class StressContext:
         answers = [self.forget_rows[i]["answer"] for i in rows]
         return score_rows(model, self.enc, qs, answers, self.device, self.batch_size,
                           self.max_new_tokens if self.settings.rouge else 0,
-                          progress=self.progress, stage=stage)
+                          progress=self.progress, stage=stage, kind=self.kind)
+
+    def train_seq(self, row: dict):
+        """A row as relearning trains on it: a QA pair's answer after its question, or a
+        text row's whole passage."""
+        if self.kind == "text":
+            return self.enc.text("", row["text"])
+        return self.enc.qa(row["question"], row["answer"])
+
+    def question_attack_case(self, name: str):
+        """For text data, the one case a prompt attack gives: not applicable (it rewords or
+        wraps questions, and a passage has none); None for QA data."""
+        if self.kind != "text":
+            return None
+        return {name: [Case("", None, [], [], reason="not applicable: text data (this "
+                            "attack rewords or wraps questions; a passage has none)")]}
 
     def report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:

@@ -70,6 +70,8 @@ class Paraphrase(Attack):
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
         from sga_core.stress import paraphrases
 
+        if ctx.kind == "text":
+            return ctx.question_attack_case(self.name)
         found = {i: r[PARAPHRASE_FIELD] for i, r in enumerate(ctx.forget_rows)
                  if isinstance(r.get(PARAPHRASE_FIELD), str) and r[PARAPHRASE_FIELD].strip()}
         info: dict = {"from_data": len(found), "generated": 0}
@@ -103,6 +105,8 @@ class FewShot(Attack):
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
         import random
 
+        if ctx.kind == "text":
+            return ctx.question_attack_case(self.name)
         if not ctx.retain_rows:
             return {self.name: [Case("", None, [], [], reason="not applicable: no retain "
                                      "rows to take the examples from")]}
@@ -126,6 +130,8 @@ class RolePlay(Attack):
     rank = 60
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
+        if ctx.kind == "text":
+            return ctx.question_attack_case(self.name)
         rows = list(range(len(ctx.forget_rows)))
         cases = []
         for t in load_templates(ctx.settings.templates):

@@ -128,8 +128,7 @@ class Relearn(_Relearn):
     def training_rows(self, ctx, seed):
         n = len(ctx.forget_rows)
         used = seeded_rows(n, ctx.settings.relearn_share, seed)
-        seqs = [ctx.enc.qa(ctx.forget_rows[i]["question"], ctx.forget_rows[i]["answer"])
-                for i in used]
+        seqs = [ctx.train_seq(ctx.forget_rows[i]) for i in used]
         rest = [i for i in range(n) if i not in set(used)]
         return "forget", used, seqs, rest
 
@@ -155,8 +154,7 @@ class Benign(_Relearn):
             raise ValueError("benign relearning needs retain rows or --benign-text")
         used = sorted(random.Random(seed).sample(range(len(ctx.retain_rows)),
                                                  min(k, len(ctx.retain_rows))))
-        seqs = [ctx.enc.qa(ctx.retain_rows[i]["question"], ctx.retain_rows[i]["answer"])
-                for i in used]
+        seqs = [ctx.train_seq(ctx.retain_rows[i]) for i in used]
         return "retain", used, seqs, list(range(n))
 
 

@@ -77,43 +77,33 @@ def writer_lock(out_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _qa_rows(src, what: str) -> list[dict]:
-    from sga_core.evaluation.common import EvalError, is_qa_rows
-    from sga_core.evaluation.run import _load_rows
-
-    rows, _, kind = _load_rows(src, "auto") if src is not None else ([], None, "qa")
-    if rows and (kind != "qa" or not is_qa_rows(rows)):
-        raise EvalError(f"{what}: stress tests score question-answer rows; this data is "
-                        f"{kind} (text data is not covered yet, docs/stress-tests.md)")
-    return rows
-
-
 def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                  original: str | None = None, attacks: Sequence[str] = ("quant4",),
                  settings: StressSettings | None = None, eval_settings=None,
                  progress=None, run_id: str | None = None, train_lr: float | None = None,
                  original_scores: list[dict] | None = None,
                  meta: Mapping[str, Any] | None = None, job=None) -> dict[str, dict]:
-    """Stress-test ``model`` (a folder, hub id or ``embedded:...``) on QA ``forget`` /
-    ``retain`` rows (files or lists); ``original`` is the model it was unlearned from (the
-    recovery's far end; None leaves every recovery undefined). ``original_scores``: the
+    """Stress-test ``model`` (a folder, hub id or ``embedded:...``) on ``forget`` /
+    ``retain`` rows (files or lists; QA pairs, or text passages as
+    :mod:`sga_core.stress.rows` reads them); ``original`` is the model it was unlearned
+    from (the recovery's far end; None leaves every recovery undefined).
+    ``original_scores``: the
     Original's plain scores of every forget row, already computed (a sweep scores it once).
     Writes ``out_dir/<key>.json`` per result key; returns key -> result. ``job``: a
     :class:`sga_core.stress.job.JobRecord` told the parts, the progress and each file
     written, once the folder is held (a run's stress test as a job)."""
-    from sga_core.evaluation.common import EvalError, free_memory
+    from sga_core.evaluation.common import free_memory
     from sga_core.evaluation.run import EvalSettings, choose_device, load_model_and_tokenizer
+    from sga_core.stress.rows import load_rows, text_retain, text_rows
 
     st = settings or StressSettings()
-    _, es, _ = (eval_settings or EvalSettings()).resolve()
+    proto, es, _ = (eval_settings or EvalSettings()).resolve()
     device = choose_device(es.device)
-    forget_rows = _qa_rows(forget, "forget data")
-    if not forget_rows:
-        raise EvalError("no forget rows to stress-test")
-    retain_rows = _qa_rows(retain, "retain data")
+    forget_rows, retain_rows, kind = load_rows(forget, retain)
     attacks = parse_attacks(attacks)
     out = Path(out_dir)
-    new_tokens = es.max_new_tokens if st.rouge else 0
+    verbmem = proto.verbmem_new_tokens
+    new_tokens = (verbmem if kind == "text" else es.max_new_tokens) if st.rouge else 0
     results: dict[str, dict] = {}
     with writer_lock(out):
         original_part = original_scores is None and bool(original)
@@ -125,13 +115,16 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
         if original_part:
             _part(job, 0)
             original_scores = score_original(original, forget_rows, es, device, st.rouge,
-                                             progress)
+                                             progress, kind=kind, n_tokens=verbmem)
         baseline_s = time.time() - t0
         m, tok = load_model_and_tokenizer(model, dtype=es.dtype, device=device)
         try:
+            if kind == "text":
+                forget_rows = text_rows(tok, forget_rows, verbmem)
+                retain_rows = text_retain(retain_rows)
             ctx = StressContext(m, es.encoder(tok, m), forget_rows, retain_rows, st, device,
                                 es.batch_size, new_tokens, train_lr, out / _kept(),
-                                progress)
+                                progress, kind)
             t1 = time.time()
             _part(job, int(original_part))
             unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model")
@@ -143,8 +136,12 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                 elapsed = time.time() - ta
                 for key, case_list in cases.items():
                     res = _result(key, name, case_list, unlearned, original_scores, st, es,
-                                  model, original, run_id, elapsed, meta)
+                                  model, original, run_id, elapsed,
+                                  {"kind": kind, **(meta or {})})
                     res["timings"]["baselines_s"] = round(baseline_s, 3)
+                    res["settings"]["max_new_tokens"] = new_tokens
+                    if kind == "text":  # the continuation scored: this many tokens at most
+                        res["settings"]["verbmem_new_tokens"] = verbmem
                     _write(out, key, res)
                     results[key] = res
                     if job is not None:
@@ -176,18 +173,21 @@ def _kept() -> str:
 
 
 def score_original(original: str, forget_rows: list[dict], es, device: str, rouge: bool,
-                   progress=None) -> list[dict]:
-    """The Original's plain scores of every forget row (loaded, scored, freed)."""
+                   progress=None, *, kind: str = "qa", n_tokens: int = 128) -> list[dict]:
+    """The Original's plain scores of every forget row (loaded, scored, freed); text rows
+    (``kind="text"``) as :func:`sga_core.stress.rows.text_rows` cuts them at ``n_tokens``."""
     from sga_core.evaluation.common import free_memory
     from sga_core.evaluation.run import load_model_and_tokenizer
+    from sga_core.stress.rows import text_rows
     from sga_core.stress.scoring import score_rows
 
     om, otok = load_model_and_tokenizer(original, dtype=es.dtype, device=device)
     try:
-        return score_rows(om, es.encoder(otok, om), [r["question"] for r in forget_rows],
-                          [r["answer"] for r in forget_rows], device, es.batch_size,
-                          es.max_new_tokens if rouge else 0, progress=progress,
-                          stage="original model")
+        rows = text_rows(otok, forget_rows, n_tokens) if kind == "text" else forget_rows
+        new_tokens = (n_tokens if kind == "text" else es.max_new_tokens) if rouge else 0
+        return score_rows(om, es.encoder(otok, om), [r["question"] for r in rows],
+                          [r["answer"] for r in rows], device, es.batch_size, new_tokens,
+                          progress=progress, stage="original model", kind=kind)
     finally:
         del om
         free_memory()

@@ -29,12 +29,14 @@ MIN_GAP = 0.01
 
 def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], device="cpu",
                batch_size: int = 16, max_new_tokens: int = 48, *, progress=None,
-               stage: str = "scoring") -> list[dict]:
+               stage: str = "scoring", kind: str = "qa") -> list[dict]:
     """Per (question, answer): ``prob`` = exp(-mean answer NLL) and ``tokens`` (the answer's
     per-token probabilities with the top-5 alternatives, as ``eval/tokens.jsonl`` holds
     them: the Token probabilities page shows attacked models from these), from one forward
     pass; with ``max_new_tokens`` > 0 also ``generated`` (greedy) and ``rouge`` (its ROUGE-L
-    recall against the answer)."""
+    recall against the answer). ``kind="text"``: each question is a passage's prefix and
+    its answer the continuation (cut to the VerbMem tokens, so the end-of-text token the
+    encoder appends is not scored), both raw text as the text evaluation has them."""
     from functools import partial
 
     from sga_core.evaluation.inputs import generate_answers
@@ -44,13 +46,16 @@ def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], dev
     def both(res):
         return list(zip(_mean_nll(res), partial(_records, enc, 5)(res)))
 
-    seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
+    if kind == "text":
+        seqs = [_without_end(enc.text(q, a, role="eval")) for q, a in zip(questions, answers)]
+    else:
+        seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
     if progress is not None:
         progress(stage, 0, len(seqs))
     scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size)
     out = [{"prob": _exp(-float(n)), "tokens": rec} for n, rec in scored]
     if max_new_tokens and max_new_tokens > 0:
-        gen = generate_answers(model, enc, list(questions), max_new_tokens, "qa", device,
+        gen = generate_answers(model, enc, list(questions), max_new_tokens, kind, device,
                                batch_size, progress=progress, stage=f"{stage}: generating")
         for rec, g, a in zip(out, gen, answers):
             rec["generated"] = g
@@ -58,6 +63,18 @@ def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], dev
     if progress is not None:
         progress(stage, len(seqs), len(seqs))
     return out
+
+
+def _without_end(seq):
+    """``seq`` with its last scored token (the appended end-of-text) no longer scored, as
+    the text evaluation's token table drops it (evaluation.text.drop_end_token)."""
+    from sga_core.model.encoding import IGNORE
+
+    labels = list(seq.labels)
+    scored = [i for i, t in enumerate(labels) if t != IGNORE]
+    if len(scored) > 1:
+        labels[scored[-1]] = IGNORE
+    return type(seq)(seq.input_ids, labels, seq.role, seq.meta)
 
 
 def _exp(x: float) -> float:

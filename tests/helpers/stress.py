@@ -1,5 +1,5 @@
 """A run folder to stress-test without training it: the tiny model copied in as its
-``model/``, the demo's QA data as its snapshot; and a hash of a folder's files, to show a
+``model/``, the demo's QA (or text) data as its snapshot; and a hash of a folder's files, to show a
 stress test left a model untouched."""
 
 from __future__ import annotations
@@ -10,9 +10,12 @@ from pathlib import Path
 
 
 def tiny_run(runs_dir: Path, tiny_model_dir: Path, demo_dir: Path, run_id: str, *,
-             max_new_tokens: int = 4, completed: bool = False) -> Path:
+             max_new_tokens: int = 4, completed: bool = False, text: bool = False) -> Path:
     """A run folder ``run_id`` of a 1-step GA config whose ``model/`` is the tiny model;
-    ``completed``: its status says so (what the queue asks of a run it stress-tests)."""
+    ``completed``: its status says so (what the queue asks of a run it stress-tests);
+    ``text``: on the demo's text passages instead of its QA pairs."""
+    files = ("text_forget.jsonl", "text_retain.jsonl") if text else ("forget.jsonl",
+                                                                       "retain.jsonl")
     from sga_core.config import TrainConfig
     from sga_core.runs.create import create_run
     from sga_core.runs.folder import RunFolder
@@ -20,8 +23,8 @@ def tiny_run(runs_dir: Path, tiny_model_dir: Path, demo_dir: Path, run_id: str, 
 
     cfg = TrainConfig.from_dict({
         "run_id": run_id, "model": str(tiny_model_dir), "method": "ga",
-        "data": {"forget": str(demo_dir / "forget.jsonl"),
-                 "retain": str(demo_dir / "retain.jsonl")},
+        "data": {"forget": str(demo_dir / files[0]), "retain": str(demo_dir / files[1]),
+                 "task": "text" if text else "qa"},
         "training": {"batch_size": 2, "max_steps": 1, "lr": 1e-3, "probe_count": 0},
         "eval": {"max_new_tokens": max_new_tokens}})
     run_dir = create_run(cfg, runs_dir)

@@ -110,3 +110,19 @@ def test_a_copyright_project_gets_the_same_token_view(ui_env, demo_dir, tiny_mod
     assert sum("— p(" in t for t in texts) == 2  # the Original and the run
     heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     assert len(heat["y"]) == 2 and len(heat["x"]) == len(tables[0]["tokens"])
+
+    # a stress test of the text run: its 8-bit variant scores the same continuation tokens,
+    # so it lines up as an extra heatmap row under the run
+    from sga_core.stress.base import StressSettings
+    from sga_core.stress.run import stress_run
+
+    res = stress_run(ui_env / "runs" / "sga-book", ["quant8"], StressSettings(rouge=False),
+                     overrides={"protocol": project.protocol})["quant8"]
+    assert res["kind"] == "text"
+    assert [s["tokens"]["tokens"] for s in res["samples"]] == [t["tokens"] for t in tables]
+    at = open_page("app_pages/tokens.py")
+    at.selectbox(key="_project_picker").set_value("book").run()
+    at.toggle(key="tokens.stressed").set_value(True).run()
+    assert not at.exception, at.exception
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert len(heat["y"]) == 3 and heat["y"][2].endswith(" · quant8")

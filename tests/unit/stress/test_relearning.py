@@ -22,16 +22,16 @@ def run_with_model(runs_dir, tiny_model_dir, demo_dir) -> Path:
 
 @pytest.mark.parametrize("n,share", [(10, 0.1), (10, 0.5), (3, 0.9), (40, 0.1), (2, 0.1)])
 def test_attack_rows_never_overlap_the_evaluated_rows(n, share):
+    from sga_core.stress.base import StressContext
     from sga_core.stress.relearning import Relearn
 
-    class Ctx:  # what training_rows reads
-        forget_rows = [{"question": f"q{i}", "answer": f"a{i}"} for i in range(n)]
-        settings = StressSettings(relearn_share=share)
+    class Enc:  # training_rows only pairs each row's question and answer
+        @staticmethod
+        def qa(q, a):
+            return (q, a)
 
-        class enc:
-            @staticmethod
-            def qa(q, a):
-                return (q, a)
+    Ctx = StressContext(None, Enc, [{"question": f"q{i}", "answer": f"a{i}"} for i in range(n)],
+                        [], StressSettings(relearn_share=share))
 
     for seed in range(5):
         used = seeded_rows(n, share, seed)
