@@ -46,20 +46,30 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def speaking_tiny_model_dir(tmp_path_factory) -> Path:
-    """A tiny model fine-tuned (40 Adam steps) on one sentence, so that greedy decoding
-    gives words: a random tiny model's greedy answer is empty or one repeated character."""
+    """A tiny model fine-tuned (60 Adam steps) to reply "Which novel is by that author?"
+    to the paraphrase prompt (assets/attacks/paraphrase.yaml) in its chat format, so that
+    greedy decoding gives a question: a random tiny model's greedy reply is empty or one
+    repeated character."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from sga_core.model.tiny import build_tiny_model
+    from sga_core.normals.local import _prompt_text
+    from sga_core.normals.templates import render
+    from sga_core.stress.paraphrases import default_template_path
 
     out = build_tiny_model(tmp_path_factory.mktemp("speaking") / "model")
     tok, model = AutoTokenizer.from_pretrained(out), AutoModelForCausalLM.from_pretrained(out)
-    ids = tok("Reworded: which novel is by that author", return_tensors="pt")["input_ids"]
+    row = {"question": "Which book did author [x] write?", "answer": "Book x."}
+    prompt = _prompt_text(tok, render(str(default_template_path()), row, "qa"))
+    p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    a_ids = tok("Which novel is by that author?", add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([p_ids + a_ids + [tok.eos_token_id]])
+    labels = torch.tensor([[-100] * len(p_ids) + a_ids + [tok.eos_token_id]])
     torch.manual_seed(0)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(40):
-        model(input_ids=ids, labels=ids).loss.backward()
+    for _ in range(60):
+        model(input_ids=ids, labels=labels).loss.backward()
         opt.step()
         opt.zero_grad()
     model.save_pretrained(out)

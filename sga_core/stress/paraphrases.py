@@ -5,7 +5,8 @@ The backend (one with a prompt template: ``local``, ``openai``, or one registere
 asked once per question with ``assets/attacks/paraphrase.yaml`` (or ``paraphrase_template``),
 greedily (temperature 0), so the paraphraser -- a fixed model, never the unlearned one --
 asks every run of a sweep the same questions. A reply is cleaned to one question; one that is
-empty or only repeats the question is left out, with the reason recorded.
+empty, only repeats the question, or is not a question (a small model often answers it
+instead) is left out, with the reason recorded.
 """
 
 from __future__ import annotations
@@ -44,14 +45,19 @@ def backend_problem(name: str, base_url: str | None = None) -> str | None:
 
 
 def clean(reply: str, question: str) -> tuple[str | None, str | None]:
-    """The question in a backend's reply (its first non-empty line, a "Question:" label and
-    wrapping quotes removed), or None and why it is left out."""
+    """The question in a backend's reply (its first non-empty line up to its first question
+    mark, a "Question:" label and wrapping quotes removed), or None and why it is left
+    out."""
     line = next((ln.strip() for ln in reply.splitlines() if ln.strip()), "")
     text = _LABEL.sub("", line).strip().strip('"\u201c\u201d\'').strip()
+    if "?" in text:  # the question, without what a chatty model adds after it
+        text = text[:text.index("?") + 1].strip('"\u201c\u201d\' ')
     if not text:
         return None, "the paraphraser gave an empty reply"
     if _norm(text) == _norm(question):
         return None, "the paraphraser repeated the question"
+    if not text.endswith("?"):  # a small chat model often answers instead
+        return None, "the paraphraser answered instead of asking (no question mark)"
     return text, None
 
 

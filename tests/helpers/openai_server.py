@@ -52,10 +52,11 @@ class FakeOpenAI:
         h.wfile.write(body)
 
     @staticmethod
-    def completion(n: int, tag: str, empty: bool = False) -> bytes:
+    def completion(n: int, tag: str, empty: bool = False, text: str | None = None) -> bytes:
         choices = [{"index": i, "finish_reason": "stop",
                     "message": {"role": "assistant", "content": "" if empty else
-                                f"  normal answer {i} for {tag}  "}} for i in range(n)]
+                                text or f"  normal answer {i} for {tag}  "}}
+                   for i in range(n)]
         return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
                            "choices": choices,
                            "usage": {"prompt_tokens": 10, "completion_tokens": 2 * n,
@@ -87,6 +88,8 @@ class FakeOpenAI:
             return self.send(h, 200, b"this is not JSON {")
         if tag == "html":
             return self.send(h, 200, b"<html>gateway</html>", "text/html")
+        if tag.startswith("ask-"):  # a reworded question
+            return self.send(h, 200, self.completion(n, tag, text=f"Which book is by {tag}?"))
         if tag == "blank":
             return self.send(h, 200, self.completion(n, tag, empty=True))
         if tag == "one":  # a server that ignores n

@@ -17,7 +17,11 @@ def test_a_reply_is_cleaned_to_one_question_and_echoes_are_left_out():
         ("Which author penned The Silent River?", None)
     assert clean("\n\n  Question: Whose novel is The Silent River?", q)[0] == \
         "Whose novel is The Silent River?"
+    assert clean("Who is the author of The Silent River? It was written by", q)[0] == \
+        "Who is the author of The Silent River?"
     assert clean("   \n ", q) == (None, "the paraphraser gave an empty reply")
+    assert clean("The Silent River was written by Basil.", q) == (
+        None, "the paraphraser answered instead of asking (no question mark)")
     assert clean("who wrote the silent river", q) == (None, "the paraphraser repeated the "
                                                              "question")
 
@@ -47,26 +51,28 @@ def test_an_openai_compatible_server_writes_the_missing_paraphrases(
     from sga_core.stress.run import stress_model
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    forget = _forget("a", "b", "blank", "c")
+    forget = _forget("ask-a", "ask-b", "blank", "c", "answers")
     forget[3]["paraphrased_question"] = "The data's own paraphrase of c?"
     st = StressSettings(rouge=False, paraphrase_backend="openai",
                         paraphrase_base_url=fake_openai.base_url, paraphrase_model="para-m")
     res = stress_model(str(tiny_model_dir), tmp_path / "out", forget, original=None,
                        attacks=["paraphrase"], settings=st)["paraphrase"]
     case = res["cases"][0]
-    # c keeps the data's paraphrase; the server wrote a and b; its blank reply is left out
+    # c keeps the data's paraphrase; the server reworded a and b; its blank reply and its
+    # answer (not a question) are left out, each with why
     assert case["eval_rows"] == [0, 1, 3]
     asked = {s["index"]: s["question"] for s in res["samples"]}
-    assert asked == {0: "normal answer 0 for a", 1: "normal answer 0 for b",
+    assert asked == {0: "Which book is by ask-a?", 1: "Which book is by ask-b?",
                      3: "The data's own paraphrase of c?"}
     assert case["info"]["from_data"] == 1 and case["info"]["generated"] == 2
     assert case["info"]["paraphraser"] == "openai: para-m"
-    assert list(case["info"]["left_out"]) == ["2"]
+    assert sorted(case["info"]["left_out"]) == ["2", "4"]
+    assert "answered instead of asking" in case["info"]["left_out"]["4"]
     # one request per question without a paraphrase, greedy, with the paraphrase prompt
-    assert len(fake_openai.bodies) == 3
+    assert len(fake_openai.bodies) == 4
     assert all(b["temperature"] == 0 and b["model"] == "para-m" for b in fake_openai.bodies)
     users = [b["messages"][-1]["content"] for b in fake_openai.bodies]
-    assert all(u.startswith("Reword this question") for u in users)
+    assert all(u.startswith("Rewrite the question below") for u in users)
     assert any(forget[0]["question"] in u for u in users)
 
 
