@@ -73,8 +73,9 @@ ref = next(iter(tables.values()))
 tokens = ref["tokens"]
 variants = attacked_variants(root, list(tables), row, names, len(tokens))
 if variants and st.toggle(
-        f"with the stress-tested variants ({wb.plural(len(variants), 'row')}: quantized, "
-        "relearned, asked another way)", key="tokens.stressed",
+        f"with the stress-tested variants ({wb.plural(len(variants), 'row')}: "
+        f"{', '.join(sorted({k.split(' · ', 1)[1].split(' ')[0] for k in variants}))})",
+        key="tokens.stressed",
         help="each attacked model's probabilities of the same answer tokens, from "
              "RUN_DIR/stress/ (the stress command or Results' Does it hold?)"):
     rows = {}  # each run's variants right after its own row

@@ -30,6 +30,11 @@ def paraphraser_choice(key: str) -> dict:
     return {"paraphrase_backend": name} if name else {}
 
 
+def _paraphraser(settings: dict) -> str:
+    name = settings.get("paraphrase_backend")
+    return f"; paraphrases written by the {name} backend" if name else ""
+
+
 def job_line(sp: dict) -> str:
     """'stress test 3/4: quant8 5/10 · elapsed 0m40s · ETA 0m20s' (or 'ETA unknown')."""
     if sp["state"] != "running":
@@ -80,13 +85,16 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
                                    "(it goes to SLURM for a run trained there)")
     if not go:
         return
+    if not attacks:
+        st.warning("Choose at least one attack.")
+        return
     try:
         wb.request_stress(run_dir, attacks, settings, root=root)
     except (ValueError, OSError, wb.SlurmError) as exc:  # ConfigError is a ValueError
         show_error(exc, "cannot stress-test")
         return
     st.session_state["runs.done"] = (f"Queued a stress test of {selected} "
-                                     f"({', '.join(attacks)}).")
+                                     f"({', '.join(attacks)}{_paraphraser(settings)}).")
     st.rerun()
 
 
@@ -134,6 +142,9 @@ def runs_form(rows: list[dict], root: Path) -> None:
     if not chosen:
         st.warning("Choose at least one run.")
         return
+    if not attacks:
+        st.warning("Choose at least one attack.")
+        return
     try:
         done = wb.queue_stress_tests([root / i for i in chosen], attacks, settings, root=root,
                                      originals=wb.stress_originals(rows, root))
@@ -141,7 +152,8 @@ def runs_form(rows: list[dict], root: Path) -> None:
         show_error(exc, "cannot stress-test")
         return
     n = len(done["queued"])
-    head = (f"Queued {wb.plural(n, 'stress test')} ({', '.join(attacks)})"
+    head = (f"Queued {wb.plural(n, 'stress test')} ({', '.join(attacks)}"
+            f"{_paraphraser(settings)})"
             + (f"; skipped {len(done['skipped'])}" if done["skipped"] else "") + ".")
     st.session_state["results.stress_done"] = (
         n > 0, head, [f"skipped {names.get(i, i)}: {w}" for i, w in done["skipped"].items()])

@@ -29,6 +29,8 @@ def table_html(rows: list[dict], columns: list[str]) -> str:
         for c in columns:
             value = row.get(c)
             title = row.get(f"{c} (text)") or "not run"
+            if row.get(f"{c} (detail)"):
+                title += "\n" + row[f"{c} (detail)"]
             band = wb.recovery_band(value) if f"{c} (text)" in row else "undefined"
             colour = "" if collapsed else BANDS[band]
             style = f"{PAD};background:{colour}" if colour else PAD
@@ -58,8 +60,12 @@ def show_stress_table(rows: list[dict], root) -> None:
     st.caption("Recovery = the share of the gap between the unlearned model and the Original "
                "that an attack closes, on the forget answers' probability: **0 = the "
                "forgetting held** (green, < 0.25), **1 = all back** (red, ≥ 0.75), amber "
-               "between; — = undefined (hover for why: e.g. no gap to close). Hover a cell "
-               "for its interval over seeds. Collapsed runs are greyed: forgetting that "
-               "\"holds\" in a destroyed model means nothing.")
+               "between; below 0 the attack moved the model further from the Original; — = "
+               "undefined (hover for why: e.g. no gap to close). The Original is the model "
+               "each run was unlearned from (its config's model). Hover a cell for its "
+               "interval over seeds and the probabilities it is made of: with a small gap "
+               "(an Original that never learned the facts) the ratio is noise. Collapsed "
+               "runs are greyed: forgetting that \"holds\" in a destroyed model means "
+               "nothing.")
     st.html(table_html(table, columns))
     runs_form(rows, root)

@@ -12,9 +12,14 @@ def stress_table(rows: Sequence[dict], root=None) -> tuple[list[dict], list[str]
     """``(table rows, attack columns)`` for Results rows (a run folder: ``path``, else
     ``root / run_id``; optionally ``collapsed``). Each table row: ``run``, ``collapsed``,
     and per attack key the recovery mean (None when undefined) plus ``<key> (text)`` in
-    words. Runs with no stress results are left out; the columns are the attack keys any
-    run has, in the attacks' order."""
-    from sga_core.stress.results import read_results, recovery_interval, recovery_text
+    words and ``<key> (detail)``: the values it is made of. Runs with no stress results
+    are left out; the columns are the attack keys any run has, in the attacks' order."""
+    from sga_core.stress.results import (
+        read_results,
+        recovery_detail,
+        recovery_interval,
+        recovery_text,
+    )
     from sga_core.stress.run import attack_names
 
     order = {n: i for i, n in enumerate(attack_names())}
@@ -32,6 +37,7 @@ def stress_table(rows: Sequence[dict], root=None) -> tuple[list[dict], list[str]
             keys.add(key)
             row[key] = recovery_interval(data).get("mean")
             row[f"{key} (text)"] = recovery_text(data)
+            row[f"{key} (detail)"] = recovery_detail(data)
         out.append(row)
     columns = sorted(keys, key=lambda k: (order.get(k.split("-")[0], 99), _steps(k), k))
     return out, columns

@@ -56,6 +56,42 @@ def recovery_text(res: dict, digits: int = 2) -> str:
     return text
 
 
+#: an Original-unlearned gap below this makes a recovery noisy (it is still shown)
+SMALL_GAP = 0.05
+
+
+def recovery_detail(res: dict, digits: int = 3) -> str:
+    """What the recovery is made of, for a reader to judge it: the forget probability of
+    the unlearned, attacked and Original models and the gap between the two ends ("small"
+    below :data:`SMALL_GAP`: the ratio of two small numbers is noisy), what a negative
+    recovery means, and where a case's questions came from (generated paraphrases)."""
+    head = (res.get("summary") or {}).get("probability") or {}
+    u, o = head.get("unlearned"), head.get("original")
+    a = (head.get("attacked") or {}).get("mean")
+    parts = []
+    if None not in (u, a, o):
+        gap = o - u
+        parts.append(f"forget probability: unlearned {u:.{digits}f} -> attacked {a:.{digits}f}"
+                     f", Original {o:.{digits}f} (gap {gap:.{digits}f}"
+                     + (", small: the recovery is noisy" if abs(gap) < SMALL_GAP else "")
+                     + ")")
+    mean = recovery_interval(res).get("mean")
+    if isinstance(mean, (int, float)) and mean < 0:
+        parts.append("below 0: the attack moved the model further from the Original")
+    for c in res.get("cases") or []:
+        info = c.get("info") if isinstance(c, dict) else None
+        if not info:
+            continue
+        said = [f"{info.get('from_data', 0)} paraphrases from the data"]
+        if info.get("paraphraser"):
+            said.append(f"{info.get('generated', 0)} written by {info['paraphraser']}")
+        if info.get("left_out"):
+            said.append(f"{len(info['left_out'])} left out (e.g. "
+                        f"{next(iter(info['left_out'].values()))})")
+        parts.append(", ".join(said))
+    return "; ".join(parts)
+
+
 def attacked_token_tables(run_dir: str | os.PathLike, row: int) -> dict[str, dict]:
     """Per result key that re-scored forget row ``row``: the attacked model's token record
     of that row's answer (``tokens``, ``probs``, ``top``), from the first case that

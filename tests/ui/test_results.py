@@ -123,6 +123,7 @@ def test_token_page_adds_a_runs_stress_tested_variants(evaluated, tmp_path, monk
     at.multiselect(key="tokens.runs").set_value(["demo-original", sga]).run()
     rows_before = [m.value for m in at.markdown if "— p(" in m.value]
     assert len(rows_before) == 2
+    assert at.toggle(key="tokens.stressed").label.endswith("(1 row: quant8)")
     at.toggle(key="tokens.stressed").set_value(True).run()
     assert not at.exception, at.exception
     rows = [m.value for m in at.markdown if "— p(" in m.value]

@@ -71,11 +71,16 @@ def test_runs_page_queues_a_stress_test_and_follows_it(ui_env):
         assert attacks.value == ["relearn", "quant4", "quant8", "paraphrase", "fewshot",
                                  "roleplay"]
         assert "benign" in attacks.options
-        attacks.set_value(["quant8", "paraphrase"])
+        attacks.set_value([])  # none chosen: said, nothing queued
+        submit(at, "Stress-test")
+        assert any(w.value == "Choose at least one attack." for w in at.warning)
+        assert not RunFolder(run).stress_requested()
+        at.multiselect(key="runs.stress_attacks").set_value(["quant8", "paraphrase"])
         assert at.selectbox(key="runs.stress_paraphraser").value == ""  # the data's only
         at.selectbox(key="runs.stress_paraphraser").set_value("local")
         submit(at, "Stress-test")
-        assert any("Queued a stress test of sga-one (quant8, paraphrase)" in shown(s.value)
+        assert any("Queued a stress test of sga-one (quant8, paraphrase; paraphrases written "
+                   "by the local backend)" in shown(s.value)
                    for s in at.success), [s.value for s in at.success]
         req = RunFolder(run).stress_request()
         assert req["attacks"] == ["quant8", "paraphrase"]
