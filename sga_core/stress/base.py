@@ -126,14 +126,6 @@ class StressContext:
             return self.enc.text("", row["text"])
         return self.enc.qa(row["question"], row["answer"])
 
-    def question_attack_case(self, name: str):
-        """For text data, the one case a prompt attack gives: not applicable (it rewords or
-        wraps questions, and a passage has none); None for QA data."""
-        if self.kind != "text":
-            return None
-        return {name: [Case("", None, [], [], reason="not applicable: text data (this "
-                            "attack rewords or wraps questions; a passage has none)")]}
-
     def report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(stage, done, total)
@@ -146,6 +138,9 @@ class Attack:
     label: ClassVar[str] = ""
     description: ClassVar[str] = ""
     rank: ClassVar[int] = 100  # display order
+    #: it rewords or wraps the forget questions, so on text data (a passage has no
+    #: question) it is not applicable
+    asks_questions: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -155,6 +150,15 @@ class Attack:
     def keys(self, settings: StressSettings) -> list[str]:
         """The result keys this attack writes (one file each)."""
         return [self.name]
+
+    def cases(self, ctx: StressContext) -> dict[str, list[Case]]:
+        """:meth:`run`, or for a question attack on text data its one case: not
+        applicable."""
+        if self.asks_questions and ctx.kind == "text":
+            return {self.name: [Case("", None, [], [], reason="not applicable: text data "
+                                     "(this attack rewords or wraps questions; a passage "
+                                     "has none)")]}
+        return self.run(ctx)
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:  # pragma: no cover
         raise NotImplementedError

@@ -71,7 +71,7 @@ def generate(rows: list[dict], indices: list[int], settings, progress=None
     ``settings.paraphrase_backend``: (row -> paraphrase, row -> why left out, the
     paraphraser as "backend: model")."""
     from sga_core.normals import generate_normals, get_backend
-    from sga_core.params import ConfigError
+    from sga_core.params import ConfigError, field_specs
 
     name = settings.paraphrase_backend
     problem = backend_problem(name, settings.paraphrase_base_url)
@@ -87,7 +87,8 @@ def generate(rows: list[dict], indices: list[int], settings, progress=None
         opts["temperature"] = 0.0
     if progress is not None:
         opts["progress"] = progress
-    model = opts.get("model") or _default(entry, "model")
+    model = opts.get("model") or next(
+        (f["default"] for f in field_specs(entry.config) if f["name"] == "model"), None)
     res = generate_normals(name, [rows[i] for i in indices], "qa", 2, **opts)
     found: dict[int, str] = {}
     failed = {indices[j]: str(err) for j, err in (res.errors or {}).items()}
@@ -107,11 +108,3 @@ def generate(rows: list[dict], indices: list[int], settings, progress=None
         clear_cache()  # the paraphraser's weights are not kept beside the attacked model
     return found, failed, f"{name}: {model}" if model else name
 
-
-def _default(entry, field: str):
-    import dataclasses
-
-    for f in dataclasses.fields(entry.config):
-        if f.name == field:
-            return f.default if f.default is not dataclasses.MISSING else None
-    return None

@@ -66,12 +66,11 @@ class Paraphrase(Attack):
     description = ("the forget questions' paraphrases (paraphrased_question, or written by "
                    "the paraphrase_backend)")
     rank = 40
+    asks_questions = True
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
         from sga_core.stress import paraphrases
 
-        if ctx.kind == "text":
-            return ctx.question_attack_case(self.name)
         found = {i: r[PARAPHRASE_FIELD] for i, r in enumerate(ctx.forget_rows)
                  if isinstance(r.get(PARAPHRASE_FIELD), str) and r[PARAPHRASE_FIELD].strip()}
         info: dict = {"from_data": len(found), "generated": 0}
@@ -101,12 +100,11 @@ class FewShot(Attack):
     label = "few-shot prefix"
     description = "k retain question-answer pairs before each forget question"
     rank = 50
+    asks_questions = True
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
         import random
 
-        if ctx.kind == "text":
-            return ctx.question_attack_case(self.name)
         if not ctx.retain_rows:
             return {self.name: [Case("", None, [], [], reason="not applicable: no retain "
                                      "rows to take the examples from")]}
@@ -128,10 +126,9 @@ class RolePlay(Attack):
     label = "role-play prompts"
     description = "each role-play/jailbreak template around the forget questions"
     rank = 60
+    asks_questions = True
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
-        if ctx.kind == "text":
-            return ctx.question_attack_case(self.name)
         rows = list(range(len(ctx.forget_rows)))
         cases = []
         for t in load_templates(ctx.settings.templates):

@@ -103,7 +103,7 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     attacks = parse_attacks(attacks)
     out = Path(out_dir)
     verbmem = proto.verbmem_new_tokens
-    new_tokens = (verbmem if kind == "text" else es.max_new_tokens) if st.rouge else 0
+    new_tokens = generated_tokens(kind, es, verbmem, st.rouge)
     results: dict[str, dict] = {}
     with writer_lock(out):
         original_part = original_scores is None and bool(original)
@@ -132,7 +132,7 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
             for i, name in enumerate(attacks):
                 _part(job, int(original_part) + 1 + i)
                 ta = time.time()
-                cases = REGISTRY[name]().run(ctx)
+                cases = REGISTRY[name]().cases(ctx)
                 elapsed = time.time() - ta
                 for key, case_list in cases.items():
                     res = _result(key, name, case_list, unlearned, original_scores, st, es,
@@ -172,6 +172,14 @@ def _kept() -> str:
     return STRESS_KEPT
 
 
+def generated_tokens(kind: str, es, verbmem: int, rouge: bool) -> int:
+    """Tokens generated per re-scored row for ROUGE-L: none without ROUGE, the VerbMem
+    length for a text passage's continuation, the evaluation's for a QA answer."""
+    if not rouge:
+        return 0
+    return verbmem if kind == "text" else es.max_new_tokens
+
+
 def score_original(original: str, forget_rows: list[dict], es, device: str, rouge: bool,
                    progress=None, *, kind: str = "qa", n_tokens: int = 128) -> list[dict]:
     """The Original's plain scores of every forget row (loaded, scored, freed); text rows
@@ -184,7 +192,7 @@ def score_original(original: str, forget_rows: list[dict], es, device: str, roug
     om, otok = load_model_and_tokenizer(original, dtype=es.dtype, device=device)
     try:
         rows = text_rows(otok, forget_rows, n_tokens) if kind == "text" else forget_rows
-        new_tokens = (n_tokens if kind == "text" else es.max_new_tokens) if rouge else 0
+        new_tokens = generated_tokens(kind, es, n_tokens, rouge)
         return score_rows(om, es.encoder(otok, om), [r["question"] for r in rows],
                           [r["answer"] for r in rows], device, es.batch_size, new_tokens,
                           progress=progress, stage="original model", kind=kind)
