@@ -11,6 +11,7 @@ from ui import intervals
 from ui.cluster import backend_choice
 from ui.context import project_note, require_project
 from ui.damaged import warn_damaged
+from ui.measurable import verdict
 from ui.show import follow_job, job_progress, plain, show_error
 
 job = wb.rstar
@@ -51,7 +52,8 @@ done = wb.results_table(project, root, project.kind)  # evaluated runs: sweeps s
 warn_damaged(wb.project_runs(project, root))
 with st.expander("Results of your sweeps: metrics versus r, across seeds",
                  expanded=bool(wb.r_groups(done))):
-    intervals.metric_vs_r(done, project.kind, "rstar.results")
+    intervals.metric_vs_r(done, project.kind, "rstar.results",
+                          verdict=verdict(done, root) if done else None)
 
 project_note(project, "analyses")
 if st.button("Run r* analysis", type="primary", key="rstar.run", disabled=bool(problems)):
