@@ -61,3 +61,37 @@ def test_the_greedy_answers_row_follows_the_chosen_forget_row(ui_env, demo_dir):
     at.radio(key="tokens.set").set_value("forget").run()  # back: still the chosen row
     assert at.selectbox(key="tokens.answer_row.forget").value == third
     assert not at.exception, at.exception
+
+
+def runs_page(query: dict | None = None):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.helpers.ui import APP
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(query or {})
+    at.run()
+    at.switch_page("app_pages/runs.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_selected_run_survives_a_reload_through_the_url(ui_env):
+    from sga_core.projects import create_demo_project
+    from tests.helpers.own_data import metrics
+
+    project = create_demo_project(root=ui_env / "workspace")
+    for run_id in ("sga-20261122-100000", "sga-20261122-110000", "sga-20261122-120000"):
+        fake_run(ui_env / "runs", project, run_id, metrics=metrics())
+    at = runs_page()
+    first = at.selectbox(key="runs.select").value
+    ids = [o.split(" — ")[0] for o in at.selectbox(key="runs.select").options]
+    chosen = next(i for i in ids if i != first)
+    at.selectbox(key="runs.select").set_value(chosen).run()
+    assert at.query_params.get("run") == chosen  # the URL keeps it
+    # a reload: a new session with the same URL opens the same run
+    again = runs_page({"project": "demo", "run": chosen})
+    assert again.selectbox(key="runs.select").value == chosen
+    # a link naming a run that is not there opens the usual default
+    gone = runs_page({"project": "demo", "run": "nope-20261122-000000"})
+    assert gone.selectbox(key="runs.select").value == first
