@@ -202,8 +202,9 @@ def measurability(original: Path, retained: Path, n_boot: int = 1000) -> dict:
         leak = privleak_row(original, retained, n_boot) if kind == "text" else None
     except validate.Damaged as exc:
         return _no_verdict(f"cannot read an evaluation: {exc}")
-    if leak is not None:  # against the Retained itself, whatever reference each was given
-        cmp = [r for r in cmp if r["metric"] != "privleak"] + [leak]
+    # PrivLeak against the Retained itself, whatever reference each evaluation was given
+    # (none where the Retained's own AUC is 1: PrivLeak is undefined there)
+    cmp = [r for r in cmp if r["metric"] != "privleak"] + ([leak] if leak else [])
     rows = []
     for r in cmp:
         if r["metric"] not in FORGET_SIDE:
