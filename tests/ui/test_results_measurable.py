@@ -127,3 +127,17 @@ def test_a_panel_does_not_stretch_a_negligible_difference_to_the_full_axis():
     assert hi - lo >= 2.8  # 10% of a perplexity near 28
     assert wb.axis_range([0.5, 0.5], "forget_rouge") == [0.475, 0.525]
     assert wb.axis_range([None], "forget_rouge") is None
+
+
+def test_intervals_too_wide_to_decide_say_not_enough_rows(ui_env):
+    # two of ten rows far likelier under the Original: the interval [0, ~0.3] neither
+    # separates the models nor rules memorisation out
+    project_with(ui_env, [p + (0.9 if i < 2 else 0.0) for i, p in enumerate(SPREAD)])
+    at = results()
+    banners = [shown(e.value) for e in at.error]
+    assert any("Cannot measure forgetting" in b and "Not enough rows to tell" in b and
+               "forget prob" in b for b in banners), banners
+    assert not any("has not memorised" in b for b in banners), banners
+    assert bold(results_cells(at)) == []
+    out = cli_results(ui_env)
+    assert "Not enough rows to tell" in out and "has not memorised" not in out
