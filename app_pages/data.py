@@ -10,7 +10,7 @@ from ui.context import current_project, select_project, show_damaged
 from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for, valid
 from ui.protocol import protocol_section
-from ui.show import created_flash, plain, show_error, show_flash
+from ui.show import created_flash, panel, plain, show_error, show_flash
 
 st.title("Data")
 show_flash()
@@ -18,7 +18,7 @@ project = current_project()
 limit_mb = st.get_option("server.maxUploadSize")
 types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
 
-with st.expander("New project from files", expanded=project is None):
+with panel("New project from files", "data.new_open", project is None):
     st.write(f"Forget data is required, retain data is optional (needed by prepare, "
              f"retrieval normals and GradDiff/KL). Formats: "
              f"{', '.join(wb.SUPPORTED_EXTENSIONS)}; at most **{limit_mb} MB** per file. QA "

@@ -12,7 +12,7 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui.context import project_note, require_project
 from ui.generation import generation_settings
-from ui.show import follow_job, job_progress, plain, show_error
+from ui.show import follow_job, job_progress, panel, plain, show_error
 
 st.title("Normal answers")
 project = require_project()
@@ -34,7 +34,7 @@ else:
          (" ..." if len(problems) > 4 else "") if problems else "Complete."))
 
 # ------------------------------------------------------------------ generation ---------------
-with st.expander("Generate", expanded=table is None):
+with panel("Generate", f"normals.generate_open.{project.name}", table is None):
     backend, k, options, api_key = generation_settings(project)
     if table is not None:
         st.caption("Generating for all rows replaces the "
@@ -140,7 +140,7 @@ if c2.button(f"Regenerate this row ({backend})", key="normals.regen",
 if job.get("rows"):
     follow_job(lambda: gen.status(project), render_job)
 
-with st.expander("All normal answers"):
+with panel("All normal answers", "normals.all_open"):
     st.dataframe(pd.DataFrame(table.to_rows()), hide_index=True, column_config={
         "score": st.column_config.NumberColumn(
             "similarity", format="%.3f",

@@ -33,9 +33,12 @@ if not rows:
             " come from the prepared models.")
 else:
     st.caption(plain(wb.protocol_note(rows) or ""))
-    measured = verdict(rows, root)  # can the Original and Retained be told apart?
+    # can the Original and Retained be told apart? computed once: it drives the banner, the
+    # table's and the paper table's best values and the r suggestion below
+    measured = verdict(rows, root)
     show_verdict(measured)
-    show_results_table(rows, specs, kind, wb.extra_columns(rows), wb.can_rank(measured))
+    rank = wb.can_rank(measured)
+    show_results_table(rows, specs, kind, wb.extra_columns(rows), rank)
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
                         for c in specs))
     whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns
@@ -47,13 +50,13 @@ else:
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
     run_compare.mu_explained(rows)
     intervals.pooled_table(rows, kind)
-    show_paper_table(rows, root, kind, wb.can_rank(measured))
+    show_paper_table(rows, root, kind, rank)
     intervals.downloads(rows, kind, project.name)
     show_stress_table(rows, root)
 
     st.subheader("Metrics versus r")
     original = next((r for r in rows if r["run"] == "Original"), {})
-    intervals.metric_vs_r(rows, kind, "results", original.get("FQ"))
+    intervals.metric_vs_r(rows, kind, "results", original.get("FQ"), measured)
     run_compare.uncertainty(rows, wb.display_names(all_runs, project), root)
 
 st.subheader("Loss curves")

@@ -11,7 +11,8 @@ from ui import intervals
 from ui.cluster import backend_choice
 from ui.context import project_note, require_project
 from ui.damaged import warn_damaged
-from ui.show import follow_job, job_progress, plain, show_error
+from ui.measurable import verdict
+from ui.show import follow_job, job_progress, panel, plain, show_error
 
 job = wb.rstar
 st.title("Choose r from the gradients")
@@ -49,9 +50,10 @@ if problems:
 
 done = wb.results_table(project, root, project.kind)  # evaluated runs: sweeps so far
 warn_damaged(wb.project_runs(project, root))
-with st.expander("Results of your sweeps: metrics versus r, across seeds",
-                 expanded=bool(wb.r_groups(done))):
-    intervals.metric_vs_r(done, project.kind, "rstar.results")
+with panel("Results of your sweeps: metrics versus r, across seeds",
+           f"rstar.sweeps_open.{project.name}", bool(wb.r_groups(done))):
+    intervals.metric_vs_r(done, project.kind, "rstar.results",
+                          verdict=verdict(done, root) if done else None)
 
 project_note(project, "analyses")
 if st.button("Run r* analysis", type="primary", key="rstar.run", disabled=bool(problems)):

@@ -100,9 +100,11 @@ def pick(rows: list[dict], states: dict) -> str:
     """The run picker, its labels from this render's states."""
     ids = [r["run_id"] for r in rows]
     labels = {i: f"{i} — {shown_state(*states[i])}" for i in ids}
-    default = st.session_state.get("runs.selected") or next(  # else the running one, else
-        (i for i in ids if states[i][0]["state"] == "running"), None) or next(  # the newest
-        (i for i in ids if states[i][0]["state"] != "queued"), None)  # that ran (not queued)
+    linked = st.query_params.get("run")  # the URL keeps the choice across a reload
+    default = st.session_state.get("runs.selected") or (linked if linked in ids else None) \
+        or next((i for i in ids if states[i][0]["state"] == "running"), None) or next(
+            (i for i in ids if states[i][0]["state"] != "queued"), None)  # else the running
+    # one, else the newest that ran (not queued)
     if st.session_state.pop("runs.want", None) in ids:  # a run this page just queued
         st.session_state["runs.select"] = default
     if st.session_state.pop("runs.deleted", None):  # the browser still shows the deleted run:
@@ -114,6 +116,8 @@ def pick(rows: list[dict], states: dict) -> str:
                             key="runs.select", format_func=labels.get)
     st.session_state["runs.selected"] = selected
     st.session_state["runs.label"] = labels[selected]
+    if st.query_params.get("run") != selected:
+        st.query_params["run"] = selected
     return selected
 
 

@@ -136,9 +136,19 @@ for run_id in chosen:
 answers = side_by_side(records, which)
 if answers:
     order = sorted(answers)
+    box = f"tokens.answer_row.{which}"
+    # the forget picker follows the row chosen above whenever that changes (a keyed widget
+    # keeps its own value and ignores a new index); the person may look at another row's
+    # answers in between
+    if which == "forget" and (st.session_state.get("tokens.answer_row.follows") != row or
+                              box not in st.session_state):  # (back from the retain set)
+        st.session_state["tokens.answer_row.follows"] = row
+        if row in order:
+            st.session_state[box] = row
+    if st.session_state.get(box) not in order:
+        st.session_state[box] = order[0]
     pick = st.selectbox("row" + (" (the evaluated sample of the retain set)" if which == "retain"
-                                 else ""), order, key=f"tokens.answer_row.{which}",
-                        index=order.index(row) if which == "forget" and row in order else 0,
+                                 else ""), order, key=box,
                         format_func=lambda i: f"{i}: {answers[i]['question'][:80]}")
     st.table({k: [v] for k, v in answers[pick].items()})
 else:

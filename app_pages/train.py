@@ -11,7 +11,7 @@ from ui.cluster import backend_choice, show_batch_script
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
 from ui.protocol import protocol_line
-from ui.show import plain, show_error
+from ui.show import panel, plain, show_error
 from ui.train_model import OTHER, model_section
 from ui.train_sweep import sweep_panel
 
@@ -58,7 +58,7 @@ forms.scope("train.", project.name, start_values)  # every field is kept per pro
 for note in st.session_state.pop("train.form_notes", None) or []:
     st.warning(plain(note))
 
-with st.expander("Presets (YAML)"):
+with panel("Presets (YAML)", "train.presets_open"):
     files = {p.name: p for p in wb.list_presets(project)}
     c1, c2 = st.columns(2)
     choice = kept(c1.selectbox, "train.preset_choice", "(none)", label="preset",
@@ -114,10 +114,11 @@ if "normals" in cls.needs:
 st.subheader("Training")
 training = dataclass_form(wb.TrainingArgs, loaded.get("training"), key="train.f.t",
                           advanced=False)
-with st.expander("Advanced training settings"):
+with panel("Advanced training settings", "train.advanced_open"):
     training.update(dataclass_form(wb.TrainingArgs, loaded.get("training"), key="train.f.ta",
                                    advanced=True))
-with st.expander("Accelerate (processes, precision, DeepSpeed/FSDP config)"):
+with panel("Accelerate (processes, precision, DeepSpeed/FSDP config)",
+           "train.accelerate_open"):
     launch = dataclass_form(wb.LaunchConfig, loaded.get("launch"), key="train.f.l")
 st.caption(wb.device_note(launch))  # decided when the run starts, on the machine running it
 evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "

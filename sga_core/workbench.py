@@ -85,7 +85,7 @@ from sga_core.protocols import registered_protocols as protocols
 from sga_core.report.collapse import collapse_rule
 from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
-from sga_core.report.measurable import can_rank, table_verdict
+from sga_core.report.measurable import can_rank, table_verdict, verdict_detail, verdict_text
 from sga_core.report.paper import paper_columns, paper_groups, paper_table, top_values
 from sga_core.report.run_files import (
     config_diff,
@@ -98,6 +98,7 @@ from sga_core.report.run_files import (
 from sga_core.report.seeds import group_display, has_seed_groups
 from sga_core.report.stress import recovery_band, stress_table
 from sga_core.report.sweeps import (
+    axis_range,
     r_bands,
     r_groups,
     suggest_r,
@@ -173,7 +174,7 @@ __all__ = [
     "PREPARE_DEFAULTS", "prepare_defaults",
     "Project", "ProjectError", "RunFolder", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
-    "can_rank", "cancel", "cancel_eval", "table_verdict",
+    "can_rank", "cancel", "cancel_eval", "table_verdict", "verdict_detail", "verdict_text",
     "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",
@@ -202,7 +203,7 @@ __all__ = [
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",
     "runs_root", "save_normals_row", "save_preset", "submit", "submit_prepare", "submit_seeds",
-    "suggest_r", "suggest_set_name", "suggestion_text", "summary_of", "sweep_default",
+    "axis_range", "suggest_r", "suggest_set_name", "suggestion_text", "summary_of", "sweep_default",
     "sweep_param_of", "sweep_series", "table_columns", "tail",
     "token_table", "top_values", "typical_eval_seconds", "validate_preset",
     "word_token_index", "runs_other_protocol", "protocols", "set_role_words", "set_kind",

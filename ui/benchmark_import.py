@@ -10,7 +10,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.forms import dataclass_form
-from ui.show import created_flash, show_error
+from ui.show import created_flash, panel, show_error
 
 SOURCES = {"cache": "the local Hugging Face cache (offline)",
            "hub": "the Hugging Face hub (needs network)",
@@ -33,7 +33,7 @@ def _source_form() -> dict:
 
 def import_panel(select_project) -> None:
     """The panel; ``select_project(name)`` makes a new project the current one."""
-    with st.expander("Import a benchmark"):
+    with panel("Import a benchmark", "data.import_open"):
         st.caption("Writes a ready project: forget and retain data, the evaluation sets and "
                    "the benchmark's evaluation protocol (README: Evaluation protocols).")
         importers = {b.name: b for b in wb.benchmark_importers()}

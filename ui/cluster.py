@@ -10,7 +10,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.forms import dataclass_form, kept
-from ui.show import plain, show_error
+from ui.show import panel, plain, show_error
 
 LOCAL, SLURM = "local", "slurm"
 LABELS = {LOCAL: "this machine (local queue)", SLURM: "SLURM cluster (sbatch)"}
@@ -56,7 +56,7 @@ def show_batch_script(backend: str, cfg, root) -> None:
 
 def profile_section() -> None:
     """The workspace's cluster profile (workspace/cluster.yaml), edited and saved."""
-    with st.expander("Cluster profile (SLURM)"):
+    with panel("Cluster profile (SLURM)", "cluster.profile_open"):
         why = wb.slurm_unavailable()
         if why:
             st.caption(plain(f"SLURM is not offered on this machine: {why}. The profile is "

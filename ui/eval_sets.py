@@ -10,7 +10,7 @@ import streamlit as st
 from sga_core import workbench as wb
 from ui.context import project_note
 from ui.field_map import mapping_for, valid
-from ui.show import plain, show_error
+from ui.show import panel, plain, show_error
 
 DONE = "data.set_done"  # the last action's confirmation, shown after the rerun
 FORM = "data.set_form"  # the add-a-set form's generation
@@ -56,7 +56,7 @@ def eval_sets_section(project, root) -> None:
     _add_form(project, info)
     _reevaluate(project, root)
     if info:
-        with st.expander("Remove an evaluation set"):
+        with panel("Remove an evaluation set", "data.set_remove_open"):
             name = st.selectbox("set", [i["name"] for i in info], key="data.set_remove_name")
             sure = st.checkbox("confirm removal", key="data.set_remove_confirm")
             if st.button("Remove", key="data.set_remove", disabled=not sure):

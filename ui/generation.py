@@ -9,6 +9,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.forms import dataclass_form, kept
+from ui.show import panel
 
 
 def generation_settings(project) -> tuple[str, int, dict, str | None]:
@@ -38,7 +39,7 @@ def generation_settings(project) -> tuple[str, int, dict, str | None]:
     options = dataclass_form(entry.config, values, key=key, columns=2, advanced=False,
                              choices=choices)
     if any(s.get("advanced") and not s.get("hidden") for s in wb.field_specs(entry.config)):
-        with st.expander("more settings"):
+        with panel("more settings", f"{key}.more_open"):
             options |= dataclass_form(entry.config, values, key=key, columns=2, advanced=True)
     api_key = None
     if entry.api_key_env:  # never a setting: held in memory, handed to the job's environment

@@ -55,10 +55,14 @@ def _error_bars(ivs) -> dict | None:
 PANEL_COLUMNS = 3  # small panels per row
 
 
-def panels(bands: dict, columns: list[str], x_name: str, original_fq: float | None = None):
+def panels(bands: dict, columns: list[str], x_name: str, original_fq: float | None = None,
+           names: dict[str, str] | None = None):
     """One small panel per metric, each on its own y scale (PPL near 28, PrivLeak near 16 and
     VerbMem near 0.1 on one axis made the forgetting metrics flat lines): the mean per r with
-    its 95% interval over seeds, each seed a faint dot. None when no metric has a value."""
+    its 95% interval over seeds, each seed a faint dot. A panel's scale spans at least its
+    metric's negligible gap (``names``: label -> summary key; :func:`wb.axis_range`), so a
+    difference of 0.00007 is not stretched to the full height. None when no metric has a
+    value."""
     from plotly.subplots import make_subplots
 
     shown = [c for c in columns if any(iv.mean is not None for iv in bands[c])]
@@ -87,15 +91,20 @@ def panels(bands: dict, columns: list[str], x_name: str, original_fq: float | No
             fig.add_hline(y=original_fq, line_dash="dot", annotation_text="Original",
                           **at)
         fig.update_xaxes(title_text=x_name, **at)
+        span = wb.axis_range([v for iv in ivs for v in (iv.mean, iv.lo, iv.hi)] +
+                             [p[1] for p in pts], (names or {}).get(col, col))
+        if span is not None:
+            fig.update_yaxes(range=span, **at)
     fig.update_layout(height=230 * n_rows + 40, margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
 
-def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None = None
-                ) -> None:
+def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None = None,
+                verdict: dict | None = None) -> None:
     """Pick a sweep (or all runs of a method); plot each metric's mean per r with its 95%
     interval over seeds and every seed as a faint dot, one panel per metric; suggest r
-    with its uncertainty."""
+    with its uncertainty, unless the project's ``verdict`` (:func:`ui.measurable.verdict`,
+    the one the page's banner shows) says forgetting cannot be measured."""
     groups = wb.r_groups(rows)
     if not groups:
         st.caption("Appears once two runs of a method at different r, and otherwise the same "
@@ -107,8 +116,9 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
                               "name says what sets it apart)")
     bands = wb.r_bands(rows, sweep, kind)
     x_name = wb.sweep_param_of(rows, sweep)  # r for SGA, alpha for Task Vector and WHP
-    columns = [c.label for c in wb.row_columns(rows, kind)]
-    fig = panels(bands, columns, x_name, original_fq)
+    specs = wb.row_columns(rows, kind)
+    columns = [c.label for c in specs]
+    fig = panels(bands, columns, x_name, original_fq, {c.label: c.name for c in specs})
     if fig is not None:
         st.plotly_chart(fig, key=f"{key}.plot")
     n = [iv.n for iv in bands[columns[0]]] if columns else []
@@ -119,4 +129,5 @@ def metric_vs_r(rows: list[dict], kind: str, key: str, original_fq: float | None
     labels = [c for c in columns if any(iv.mean is not None for iv in bands[c])]
     if labels:
         metric = st.selectbox("suggest r by", labels, key=f"{key}.metric")
-        st.info(plain(wb.suggestion_text(wb.suggest_r(rows, sweep, metric, kind))))
+        text = wb.suggestion_text(wb.suggest_r(rows, sweep, metric, kind), verdict)
+        (st.info if wb.can_rank(verdict) else st.warning)(plain(text))

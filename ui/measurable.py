@@ -40,25 +40,40 @@ def verdict(rows: list[dict], root) -> dict:
     return _verdict(str(root), refs, _stamp(root, refs))
 
 
+DECIDES = {"separates": "tells them apart", "rules out": "rules out a memorisation gap",
+           "too wide": "too wide to tell"}
+
+
 def show_verdict(v: dict) -> None:
-    """The banner (not measurable), or a one-line note; the comparison in an expander."""
+    """The verdict, computed once for the page (:func:`verdict`): a banner when forgetting
+    cannot be measured (not memorised, or too few rows to tell), a line saying which
+    metrics decided it otherwise; the comparison in an expander."""
+    detail = plain(wb.verdict_detail(v))
     if v["measurable"] is False:
-        st.error("**Cannot measure forgetting.** " + plain(v["message"][0].upper() +
-                                                          v["message"][1:]) + ".")
+        st.error("**Cannot measure forgetting.** " + detail)
     elif v["measurable"] is None:
-        st.caption(plain(f"Whether forgetting can be measured: no verdict ({v['reason']})."))
+        st.caption(plain(wb.verdict_text(v)))
         return
+    else:
+        st.caption("**Forgetting can be measured.** " + detail)
     with st.expander("Original versus Retained on the forget set" +
-                     (": they differ, forgetting can be measured" if v["measurable"] else "")):
+                     (": they differ, forgetting can be measured" if v["measurable"] else ""),
+                     key="results.measurable_open", on_change="rerun"):
         st.dataframe(pd.DataFrame([{
             "metric": r["label"], "Original": _fmt(r["original"]),
             "Retained": _fmt(r["retained"]), "Original − Retained": _fmt(r["diff"]),
             "95% interval": f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}]", "rows": r["n"],
-            "tells them apart": "yes" if r["separates"] else "no"} for r in v["rows"]]),
+            "tells them apart": "yes" if r["separates"] else "no",
+            "decides": DECIDES[r["decides"]]} for r in v["rows"]]),
             hide_index=True, width="stretch", key="results.measurable")
-        st.caption("Paired bootstrap over the forget rows (PrivLeak: forget and holdout rows). "
-                   "A metric tells the two apart when the interval of the difference "
+        st.caption("Paired bootstrap over the forget rows (MIA AUC and PrivLeak: forget and "
+                   "holdout rows; PrivLeak against the Retained's own AUC, so the Retained's "
+                   "is 0). A metric tells the two apart when the interval of the difference "
                    "excludes 0 on the side of memorisation (the Original higher on ROUGE, "
-                   "probability, VerbMem and KnowMem; lower on PrivLeak). If none does, the "
-                   "Original has not memorised the forget set, so no run can show forgetting "
-                   "and no value is marked best. See docs/measurability.md.")
+                   "probability, VerbMem, KnowMem and MIA AUC; lower on PrivLeak and forget "
+                   "perplexity); it rules memorisation out when the interval stays within a "
+                   "negligible gap of 0 (0.05 on 0-1 metrics, 10 PrivLeak points, 10% of the "
+                   "Retained's perplexity). If none tells them apart, no run can show "
+                   "forgetting (every interval rules it out: the Original has not memorised; "
+                   "some interval too wide: not enough rows to tell), and no value is marked "
+                   "best nor any r suggested. See docs/measurability.md.")

@@ -26,6 +26,15 @@ _LINE_MARK = re.compile(r"^(\s*)([-+=>])", re.M)  # lists, quotes, setext underl
 _LINE_NUMBER = re.compile(r"^(\s*\d+)([.)])", re.M)  # numbered lists
 
 
+def panel(label: str, key: str, expanded: bool = False):
+    """An expander that stays open while the person works in it: its open state lives in
+    the session under ``key`` (``expanded``: its state the first time), so a field that
+    changes, in it or above it (a note that comes or goes moves it down the page), never
+    redraws it folded, as a keyless expander is. Use it for every panel with fields."""
+    st.session_state.setdefault(key, expanded)
+    return st.expander(label, key=key, on_change="rerun")
+
+
 def plain(text) -> str:
     """``text`` escaped so that Markdown shows it as typed: no emphasis, links, images,
     formulas ($...$), HTML or emoji shortcodes come from user data."""

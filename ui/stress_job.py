@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from sga_core import workbench as wb
-from ui.show import plain, show_error
+from ui.show import panel, plain, show_error
 
 ALL_RUNS = "all runs shown"
 #: who writes the paraphrase attack's questions where the data has no paraphrased_question
@@ -113,7 +113,7 @@ def runs_form(rows: list[dict], root: Path) -> None:
         return
     names = {r["run_id"]: str(r.get("run") or r["run_id"]) for r in runs}
     sweeps = sorted({str(r["sweep"]) for r in runs if r.get("sweep")})
-    with st.expander("Stress-test runs", expanded=False):
+    with panel("Stress-test runs", "results.stress_open"):
         sweep = st.selectbox("runs of", [ALL_RUNS] + [f"sweep {s}" for s in sweeps],
                              key="results.stress_sweep",
                              help="a sweep's runs, or every run shown above")

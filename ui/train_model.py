@@ -10,7 +10,7 @@ from sga_core import workbench as wb
 from ui import forms
 from ui.cluster import chosen_backend
 from ui.context import project_note
-from ui.show import show_error
+from ui.show import panel, show_error
 
 ORIGINAL, OTHER = "prepared original", "other model"
 QUEUED = "train.prepare_queued"  # the run ids Prepare queued (shown while they are pending)
@@ -74,7 +74,7 @@ def _prepare_settings(kind: str = "qa") -> dict:
     what ``python -m sga_core prepare --task <kind>`` uses: more epochs and longer sequences
     for text), kept per project like every field."""
     d = wb.prepare_defaults(kind)
-    with st.expander("prepare settings (both models)"):
+    with panel("prepare settings (both models)", "train.prep_open"):
         c = st.columns(5)
         out = {
             "lr": forms.kept(c[0].number_input, "train.prep.lr", float(d["lr"]),

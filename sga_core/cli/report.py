@@ -62,20 +62,24 @@ def chosen_project(name: str | None, workspace: str | None):
                       f"projects ({', '.join(names)})")
 
 
-def results_lines(rows: list[dict], kind: str) -> list[str]:
-    """The Results table as text: run, method, r, K, collapsed, every metric column (the
-    best value of each among runs that did not collapse marked ``*``), the extra lm-eval
-    columns; then what could not be computed and why, the collapse rule, and the table
-    pooled over seeds when a configuration has several."""
+def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> list[str]:
+    """The Results table as text: whether forgetting can be measured (``verdict``: the
+    Results page's :func:`~sga_core.report.measurable.table_verdict`, in its words), run,
+    method, r, K, collapsed, every metric column (the best value of each among runs that
+    did not collapse marked ``*``, unless the verdict says forgetting cannot be measured),
+    the extra lm-eval columns; then what could not be computed and why, the collapse rule,
+    and the table pooled over seeds when a configuration has several."""
     from sga_core.report.collapse import collapse_rule
     from sga_core.report.columns import REFERENCE_ROWS, extra_columns, row_columns
+    from sga_core.report.measurable import can_rank, verdict_text
     from sga_core.report.seeds import group_display, has_seed_groups
     from sga_core.report.table import best_values, protocol_note
 
     specs = row_columns(rows, kind)
     extra = extra_columns(rows)
     metrics = [c.label for c in specs] + extra
-    best = best_values(rows, kind)
+    rank = can_rank(verdict)
+    best = best_values(rows, kind) if rank else {}
     body = []
     for row in rows:
         ref, collapsed = row["run"] in REFERENCE_ROWS, row.get("collapsed") is True
@@ -94,8 +98,11 @@ def results_lines(rows: list[dict], kind: str) -> list[str]:
     note = protocol_note(rows)
     if note:
         lines.append(f"protocol: {note}")
+    if verdict is not None:
+        lines.append(f"verdict: {verdict_text(verdict)}")
     lines += text_table(["run", "method", "r", "K", "collapsed", *metrics], body)
-    lines.append("* the best value of the column among runs that did not collapse; "
+    lines.append(("* the best value of the column among runs that did not collapse; " if rank
+                  else "no value is marked best: forgetting cannot be measured here; ") +
                  f"{MISSING} = cannot be computed")
     lines.append(collapse_rule(kind))
     for row in rows:
@@ -133,7 +140,9 @@ def cmd_results(args) -> int:
         print("no evaluated run of this project yet (runs are evaluated when they complete; "
               "python -m sga_core eval RUN evaluates one)")
         return 0
-    _print_lines(results_lines(rows, project.kind))
+    from sga_core.report.measurable import table_verdict
+
+    _print_lines(results_lines(rows, project.kind, table_verdict(rows, root)))
     return 0
 
 
@@ -290,8 +299,10 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
         "results", help="the Results table of a project (the Results page)",
         description="One row per evaluated run of a project (the Original and Retained "
                     "rows first), the columns of the protocols they were evaluated under, "
-                    "each run's collapse flag, the best value of each column, and the table "
-                    "pooled over seeds. --format csv/json: the Results page's download (one "
+                    "whether forgetting can be measured (the Results page's verdict), each "
+                    "run's collapse flag, the best value of each column (none where "
+                    "forgetting cannot be measured), and the table pooled over seeds. "
+                    "--format csv/json: the Results page's download (one "
                     "row per seed and one per configuration).")
     s.add_argument("--project", help="project name (default: the workspace's only project)")
     s.add_argument("--format", choices=FORMATS, default="table",

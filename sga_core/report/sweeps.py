@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sga_core.metrics.catalog import HIGHER, LOWER, PROTOCOL_NAMES, table_columns
 from sga_core.report.columns import REFERENCE_ROWS, column_labels
+from sga_core.report.measurable import can_rank, negligible, verdict_text
 from sga_core.report.seeds import fmt_interval, groups
 from sga_core.report.settings import configuration, differing_settings, show_setting, signature
 from sga_core.report.stats import compare_by_seed, mean, t_interval
@@ -159,12 +160,16 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
             "param": sweep_param_of(rows, sweep), "excluded": excluded}
 
 
-def suggestion_text(s: dict | None) -> str:
+def suggestion_text(s: dict | None, verdict: dict | None = None) -> str:
     """The suggestion of the swept setting's value (``s["param"]``: r, alpha, ...; r when
-    not given) in words, with how sure it is."""
+    not given) in words, with how sure it is. ``verdict``: the project's
+    :func:`~sga_core.report.measurable.table_verdict`; where forgetting cannot be measured,
+    no value is suggested (a "best" would rank noise), and the verdict says why."""
     if not s:
         return "No evaluated runs with this metric yet."
     p = s.get("param") or "r"
+    if not can_rank(verdict):
+        return f"No {p} is suggested. " + verdict_text(verdict)
     excluded = s.get("excluded") or {}
     left_out = ("Not suggested, because a seed collapsed there: " + "; ".join(
         f"{p} = {r:g} ({why})" for r, why in sorted(excluded.items())) + ".") if excluded else ""
@@ -195,3 +200,23 @@ def suggestion_text(s: dict | None) -> str:
             f"{p} = {o['r']:g} ({o['diff'].mean:+.3g} [{o['diff'].lo:+.3g}, "
             f"{o['diff'].hi:+.3g}], {o['diff'].method})" for o in clear) + ".")
     return " ".join(parts)
+
+
+def axis_range(values, name: str) -> list[float] | None:
+    """A y range for a metric-versus-r panel of metric ``name`` (a summary key) showing
+    ``values`` (means and interval bounds): None (the plot's own) where they spread over at
+    least the metric's negligible gap (:func:`~sga_core.report.measurable.negligible`: 0.05
+    on 0-1 metrics, 10 PrivLeak points, 10% of a perplexity), else that gap centred on
+    them, so that a difference of 0.00007 is drawn flat and not across the whole axis."""
+    vals = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and v == v and abs(v) != float("inf")]
+    if not vals:
+        return None
+    lo, hi = min(vals), max(vals)
+    mid = (lo + hi) / 2
+    gap = negligible(name, mid)
+    if gap == float("inf") or gap <= 0:
+        gap = abs(mid) * 0.1 or 0.05
+    if hi - lo >= gap:
+        return None
+    return [mid - gap / 2, mid + gap / 2]

@@ -57,6 +57,15 @@ def metric_value(summary: dict | None, name: str):
     return entry.get("value"), entry.get("reason")
 
 
+def own_reference_value(summary: dict | None, name: str):
+    """A Retained model's value of a metric computed against the retain reference, which it
+    is: PrivLeak 0 (its Min-K% AUC against itself) where its evaluation had its AUC but no
+    reference to compare it with; None for any other metric."""
+    if name == "privleak" and metric_value(summary, "mia_auc")[0] is not None:
+        return 0.0
+    return None
+
+
 def run_label(r: dict, project=None) -> str:
     """A readable name: "Original", "Retained", or the method with its r ("sga r=-0.8");
     the run id when the method is unknown. :func:`display_names` makes them unique."""
@@ -141,6 +150,8 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         row["lm_columns"] = [c.label for c in extra]
         for col in table_columns(kind, [protocol]) + extra:
             value, reason = metric_value(summ, col.name)
+            if value is None and row["run"] == "Retained":
+                value = own_reference_value(summ, col.name)
             row[col.label] = value
             if value is None and reason:
                 row[f"{col.label} (why)"] = reason

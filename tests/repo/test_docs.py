@@ -74,3 +74,11 @@ def test_the_readme_is_a_front_page():
     assert [line.split()[:2] for line in first_block] == [["make", "app"], ["make", "test"]]
     for target in re.findall(r"\]\(((?:docs|bench)/[^)#]+)", text):
         assert (ROOT / target).is_file(), target
+
+
+def test_the_readme_says_how_to_serve_on_another_port():
+    # a new user with 8501 taken found no word of the Makefile's PORT
+    text = (ROOT / "README.md").read_text()
+    assert re.search(r"`make app PORT=\d+`", text)
+    assert re.search(r"^PORT\s*\?=", (ROOT / "Makefile").read_text(), re.M)
+    assert "--server.port $(PORT)" in (ROOT / "Makefile").read_text()

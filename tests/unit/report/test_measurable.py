@@ -10,6 +10,7 @@ from pathlib import Path
 from sga_core.fileio import atomic_write_json, atomic_write_jsonl
 from sga_core.report.measurable import (
     NOT_MEASURABLE,
+    TOO_FEW_ROWS,
     can_rank,
     measurability,
     separates,
@@ -94,7 +95,7 @@ def test_text_runs_use_verbmem_and_privleak(tmp_path):
     r = text_run(tmp_path / "r", SPREAD, same, holdout, None)
     ref = measurability(text_run(tmp_path / "o1", SPREAD, same, holdout, None), r)
     assert ref["measurable"] is False
-    assert {x["metric"] for x in ref["rows"]} == {"forget_verbmem", "privleak"}
+    assert {x["metric"] for x in ref["rows"]} == {"forget_verbmem", "mia_auc", "privleak"}
     # an Original whose forget texts are far likelier than the holdout's: PrivLeak near -100
     from sga_core.metrics.muse import auc
 
@@ -116,3 +117,109 @@ def test_no_verdict_without_both_evaluations(tmp_path):
     rows.append({"run": "Retained", "run_id": "r"})
     qa_run(tmp_path / "r", SPREAD, SPREAD)
     assert table_verdict(rows, tmp_path)["measurable"] is False
+
+
+# --- every forget-side metric decides; too few rows is not "has not memorised" -------------
+
+def muse_like_run(run_dir: Path, verbmem: list[float], forget_mink: list[float],
+                  holdout_mink: list[float], ppl: list[float], reference: bool) -> Path:
+    """A text evaluation as a MUSE-Books user had it: VerbMem over 6 forget rows, Min-K%
+    scores, per-row forget perplexities; ``reference`` False = evaluated without a retain
+    reference (its PrivLeak is missing: "no retain reference")."""
+    import math
+
+    from sga_core.metrics.muse import auc, privleak
+
+    recs = [{"set": "forget", "index": i, "prompt": f"p{i}", "reference": f"c{i}",
+             "generated": "g", "rouge_l_f1": v, "min_k_score": m, "perplexity": p,
+             "scored_tokens": 100}
+            for i, (v, m, p) in enumerate(zip(verbmem, forget_mink, ppl))]
+    recs += [{"set": "holdout", "index": i, "reference": f"h{i}", "min_k_score": m}
+             for i, m in enumerate(holdout_mink)]
+    a = auc(forget_mink, holdout_mink).value
+    metrics = {"forget_verbmem": sum(verbmem) / len(verbmem), "mia_auc": a,
+               "forget_perplexity": math.exp(sum(math.log(p) for p in ppl) / len(ppl))}
+    write_eval(run_dir, "text", metrics, recs)
+    summary = run_dir / "eval" / "summary.json"
+    import json
+
+    data = json.loads(summary.read_text())
+    data["metrics"]["privleak"] = ({"name": "privleak", "value": privleak(a, 0.52).value,
+                                    "reason": None} if reference else
+                                   {"name": "privleak", "value": None,
+                                    "reason": "no retain reference (the model trained on the "
+                                              "retain rows only)"})
+    atomic_write_json(summary, data)
+    return run_dir
+
+
+HOLDOUT = [-3.0 - 0.1 * i for i in range(6)]
+
+
+def test_mia_auc_privleak_and_perplexity_decide_where_verbmem_alone_cannot(tmp_path):
+    # the study's numbers: VerbMem 0.34 vs 0.05 over 6 rows (its interval holds 0), MIA AUC
+    # 1.0 vs about 0.5, forget perplexity 4.4 vs 37.7; the Retained has no PrivLeak of its own
+    o = muse_like_run(tmp_path / "o", [1.0, 0.0, 0.0, 0.02, 0.0, 1.0],
+                      [-0.2 - 0.01 * i for i in range(6)], HOLDOUT,
+                      [4.0, 4.5, 4.2, 4.8, 4.4, 4.5], True)
+    r = muse_like_run(tmp_path / "r", [0.05, 0.06, 0.04, 0.05, 0.03, 0.05],
+                      [-3.05 - 0.1 * i for i in range(6)], HOLDOUT,
+                      [36.0, 39.0, 37.0, 38.5, 37.5, 38.0], False)
+    v = measurability(o, r)
+    by = {x["metric"]: x for x in v["rows"]}
+    assert by["forget_verbmem"]["lo"] < 0 < by["forget_verbmem"]["hi"]  # VerbMem cannot tell
+    assert by["forget_verbmem"]["decides"] == "too wide"
+    assert v["measurable"] is True and v["state"] == "measurable" and can_rank(v)
+    for m in ("mia_auc", "privleak", "forget_perplexity"):
+        assert by[m]["separates"], (m, by[m])
+    # PrivLeak against the Retained itself: the Retained's is 0, the Original's -100
+    assert by["privleak"]["retained"] == 0.0 and by["privleak"]["original"] == -100.0
+    assert set(v["decided_by"]) == {"MIA AUC", "PrivLeak", "forget PPL"}
+    assert "decided by MIA AUC, PrivLeak, forget PPL" in v["text"]
+    assert "has not memorised" not in v["text"]
+
+
+def test_an_interval_too_wide_to_decide_is_not_enough_rows(tmp_path):
+    # 3 rows: the Original's probabilities far apart; nothing separates, nothing is ruled out
+    o = qa_run(tmp_path / "o", [0.9, 0.0, 0.05], [0.5, 0.5, 0.5])
+    r = qa_run(tmp_path / "r", [0.05, 0.04, 0.06], [0.5, 0.5, 0.5])
+    v = measurability(o, r)
+    by = {x["metric"]: x for x in v["rows"]}
+    assert by["forget_probability"]["decides"] == "too wide"
+    assert by["forget_rouge"]["decides"] == "rules out"
+    assert v["state"] == "too few rows" and v["measurable"] is False and not can_rank(v)
+    assert v["message"] == TOO_FEW_ROWS
+    assert "not enough rows to tell" in v["text"].lower()
+    assert "has not memorised" not in v["text"]
+    assert v["decided_by"] == ["forget prob"]
+    assert "forget prob" in v["text"] and "too wide to decide" in v["text"]
+
+
+def test_not_memorised_names_the_metrics_that_ruled_it_out(tmp_path):
+    o = qa_run(tmp_path / "o", SPREAD, SPREAD)
+    r = qa_run(tmp_path / "r", SPREAD, SPREAD)
+    v = measurability(o, r)
+    assert v["state"] == "not memorised"
+    assert set(v["decided_by"]) == {"forget prob", "forget ROUGE-L"}
+    assert "has not memorised" in v["text"] and "Decided by" in v["text"]
+
+
+def test_the_retained_rows_privleak_is_0_not_no_retain_reference(tmp_path, demo_dir):
+    # the Retained IS the reference: its PrivLeak is 0 by construction, even where its own
+    # evaluation had no reference to compare its AUC with
+    from sga_core.projects import create_project
+    from sga_core.report.table import results_table
+    from tests.helpers.own_data import fake_run
+
+    project = create_project("txt", demo_dir / "text_forget.jsonl",
+                             demo_dir / "text_retain.jsonl", kind="text",
+                             root=tmp_path / "workspace")
+    runs = tmp_path / "runs"
+    for run_id, include, auc_value, leak in (("txt-original", True, 1.0, -100.0),
+                                             ("txt-retain-ref", False, 0.52, None)):
+        run_dir = fake_run(runs, project, run_id, method="finetune", include_forget=include)
+        write_eval(run_dir, "text", {"forget_verbmem": 0.3, "mia_auc": auc_value,
+                                     "privleak": leak}, [])
+    rows = {r["run"]: r for r in results_table(project, runs, "text")}
+    assert rows["Retained"]["PrivLeak"] == 0.0 and "PrivLeak (why)" not in rows["Retained"]
+    assert rows["Original"]["PrivLeak"] == -100.0
