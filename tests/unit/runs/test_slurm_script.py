@@ -63,7 +63,8 @@ def test_resume_after_stop_requeues_a_run_stopped_at_a_checkpoint_and_resumes_it
     on = run_script(ClusterProfile(signal_seconds=120, resume_after_stop=True), RUN)
     lines = on.splitlines()
     assert "#SBATCH --requeue" in lines and "#SBATCH --signal=B:USR1@120" in lines
-    assert 'python -m sga_core.runs.slurm.job start --resume "$RUN_DIR" || exit 0' in lines
+    assert 'code=0; python -m sga_core.runs.slurm.job start --resume "$RUN_DIR" || code=$?' \
+        in lines
     # every start resumes (the first, with no checkpoint yet, from step 0); only the
     # trainer listens to USR1 (its launcher would die of it)
     assert "(export SGA_TRAIN_RESUME=1; trap '' USR1; exec bash \"$RUN_DIR/command.sh\") &" \
