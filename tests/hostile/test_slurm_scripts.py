@@ -259,3 +259,35 @@ def test_every_character_class_was_tried():
     for needle in ("$(", "`", "'", '"', ";", "\n", " ", "%"):
         assert any(needle in v for v in values), needle
     assert os.sep == "/"
+
+
+PROFILE_STRINGS = ("partition", "account", "qos", "gres_type", "time_limit", "mem",
+                   "extra_sbatch")
+
+
+@pytest.mark.parametrize("key", PROFILE_STRINGS)
+def test_profile_strings_are_refused_or_inert(tmp_path, stubs, key):
+    """Each hostile value in each string setting of the cluster profile is refused (naming
+    the setting) or, as an extra #SBATCH line the person wrote, stays inside its #SBATCH
+    line and runs nothing. (``setup`` lines are shell commands by contract.)"""
+    from sga_core.runs.slurm.profile import updated
+
+    values = [*hostile(stubs["canary"]), "\u0664:\u0660\u0660", "x" * 5000]
+    accepted = 0
+    for value in values:
+        change = {key: [f"--comment={value}"] if key == "extra_sbatch" else value}
+        try:
+            profile = updated(ClusterProfile(use_workbench_python=False), change)
+        except ConfigError as exc:
+            assert str(exc).startswith(key.split("_")[0]) or "extra_sbatch" in str(exc)
+            continue
+        accepted += 1
+        run_dir = tmp_path / f"r{accepted}" / RUN_ID
+        run_dir.mkdir(parents=True)
+        write_command_sh(TrainConfig(), run_dir)
+        text = run_script(profile, run_dir)
+        header_before_commands(text)
+        (run_dir / "slurm.sh").write_text(text)
+        assert run_with_stubs(stubs, run_dir / "slurm.sh").returncode == 0
+        assert list(stubs["canary"].iterdir()) == []
+    assert accepted < len(values)
