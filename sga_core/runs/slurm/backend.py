@@ -19,6 +19,7 @@ from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
     SLURM_ARRAY_SCRIPT,
     SLURM_EVAL_SCRIPT,
+    SLURM_LOG,
     SLURM_SCRIPT,
     request_cancel,
     runs_root,
@@ -86,6 +87,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
         raise
     for d, jid in zip(made, ids):
         run_status.write_run(d, backend=MODE, slurm_job_id=jid, slurm_submitted_at=submitted)
+        note_submitted(d, jid, "training")
     submit_dependent_evals(made, cfgs, ids, profile)
     client.TABLE.forget()
     return made
@@ -177,6 +179,18 @@ def explain_no_node(raw: str, profile: ClusterProfile) -> str:
     return f"{raw}: {offer}"
 
 
+def note_submitted(run_dir: Path, job_id: str, what: str) -> None:
+    """Start (or go on with) the run folder's ``slurm.log`` with the submission, so the log
+    a SLURM state's message points to exists from the moment the job does, and says what
+    happened when SLURM never ran the job (nothing after the line)."""
+    try:
+        with open(Path(run_dir) / SLURM_LOG, "a", encoding="utf-8") as log:
+            log.write(f"[sga] {now_iso()}: {what} submitted to SLURM as job {job_id} (the "
+                      "job's own lines follow once it starts)\n")
+    except OSError:
+        pass  # the log is a convenience; the submission stands
+
+
 def submit_dependent_evals(made: list[Path], cfgs: list, ids: list[str],
                            profile: ClusterProfile) -> None:
     """Each run whose config asks for a separate evaluation (``eval.enabled`` and not
@@ -264,6 +278,7 @@ def _submit(script: Path, text: str, *sbatch_args: str,
     atomic_write_text(script, text)
     submitted = now_iso()
     jid = sbatch(profile, str(script), *sbatch_args)
+    note_submitted(script.parent, jid, script.name)
     client.TABLE.forget()
     return jid, submitted
 
