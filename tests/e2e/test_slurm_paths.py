@@ -1,5 +1,5 @@
-"""What a real one-node SLURM cluster makes of awkward runs folders and profiles (issue 31,
-items 11 and 23): a runs folder whose path has spaces and ``%`` works (the job's
+"""What a real one-node SLURM cluster makes of awkward runs folders and profiles: a runs
+folder whose path has spaces and ``%`` works (the job's
 ``slurm.log`` lands in the run folder, not at a pattern sbatch expanded), and a profile
 asking for more CPUs than any node has is refused naming the setting and what the nodes
 offer, before any run folder exists."""

@@ -1,4 +1,4 @@
-"""Hostile values in every field that goes into a generated SLURM script (issue 31, item 1):
+"""Hostile values in every field that goes into a generated SLURM script:
 ``$()``, backticks, quotes, ``;``, line breaks, spaces and ``%`` in the runs folder's path,
 the accelerate config file, evaluation set paths, stress settings and the names. Every
 script kind (``slurm.sh`` on one node, with GPUs, over two nodes, with the signal trap;
