@@ -12,6 +12,7 @@ from sga_core.fileio import atomic_write_text
 from sga_core.model.device import describe
 from sga_core.params import field_specs
 from sga_core.runs.folder import RunFolder
+from sga_core.text import printable
 
 
 def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
@@ -69,7 +70,7 @@ def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) 
         "#!/usr/bin/env bash\n"
         "# Re-run this training exactly: from the project root, with the same environment.\n"
         "# On a GPU cluster: edit config.yaml's launch section or pass an accelerate config.\n"
-        f"# device: {describe(la.device, la.mixed_precision, la.config_file)}\n"
+        f"# device: {printable(describe(la.device, la.mixed_precision, la.config_file))}\n"
         "set -euo pipefail\n"
         f"{command_text(cfg, run_dir)}\n"
     )
