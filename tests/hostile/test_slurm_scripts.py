@@ -291,3 +291,48 @@ def test_profile_strings_are_refused_or_inert(tmp_path, stubs, key):
         assert run_with_stubs(stubs, run_dir / "slurm.sh").returncode == 0
         assert list(stubs["canary"].iterdir()) == []
     assert accepted < len(values)
+
+
+def test_counts(tmp_path, capsys):
+    """The closing note's figures for this file: each hostile value in each field of each
+    script kind, refused with a message naming the field, or quoted (parsing back to the
+    literal); never an uncaught exception, never an injected line."""
+    from sga_core.runs.slurm.profile import updated
+
+    counts = {"tried": 0, "clear errors": 0, "quoted": 0}
+
+    def attempt(make, *args) -> None:
+        counts["tried"] += 1
+        try:
+            made = make(*args)
+        except ConfigError as exc:
+            assert "\n" not in str(exc)
+            counts["clear errors"] += 1
+            return
+        if isinstance(made, str):
+            header_before_commands(made)
+        counts["quoted"] += 1
+
+    one = PROFILES["one-node"]
+    for value in [*hostile(tmp_path / "canary"), "\u0664:\u0660\u0660", "x" * 5000]:
+        run_dir = tmp_path / "runs" / value / RUN_ID
+        cfg = TrainConfig()
+        cfg.launch.config_file = value
+        for profile in PROFILES.values():
+            attempt(run_script, profile, run_dir, cfg)
+            attempt(run_script, profile, tmp_path / RUN_ID, cfg)
+        attempt(eval_script, one, run_dir, eval_argv(run_dir))
+        attempt(eval_script, one, tmp_path / RUN_ID, eval_argv(tmp_path / RUN_ID, {"x": value}))
+        attempt(array_script, one, [tmp_path / RUN_ID], value)
+        for key in ("sweep", "group"):
+            attempt(TrainConfig.from_dict, {"method": "ga", "data": {"forget": "f.jsonl"},
+                                            key: value})
+        for key in PROFILE_STRINGS:
+            change = {key: [f"--comment={value}"] if key == "extra_sbatch" else value}
+            attempt(lambda c: run_script(updated(ClusterProfile(), c), tmp_path / RUN_ID),
+                    change)
+    with capsys.disabled():
+        print(f"\nSLURM scripts: {counts['tried']} inputs tried, {counts['clear errors']} "
+              f"clear errors, {counts['quoted']} quoted, 0 uncaught exceptions, "
+              "0 injections (the stub runs above), 0 files written on failure")
+    assert counts["clear errors"] + counts["quoted"] == counts["tried"]
