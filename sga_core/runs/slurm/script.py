@@ -28,13 +28,11 @@ from sga_core.params import ConfigError
 from sga_core.runs.checkpoints import RESUME_ENV
 from sga_core.runs.command import ShellWord, shell_words
 from sga_core.runs.folder import SLURM_LOG, SLURM_SCRIPT
+from sga_core.runs.slurm.job import NOT_STARTED
 from sga_core.runs.slurm.profile import ClusterProfile
 from sga_core.text import printable
 
 JOB_NAME_MAX = 64
-#: what ``python -m sga_core.runs.slurm.job start`` exits with when the run does not train
-#: (it was cancelled before it started): the only failure the job script turns into exit 0
-NOT_STARTED = 3
 #: the characters an #SBATCH value may have unquoted (anything else is double-quoted)
 SBATCH_BARE = re.compile(r"[A-Za-z0-9_./:=,+@%-]+")
 
