@@ -21,6 +21,18 @@ STEP_METRICS = ("forget_quality", "forget_probability", "forget_truth_ratio", "f
                 "retain_probability", "retain_truth_ratio", "retain_rouge")
 
 
+def name_problem(name, longest: int = 100) -> str | None:
+    """What is wrong with a sweep or group name (None: nothing, or no name): 1-``longest``
+    letters, digits, '.', '_' or '-', starting with a letter or digit (no space, no quote,
+    no line break: the name goes into SLURM job names and batch scripts)."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or not GROUP_RE.fullmatch(name) or len(name) > longest:
+        return (f"{str(name)[:80]!r} must be 1-{longest} letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit (no spaces)")
+    return None
+
+
 def valid_run_id(text) -> bool:
     """Whether ``text`` is a whole run id (docs/spec.md#51-run-ids-and-the-runs-folder): no path, no
     trailing newline."""
@@ -176,6 +188,13 @@ class LaunchConfig:
     main_process_port: int = param(0, "Rendezvous port for several processes (0 = pick a "
                                       "free one).", min=0, max=65535, advanced=True)
 
+    def settings_problem(self) -> str | None:
+        cf = self.config_file
+        if cf is not None and (not cf.isprintable() or len(cf) > 4096):
+            return (f"config_file: {ascii(cf[:80])} is not a file path (a line break or a "
+                    "control character, or over 4096 characters)")
+        return None
+
 
 # --- evaluation settings (sga_core.evaluation) -------------------------------------------------
 @dataclass
@@ -314,9 +333,10 @@ class TrainConfig:
             parse_seeds(self.training.seeds, self.training.seed)
         except ValueError as exc:
             raise ConfigError(f"training.{exc}") from None
-        if self.group is not None and not GROUP_RE.fullmatch(str(self.group)):
-            raise ConfigError(f"group: {str(self.group)[:80]!r} must be 1-100 letters, digits, "
-                              "'.', '_' or '-'")
+        for key in ("sweep", "group"):  # names that go into job names, scripts, folders
+            problem = name_problem(getattr(self, key))
+            if problem:
+                raise ConfigError(f"{key}: {problem}")
 
     def _resolve_data_paths(self) -> None:
         """The data files as :meth:`resolve` finds them (relative to the config file's

@@ -60,7 +60,8 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
             choices = ""
         default = a.default if a.option_strings and a.default not in (None, False,
                                                                          argparse.SUPPRESS) else ""
-        rows.append(f"| {name} | {_cell(a.help or '')} | {_cell(choices)} | "
+        help_text = parser._get_formatter()._expand_help(a) if a.help else ""  # as --help
+        rows.append(f"| {name} | {_cell(help_text)} | {_cell(choices)} | "
                     f"{_cell(_default(default)) if default != '' else ''} |")
     if not rows:
         return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from sga_core.cli.flags import _add_flag, _flag
+from sga_core.cli.flags import _add_flag, _flag, help_escaped
 from sga_core.params import field_specs
 
 
@@ -54,7 +54,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
         if spec["kind"] == "list":
             s.add_argument(_flag(spec["name"]), dest=f"profile.{spec['name']}",
                            action="append", metavar="LINE", default=None,
-                           help=help_text + "; repeatable, replaces the saved lines")
+                           help=help_escaped(help_text) +
+                           "; repeatable, replaces the saved lines")
             s.add_argument(_flag(f"clear_{spec['name']}"), action="store_true",
                            help=f"remove every {spec['name'].replace('_', ' ')} line")
         else:

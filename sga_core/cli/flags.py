@@ -17,9 +17,16 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def help_escaped(text: str) -> str:
+    """A help text from a setting's metadata as argparse takes it: argparse formats help
+    with ``%`` (``%(default)s``), so a literal ``%`` (``the job array's %N throttle``) is
+    written ``%%``, else ``--help`` fails with a traceback."""
+    return text.replace("%", "%%")
+
+
 def _add_flag(parser, flag: str, dest: str, specs: list[dict], help_text: str) -> None:
     """One flag for the fields ``specs`` (one field, or one per owner of a shared name)."""
-    kwargs = {"dest": dest, "default": None, "help": help_text}
+    kwargs = {"dest": dest, "default": None, "help": help_escaped(help_text)}
     if all(spec["kind"] == "bool" for spec in specs):
         parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
         return

@@ -12,6 +12,7 @@ from sga_core.fileio import atomic_write_text
 from sga_core.model.device import describe
 from sga_core.params import field_specs
 from sga_core.runs.folder import RunFolder
+from sga_core.text import printable
 
 
 def launch_argv(cfg: TrainConfig, config_path: str) -> list[str]:
@@ -69,7 +70,7 @@ def write_command_sh(cfg: TrainConfig, run_dir: Path, into: Path | None = None) 
         "#!/usr/bin/env bash\n"
         "# Re-run this training exactly: from the project root, with the same environment.\n"
         "# On a GPU cluster: edit config.yaml's launch section or pass an accelerate config.\n"
-        f"# device: {describe(la.device, la.mixed_precision, la.config_file)}\n"
+        f"# device: {printable(describe(la.device, la.mixed_precision, la.config_file))}\n"
         "set -euo pipefail\n"
         f"{command_text(cfg, run_dir)}\n"
     )
@@ -97,24 +98,46 @@ MAIN_HOST_VAR = "SGA_MAIN_HOST"
 MAIN_PORT_VAR = "SGA_MAIN_PORT"
 
 
+class ShellWord(str):
+    """A word of shell text that this code wrote itself (a variable's expansion such as
+    ``"$SLURM_NODEID"``): a script takes it as it is. Every other word is quoted, whatever
+    its characters: a value from a config or a path is never a ShellWord (it is made here
+    only), so the exemption goes by identity, not by how a word starts."""
+
+    __slots__ = ()
+
+
+def shell_words(argv: list[str]) -> str:
+    """``argv`` as one shell line: each :class:`ShellWord` as it is, every other word
+    quoted (:func:`shlex.quote`)."""
+    return " ".join(a if type(a) is ShellWord else shlex.quote(str(a)) for a in argv)
+
+
+def expand(var: str) -> ShellWord:
+    """The shell word that expands variable ``var`` (a name this code chose)."""
+    if not var.isidentifier() or not var.isascii():
+        raise ValueError(f"not a shell variable name: {var!r}")
+    return ShellWord(f'"${var}"')
+
+
 def cluster_launch_argv(cfg: TrainConfig, config_path: str, processes_per_node: int,
                         nodes: int) -> list[str]:
     """The ``accelerate launch`` argument list of a SLURM job over ``nodes`` nodes with
     ``processes_per_node`` processes each (the profile's GPUs per node): ``--num_processes``
     counts every process of the job. With more than one node the machine count, this node's
-    rank and the rendezvous host and port are shell words (``"$SLURM_NNODES"``,
+    rank and the rendezvous host and port are :class:`ShellWord` s (``"$SLURM_NNODES"``,
     ``"$SLURM_NODEID"``, ...) for the shell on each node to expand; the job script sets the
     host and port (docs/slurm.md#multi-node-runs). The accelerate config file (DDP, FSDP,
     DeepSpeed) keeps the rest; these flags override its machine and process counts."""
     la = cfg.launch
     argv = ["accelerate", "launch"]
     if la.config_file:
-        argv += ["--config_file", la.config_file]
+        argv += ["--config_file", str(la.config_file)]
     total = max(1, processes_per_node) * max(1, nodes)
     if nodes > 1:
-        argv += ["--num_machines", '"$SLURM_NNODES"', "--machine_rank", '"$SLURM_NODEID"',
-                 "--main_process_ip", f'"${MAIN_HOST_VAR}"',
-                 "--main_process_port", f'"${MAIN_PORT_VAR}"']
+        argv += ["--num_machines", expand("SLURM_NNODES"), "--machine_rank",
+                 expand("SLURM_NODEID"), "--main_process_ip", expand(MAIN_HOST_VAR),
+                 "--main_process_port", expand(MAIN_PORT_VAR)]
     else:
         argv += ["--num_machines", "1"]
     argv += ["--num_processes", str(total)]
@@ -124,13 +147,12 @@ def cluster_launch_argv(cfg: TrainConfig, config_path: str, processes_per_node: 
         argv += ["--dynamo_backend", "no"]
         if total > 1:
             argv.append("--multi_gpu")
-    argv += ["-m", "sga_core.train", "--config", config_path]
+    argv += ["-m", "sga_core.train", "--config", str(config_path)]
     return argv
 
 
 def cluster_launch_text(cfg: TrainConfig, config_path: str, processes_per_node: int,
                         nodes: int) -> str:
-    """:func:`cluster_launch_argv` as one shell line: the literal words quoted, the
-    ``"$SLURM_..."`` words left for the node's shell to expand."""
-    return " ".join(a if a.startswith('"$') else shlex.quote(a)
-                    for a in cluster_launch_argv(cfg, config_path, processes_per_node, nodes))
+    """:func:`cluster_launch_argv` as one shell line (:func:`shell_words`): every value
+    quoted, only the launch's own ``"$SLURM_..."`` words left for the node's shell."""
+    return shell_words(cluster_launch_argv(cfg, config_path, processes_per_node, nodes))

@@ -79,7 +79,19 @@ def expand_seeds(cfg: TrainConfig, root=None) -> list[TrainConfig]:
     return out
 
 
+#: what :func:`sweep_name` adds to the name given: ``-YYYYmmdd-HHMMSS``
+SWEEP_STAMP_LEN = 16
+
+
 def sweep_name(name: str | None) -> str:
+    """The sweep's group name: ``name`` (checked as it is read: no space, quote or line
+    break; short enough for the time stamp) and the time."""
+    from sga_core.config import name_problem
+    from sga_core.params import ConfigError
+
+    problem = name_problem(name or "sweep", 100 - SWEEP_STAMP_LEN)
+    if problem:
+        raise ConfigError(f"sweep name: {problem}")
     return f"{name or 'sweep'}-{datetime.now():%Y%m%d-%H%M%S}"
 
 

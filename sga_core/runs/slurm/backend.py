@@ -19,15 +19,18 @@ from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
     SLURM_ARRAY_SCRIPT,
     SLURM_EVAL_SCRIPT,
+    SLURM_LOG,
     SLURM_SCRIPT,
     request_cancel,
     runs_root,
 )
 from sga_core.runs.slurm import client
 from sga_core.runs.slurm.profile import ClusterProfile, load_profile
-from sga_core.runs.slurm.script import array_script, eval_script, run_script
+from sga_core.runs.slurm.script import array_script, check_path, eval_script, run_script
 
 MODE = "slurm"
+#: what sbatch says when no node has what the job asks for (CPUs, memory, GPUs, nodes)
+NO_NODE = "node configuration is not available"
 
 
 def preview(cfg, profile: ClusterProfile, root: str | os.PathLike | None = None) -> str:
@@ -54,6 +57,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
     if why:
         raise client.SlurmError(f"SLURM is not available: {why}")
     profile = profile or load_profile(workspace)
+    check_path(runs_root(root), "runs folder")  # a path no batch script can hold: refused now
     made: list[Path] = []
     checked = []
 
@@ -61,7 +65,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
         atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final, cfg))
         (tmp / SLURM_SCRIPT).chmod(0o755)
         if not checked:  # partition, account, QoS, limits: before any folder exists
-            client.sbatch(str(tmp / SLURM_SCRIPT), test_only=True)
+            sbatch(profile, str(tmp / SLURM_SCRIPT), test_only=True)
             checked.append(True)
 
     try:
@@ -70,12 +74,12 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
                                    before_claim=add_script))
         submitted = now_iso()
         if len(made) == 1:
-            ids = [client.sbatch(str(made[0] / SLURM_SCRIPT), *after_ok(after))]
+            ids = [sbatch(profile, str(made[0] / SLURM_SCRIPT), *after_ok(after))]
         else:
             group = name or cfgs[0].sweep or cfgs[0].group or made[0].name
             script = made[0] / SLURM_ARRAY_SCRIPT
             atomic_write_text(script, array_script(profile, made, group))
-            array_id = client.sbatch(str(script))
+            array_id = sbatch(profile, str(script))
             ids = [f"{array_id}_{i}" for i in range(len(made))]
     except BaseException:
         for d in made:  # sbatch refused: no run folder is left for a job that never was
@@ -83,9 +87,108 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
         raise
     for d, jid in zip(made, ids):
         run_status.write_run(d, backend=MODE, slurm_job_id=jid, slurm_submitted_at=submitted)
+        note_submitted(d, jid, "training")
     submit_dependent_evals(made, cfgs, ids, profile)
     client.TABLE.forget()
     return made
+
+
+def sbatch(profile: ClusterProfile, script: str, *options: str, test_only: bool = False) -> str:
+    """:func:`client.sbatch`; a refusal because no node has what the profile asks for says
+    which setting and what the nodes offer (:func:`explain_no_node`)."""
+    try:
+        return client.sbatch(script, *options, test_only=test_only)
+    except client.SlurmError as exc:
+        if NO_NODE not in str(exc):
+            raise
+        raise client.SlurmError(explain_no_node(str(exc), profile)) from None
+
+
+def node_offers(partition: str = "") -> list[dict]:
+    """The cluster's nodes (of ``partition``, when set) as SLURM has them: name, CPUs,
+    memory in MB and GPUs each (``sinfo -N``); [] when sinfo cannot say."""
+    args = ["-h", "-N", "-o", "%N|%c|%m|%G"] + (["-p", partition] if partition else [])
+    try:
+        text = client.call("sinfo", *args, timeout=20)
+    except client.SlurmError:
+        return []
+    nodes: dict[str, dict] = {}
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 4 or not parts[1].strip().isdigit():
+            continue
+        mem = parts[2].strip().rstrip("+")
+        nodes[parts[0]] = {"node": parts[0], "cpus": int(parts[1]),
+                           "mem_mb": int(mem) if mem.isdigit() else None,
+                           "gpus": gpu_count(parts[3])}
+    return list(nodes.values())
+
+
+def gpu_count(gres: str) -> int:
+    """The GPUs in a node's GRES text (``gpu:a100:4(S:0-1),tmp:1`` -> 4)."""
+    total = 0
+    for item in gres.split(","):
+        item = item.split("(", 1)[0].strip()
+        if item.startswith("gpu"):
+            last = item.rsplit(":", 1)[-1]
+            total += int(last) if last.isdigit() else 0
+    return total
+
+
+def mem_mb(text: str) -> int | None:
+    """A SLURM memory size (``32G``, ``4000``, ``1T``) in MB; None when empty."""
+    text = text.strip().upper()
+    if not text:
+        return None
+    unit = text[-1] if text[-1] in "KMGT" else "M"
+    number = int(text[:-1] if text[-1] in "KMGT" else text)
+    return {"K": number // 1024, "M": number, "G": number * 1024,
+            "T": number * 1024 * 1024}[unit]
+
+
+def explain_no_node(raw: str, profile: ClusterProfile) -> str:
+    """sbatch's "Requested node configuration is not available", said with the profile
+    setting that no node meets and what the nodes offer."""
+    where = f" in partition {profile.partition}" if profile.partition.strip() else ""
+    nodes = node_offers(profile.partition.strip())
+    if not nodes:
+        return f"{raw} (no node{where} has what the cluster profile asks for)"
+    most_cpus = max(n["cpus"] for n in nodes)
+    most_gpus = max(n["gpus"] for n in nodes)
+    mems = [n["mem_mb"] for n in nodes if n["mem_mb"] is not None]
+    wants = []
+    if profile.cpus > most_cpus:
+        wants.append(f"cpus (CPUs per job, --cpus-per-task) is {profile.cpus}, but the "
+                     f"largest node{where} has {most_cpus} CPUs; set it to {most_cpus} or "
+                     "fewer (cluster set --cpus N, or the profile form)")
+    if profile.gpus > most_gpus:
+        wants.append(f"gpus (GPUs per job) is {profile.gpus}, but the nodes{where} have at "
+                     f"most {most_gpus} GPUs")
+    asked = mem_mb(profile.mem)
+    if asked is not None and mems and asked > max(mems):
+        wants.append(f"mem is {profile.mem}, but the largest node{where} has "
+                     f"{max(mems)} MB")
+    if profile.nodes > len(nodes):
+        wants.append(f"nodes is {profile.nodes}, but the cluster has {len(nodes)} "
+                     f"node{'s' if len(nodes) != 1 else ''}{where}")
+    offer = (f"the nodes{where} offer at most {most_cpus} CPUs, "
+             f"{max(mems) if mems else 'unknown'} MB of memory and {most_gpus} GPUs each "
+             f"({len(nodes)} node{'s' if len(nodes) != 1 else ''})")
+    if wants:
+        return "no node can run this job: " + "; ".join(wants) + f" ({offer})"
+    return f"{raw}: {offer}"
+
+
+def note_submitted(run_dir: Path, job_id: str, what: str) -> None:
+    """Start (or go on with) the run folder's ``slurm.log`` with the submission, so the log
+    a SLURM state's message points to exists from the moment the job does, and says what
+    happened when SLURM never ran the job (nothing after the line)."""
+    try:
+        with open(Path(run_dir) / SLURM_LOG, "a", encoding="utf-8") as log:
+            log.write(f"[sga] {now_iso()}: {what} submitted to SLURM as job {job_id} (the "
+                      "job's own lines follow once it starts)\n")
+    except OSError:
+        pass  # the log is a convenience; the submission stands
 
 
 def submit_dependent_evals(made: list[Path], cfgs: list, ids: list[str],
@@ -162,18 +265,20 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     profile = profile or load_profile(workspace)
     jid, submitted = _submit(run_dir / SLURM_EVAL_SCRIPT,
                              eval_script(profile, run_dir, eval_argv(run_dir, sets)),
-                             *after_ok(after))
+                             *after_ok(after), profile=profile)
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,
                                  started_at=None, ended_at=None, slurm_state_final=None,
                                  slurm_reason=None, cancel_requested_at=None)
 
 
-def _submit(script: Path, text: str, *sbatch_args: str) -> tuple[str, str]:
+def _submit(script: Path, text: str, *sbatch_args: str,
+            profile: ClusterProfile) -> tuple[str, str]:
     """Write a job's batch script and submit it: ``(job id, submitted at)``."""
     atomic_write_text(script, text)
     submitted = now_iso()
-    jid = client.sbatch(str(script), *sbatch_args)
+    jid = sbatch(profile, str(script), *sbatch_args)
+    note_submitted(script.parent, jid, script.name)
     client.TABLE.forget()
     return jid, submitted
 
@@ -215,7 +320,7 @@ def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict
     jid, submitted = _submit(RunFolder(run_dir).slurm_stress_script_path,
                              eval_script(profile, run_dir,
                                          stress_argv(run_dir, attacks, settings, options),
-                                         what="stress test", job="stress"))
+                                         what="stress test", job="stress"), profile=profile)
     return run_status.write_stress(run_dir, "queued", slurm_job_id=jid,
                                    slurm_submitted_at=submitted, attacks=list(attacks),
                                    error=None, stage=None, done=0, total=None, stage_done=0,

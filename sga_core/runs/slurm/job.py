@@ -21,6 +21,10 @@ from pathlib import Path
 
 from sga_core.fileio import now_iso
 
+#: what ``start`` exits with when the run does not train (it was cancelled, or stopped at a
+#: checkpoint and not resumed): the only failure the job script turns into exit 0
+NOT_STARTED = 3
+
 
 def stopped_at_checkpoint(run_dir: Path, st: dict) -> bool:
     """The training stopped at a checkpoint on a signal (SLURM's before its time limit, a
@@ -54,13 +58,13 @@ def start(run_dir: Path, resume: bool = False) -> int:
     elif stopped_at_checkpoint(run_dir, st):  # by hand: sbatch slurm.sh without resuming
         print(f"run {run_dir.name} stopped at a checkpoint: resume it with `python -m "
               f"sga_core train --resume {run_dir}`; not training from step 0", flush=True)
-        return 3
+        return NOT_STARTED
     elif (run_dir / CANCEL_FILE).exists() or st.get("state") in run_status.FINAL_STATES:
         if st.get("state") not in run_status.FINAL_STATES:
             run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
                                  error="cancelled before it started")
         print(f"run {run_dir.name} was cancelled before it started: not training", flush=True)
-        return 3
+        return NOT_STARTED
     submitted = parse_time(st.get("slurm_submitted_at") or "")
     array = os.environ.get("SLURM_ARRAY_JOB_ID")
     job = (f"{array}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if array else

@@ -15,9 +15,14 @@ from sga_core.params import ConfigError, from_dict, param, to_dict
 #: the profile's file in the workspace folder (beside the projects)
 PROFILE_FILE = "cluster.yaml"
 BACKENDS = ("local", "slurm")
-TIME_RE = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^$")
-MEM_RE = re.compile(r"^$|^\d+[KMGT]?$", re.IGNORECASE)
+# ASCII digits only (\d would take Arabic-Indic and other digits, which sbatch refuses)
+TIME_RE = re.compile(r"^([0-9]+-)?[0-9]+(:[0-9]{1,2}){0,2}$|^$")
+MEM_RE = re.compile(r"^$|^[0-9]+[KMGT]?$", re.IGNORECASE)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.,:=+-]*$")
+#: the longest value of each kind of setting (a partition, account, ... name; a time or a
+#: memory size; one extra #SBATCH or setup line) and the most lines of each list
+NAME_MAX, SIZE_MAX, LINE_MAX, LINES_MAX = 128, 32, 1000, 100
+LINE_SETTINGS = ("extra_sbatch", "setup")
 
 
 @dataclass
@@ -68,21 +73,55 @@ class ClusterProfile:
 
     def settings_problem(self) -> str | None:
         for key in ("partition", "account", "qos", "gres_type"):
-            if not NAME_RE.match(getattr(self, key)):
-                return f"{key}: {getattr(self, key)!r} has characters SLURM names never have"
+            value = getattr(self, key)
+            if len(value) > NAME_MAX:
+                return f"{key}: {len(value)} characters is too long (at most {NAME_MAX})"
+            if not NAME_RE.match(value):
+                return f"{key}: {value!r} has characters SLURM names never have"
+        for key in ("time_limit", "mem"):
+            if len(getattr(self, key)) > SIZE_MAX:
+                return (f"{key}: {len(getattr(self, key))} characters is too long (at most "
+                        f"{SIZE_MAX})")
         if not TIME_RE.match(self.time_limit.strip()):
             return (f"time_limit: {self.time_limit!r} is not a SLURM time (minutes, H:MM:SS or "
                     "D-HH:MM:SS)")
         if not MEM_RE.match(self.mem.strip()):
             return f"mem: {self.mem!r} is not a SLURM memory size (e.g. 32G, 4000M)"
+        for key in LINE_SETTINGS:
+            lines = getattr(self, key)
+            if len(lines) > LINES_MAX:
+                return f"{key}: {len(lines)} lines is too many (at most {LINES_MAX})"
+            long = next((ln for ln in lines if len(ln) > LINE_MAX), None)
+            if long is not None:
+                return (f"{key}: a line of {len(long)} characters is too long (at most "
+                        f"{LINE_MAX})")
         for line in [*self.extra_sbatch, *self.setup]:
             if "\n" in line or "\r" in line:
                 return "extra_sbatch/setup: one line per entry"
+            if not line.replace("\t", " ").isprintable():
+                return (f"extra_sbatch/setup: {ascii(line[:40])} has a control character "
+                        "(a batch script line cannot hold it)")
         for line in self.extra_sbatch:
             if not line.strip().startswith("-"):
                 return (f"extra_sbatch: {line[:40]!r} is not an sbatch option (it starts "
                         "with -)")
         return None
+
+
+def as_lines(data: dict) -> dict:
+    """``data`` with ``extra_sbatch`` and ``setup`` given as one string (``setup: 'source
+    /opt/venv/bin/activate'`` in cluster.yaml, a YAML block of several lines) read as its
+    lines: a line is never split at its spaces."""
+    out = dict(data)
+    for key in LINE_SETTINGS:
+        if isinstance(out.get(key), str):
+            out[key] = [ln for ln in out[key].splitlines() if ln.strip()]
+    return out
+
+
+def checked(data: dict) -> ClusterProfile:
+    """A profile from a mapping of its settings, checked (ConfigError naming the key)."""
+    return from_dict(ClusterProfile, as_lines(data))
 
 
 def profile_path(workspace: str | os.PathLike | None = None) -> Path:
@@ -106,7 +145,7 @@ def load_profile(workspace: str | os.PathLike | None = None) -> ClusterProfile:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must hold a mapping of profile settings")
     try:
-        return from_dict(ClusterProfile, data)
+        return checked(data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
@@ -117,14 +156,13 @@ def save_profile(profile: ClusterProfile | dict,
     atomically; returns its path. A bad value is a ConfigError and nothing is written."""
     import yaml
 
-    checked = from_dict(ClusterProfile, profile if isinstance(profile, dict) else
-                        to_dict(profile))
+    good = checked(profile if isinstance(profile, dict) else to_dict(profile))
     path = profile_path(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, yaml.safe_dump(to_dict(checked), sort_keys=False))
+    atomic_write_text(path, yaml.safe_dump(to_dict(good), sort_keys=False))
     return path
 
 
 def updated(profile: ClusterProfile, changes: dict) -> ClusterProfile:
     """``profile`` with ``changes`` (setting -> value) applied and checked."""
-    return from_dict(ClusterProfile, {**to_dict(profile), **changes})
+    return checked({**to_dict(profile), **changes})

@@ -91,3 +91,28 @@ def test_the_preset_decides_the_method_of_the_flags(tmp_path):
     argv = ["train", "--preset", str(preset), "--beta", "0.7", "--forget", "f.jsonl"]
     cfg = TrainConfig.from_dict(build_train_config(build_parser(argv).parse_args(argv)))
     assert cfg.method == "npo" and cfg.method_args["beta"] == 0.7
+
+
+def _parsers(parser, path=()):
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_commands_help_prints_even_with_a_percent_in_a_setting():
+    """argparse formats help with ``%``: a setting's help holding a literal one (the cluster
+    profile's ``%N throttle``) made ``cluster set --help`` and ``cluster preview --help``
+    print a traceback."""
+    from sga_core.cli import build_parser
+
+    seen = []
+    for path, parser in _parsers(build_parser()):
+        seen.append(" ".join(path))
+        assert parser.format_help()
+    assert "cluster" in seen
+    cluster = dict(_parsers(build_parser()))[("cluster",)]
+    assert "%N throttle" in cluster.format_help().replace("\n", " ").replace("  ", " ")

@@ -16,8 +16,10 @@ module load cuda/12.1
 export PYTHONPATH=<PROJECT_ROOT>${PYTHONPATH:+:$PYTHONPATH}
 cd <PROJECT_ROOT>
 RUN_DIR=/shared/runs/sga-r-0p8-k4-20261124-080000
-# records the node and the wait; a run cancelled before it started ends here
-python -m sga_core.runs.slurm.job start "$RUN_DIR" || exit 0
+# records the node and the wait; a run cancelled before it started ends here (the
+# job ends well: exit 3 -> 0); any other failure of the start fails the job
+code=0; python -m sga_core.runs.slurm.job start "$RUN_DIR" || code=$?
+if [ "$code" -eq 3 ]; then exit 0; elif [ "$code" -ne 0 ]; then exit "$code"; fi
 # 2 nodes x 8 processes: accelerate launch once per node (srun);
 # the first host of the allocation is the rendezvous, each node's rank its $SLURM_NODEID
 export SGA_MAIN_HOST="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
