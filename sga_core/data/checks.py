@@ -84,11 +84,16 @@ def parse_json(text: str, file: str | None, row: int | None = None) -> Any:
 
 
 def check_text(value: str, file: str | None, row: int | None, field: str | None) -> None:
-    """A string a file set: at most MAX_STRING_CHARS characters, and valid Unicode (a lone
-    surrogate, from an escaped ``"\\ud800"``, can be neither tokenized nor shown)."""
+    """A string a file set: at most MAX_STRING_CHARS characters, no NUL character (an
+    escaped ``"\\u0000"``, refused like a raw NUL byte in the file), and valid Unicode (a
+    lone surrogate, from an escaped ``"\\ud800"``, can be neither tokenized nor shown)."""
     if len(value) > MAX_STRING_CHARS:
         raise DataError(f"a string of {len(value):,} characters; at most "
                         f"{MAX_STRING_CHARS:,} are allowed", file, row, field)
+    if "\x00" in value:  # an escaped \u0000 in JSON: refused like a raw NUL in the file
+        raise DataError(f"holds a NUL character (character {value.index(chr(0)) + 1} of "
+                        "this string, written \\u0000 in JSON): text cannot hold one; "
+                        "remove it", file, row, field)
     bad = _SURROGATE.search(value)
     if bad:
         raise DataError(f"holds a lone surrogate (U+{ord(bad.group()):04X}, written "

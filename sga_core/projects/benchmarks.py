@@ -56,13 +56,14 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
                 name, files["forget"], files.get("retain"), kind=bench.kind, k=k, root=root,
                 overwrite=overwrite, eval_sets=evals,
                 sources={r: f"{where}: {parts[r].config}" for r in ("forget", "retain")},
-                labels=labels)
+                labels=labels,
+                # one step: the project is written with its protocol, or not at all
+                meta={"protocol": bench.protocol, "benchmark": bench.name, "variant": variant,
+                      "benchmark_source": str(folder) if folder is not None else
+                      f"{bench.repo} ({'hub' if online else 'local HF cache'})",
+                      "import_notes": got.notes, "first_articles": first or None})
     finally:
         got.cleanup()
-    project.update_meta(protocol=bench.protocol, benchmark=bench.name, variant=variant,
-                        benchmark_source=str(folder) if folder is not None else
-                        f"{bench.repo} ({'hub' if online else 'local HF cache'})",
-                        import_notes=got.notes, first_articles=first or None)
     return project
 
 
@@ -91,10 +92,10 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
         project = create_project(name, forget_file, retain_file, kind="text", k=k, root=root,
                                  overwrite=overwrite,
                                  sources={"forget": Path(book).name,
-                                          "retain": Path(retain).name})
-    project.update_meta(protocol="copyright", benchmark="copyright",
-                        segment_tokens=segment_tokens, prompt_tokens=prompt_tokens,
-                        tokenizer=model)
+                                          "retain": Path(retain).name},
+                                 meta={"protocol": "copyright", "benchmark": "copyright",
+                                       "segment_tokens": segment_tokens,
+                                       "prompt_tokens": prompt_tokens, "tokenizer": model})
     return project
 
 
