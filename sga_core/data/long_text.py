@@ -3,8 +3,9 @@
 MUSE tokenizes each raw text and trains on fixed-length chunks of its tokens (muse_bench
 ``baselines/dataset.py``, ``max_len`` 2048); a text is cut here into consecutive chunks of at
 most ``chunk_tokens`` tokens of the tokenizer the project's models use, each chunk one text
-row ``{"text": ...}``. The chunks are slices of the original text (cut at token boundaries,
-whitespace at the cuts trimmed), so VerbMem's passages are still found in them verbatim.
+row ``{"text": ...}``. The chunks are slices of the original text, cut between words (at
+most 64 tokens short of a full chunk; a token boundary where no word starts that near) and
+trimmed of whitespace at the cuts, so VerbMem's passages are still found in them verbatim.
 
 The per-string limit (:data:`~sga_core.data.limits.MAX_STRING_CHARS`) applies to the chunks,
 what is kept, not to the raw text (the file-size limit still applies to the file). A text
@@ -22,6 +23,12 @@ from sga_core.data.errors import DataError
 
 CHUNK_TOKENS = 2048  # MUSE's max_len (and the MUSE protocol's max_length)
 TEXT = "text"
+WORD_BACKOFF = 64  # tokens a cut may move back to fall between two words
+
+
+def _word_start(text: str, at: int) -> bool:
+    """Whether character ``at`` begins a word or the space before one."""
+    return 0 < at < len(text) and (text[at].isspace() or text[at - 1].isspace())
 
 
 def read_long_records(path: str | os.PathLike, name: str | None = None) -> list[dict[str, Any]]:
@@ -53,8 +60,15 @@ def chunk_text(text: str, tok, chunk_tokens: int) -> list[str]:
                       return_offsets_mapping=True)["offset_mapping"]
         if len(offsets) <= chunk_tokens:
             return [text.strip()]
-        cuts = [offsets[i][0] for i in range(0, len(offsets), chunk_tokens)]
-        cuts[0] = 0
+        cuts, start = [0], 0
+        while start + chunk_tokens < len(offsets):
+            end = start + chunk_tokens
+            # cut between words where one begins in the last tokens (a word split between
+            # two chunks matches neither), else at the token boundary
+            j = next((j for j in range(end, max(start + 1, end - WORD_BACKOFF), -1)
+                      if _word_start(text, offsets[j][0])), end)
+            cuts.append(offsets[j][0])
+            start = j
         bounds = list(zip(cuts, cuts[1:] + [len(text)]))
         return [c for a, b in bounds if (c := text[a:b].strip())]
     from sga_core.data.book import segments
