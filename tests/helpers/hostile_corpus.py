@@ -228,7 +228,7 @@ def _strings(c: _Corpus) -> None:
               NOT_CHECKED)
     c.dataset("surrogate-pair.jsonl", '{"question": "\\ud83d\\ude00", "answer": "a"}\n', "load",
               "surrogate")
-    # an escaped NUL is refused like a raw NUL byte (issue 31, item 17)
+    # an escaped NUL is refused like a raw NUL byte
     c.dataset("escaped-nul.jsonl", '{"question": "q\\u0000q", "answer": "a"}\n', "error",
               "nul", 1, "question")
     c.dataset("unicode-zoo.jsonl", _jsonl([{

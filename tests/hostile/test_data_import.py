@@ -1,4 +1,4 @@
-"""Hostile inputs of issue 31's data items, counted like the rest of the hostile suite:
+"""Hostile inputs of the data import's newer checks, counted like the rest of the hostile suite:
 an escaped NUL in every JSON shape (refused with the same words as a raw NUL byte, naming
 file, row and field), a failure while a project is replaced (the old project or the new
 one stays, whole), and MUSE's published shapes (long single strings, ``.txt`` raw files).

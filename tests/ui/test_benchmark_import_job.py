@@ -1,5 +1,5 @@
-"""The Data page's benchmark import runs as a job, never in the server's process (issue 31,
-item 13: the copyright import loaded a tokenizer in the server): pressing Import starts
+"""The Data page's benchmark import runs as a job, never in the server's process (the
+copyright import once loaded a tokenizer in the server): pressing Import starts
 ``sga_core.projects.import_job``, the page shows its stage, and when it ends the new project
 is chosen; a refused import shows the importer's message and writes nothing. (That the
 server then holds no model library: tests/ui/test_no_model_in_the_ui.py.)"""

@@ -1,5 +1,5 @@
-"""Resetting the demo is asked first, and keeps its normal-answer history (issue 31, item 4);
-import notes are shown as warnings, never folded under a success message (item 23)."""
+"""Resetting the demo is asked first, and keeps its normal-answer history;
+import notes are shown as warnings, never folded under a success message."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The UI never loads a model (docs/decisions/007-ui-never-loads-a-model.md): a process that
 renders every page, over a workspace with an evaluated run and its token table, and then
 presses Import on the Data page (the copyright task, whose book is cut with a model's
-tokenizer: issue 31, item 13), has imported none of torch, transformers, peft, accelerate or
+tokenizer), has imported none of torch, transformers, peft, accelerate or
 sentence-transformers. The check runs in a fresh interpreter, so no other test's imports can
 hide or cause a failure."""
 

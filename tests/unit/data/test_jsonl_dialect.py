@@ -33,7 +33,7 @@ STRINGS = [
     "",
 ]
 LONE_SURROGATES = ["\ud800", "a\udfffb", "\udc00\ud800"]
-#: what a data file may hold: a NUL, escaped or raw, is refused by the loaders (issue 31)
+#: what a data file may hold: a NUL, escaped or raw, is refused by the loaders
 TEXTS = [s for s in STRINGS if "\x00" not in s]
 
 

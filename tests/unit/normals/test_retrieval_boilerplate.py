@@ -1,6 +1,6 @@
 """A header the retain corpus repeats above its passages (MUSE-Books' wiki text: every
 article opens with the same lines) is neither matched nor lent as a normal answer
-(issue 31, item 23: all 18 retrieved normals for book text began with the same header)."""
+(all 18 retrieved normals for a book once began with the same header)."""
 
 from __future__ import annotations
 

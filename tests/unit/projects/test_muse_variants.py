@@ -1,5 +1,5 @@
-"""Every published MUSE variant imports, from fixtures of exactly its shape (issue 31, item
-18): MUSE-Books' ``raw/forget.txt`` (the book as one text) and its ``raw/retain2.json`` /
+"""Every published MUSE variant imports, from fixtures of exactly its shape: MUSE-Books'
+``raw/forget.txt`` (the book as one text) and its ``raw/retain2.json`` /
 ``raw/holdout.json``, each ONE string of 1,401,483 / 1,161,885 characters; MUSE-News as JSON
 lists and as ``.txt``. Long texts are cut into token chunks as MUSE trains on them, the
 limits apply to the chunks, and a subset of N rows keeps the VerbMem passages (all in the

@@ -1,4 +1,4 @@
-"""User data is never lost without a confirmed request (issue 31, item 4): replacing a
+"""User data is never lost without a confirmed request: replacing a
 project is one step (the old project or the new one, never none, whatever fails between),
 a benchmark import writes the project together with its protocol, and resetting the demo
 keeps its normal-answer history."""
