@@ -60,9 +60,28 @@ import_panel(select_project)
 
 c1, c2 = st.columns([1, 3])
 if c1.button("Reset the demo project", key="data.demo"):
-    wb.create_demo_project(overwrite=True)
-    select_project("demo")
-    st.rerun()
+    st.session_state["data.demo.ask"] = True
+if st.session_state.get("data.demo.ask"):
+    # one click never replaces data: the reset is asked first, and the demo's normal-answer
+    # history (the table it has as its newest version) is kept, restorable
+    has_demo = "demo" in wb.list_projects()
+    st.warning("Reset the demo project? Its data are written afresh and its current "
+               "normal-answer table is set aside: every earlier version, and the table it has "
+               "now, stay in its history (Normal answers: restore)." if has_demo else
+               "Create the demo project?")
+    y, n, _ = st.columns([1, 1, 4])
+    if y.button("Yes, reset the demo", key="data.demo.yes", type="primary"):
+        st.session_state.pop("data.demo.ask", None)
+        try:
+            wb.create_demo_project(overwrite=True)
+        except (wb.DataError, wb.ProjectError, OSError) as exc:
+            show_error(exc, "The demo was not reset")
+        else:
+            select_project("demo")
+            st.rerun()
+    if n.button("Cancel", key="data.demo.no"):
+        st.session_state.pop("data.demo.ask", None)
+        st.rerun()
 c2.caption("The demo: 12 invented authors x 10 questions; the forget set is one author "
            "(Lucien Marchetti, whose prose is in a \"French\" style); two real-world sets "
            "for Model Utility.")
@@ -80,8 +99,10 @@ m2.metric("retain rows", len(retain_rows))
 m3.metric("kind", project.kind)
 m4.metric("extra eval sets", len(project.eval_sets()))
 if meta.get("import_notes"):
-    with st.expander(f"Import notes ({meta.get('benchmark')})"):
-        st.text("\n".join(meta["import_notes"]))
+    # what the import left out (VerbMem, retain data, ...) is shown, never folded away
+    st.warning(plain(f"Import notes ({meta.get('benchmark')}): what this project lacks or "
+                     "kept only in part"), icon=":material/warning:")
+    st.text("\n".join(meta["import_notes"]))
 st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
                  f"created {meta.get('created_at')} · folder {project.path}"))
 for warning in project.data_warnings(forget_rows, retain_rows):

@@ -37,6 +37,7 @@ from sga_core.projects import (
     ProjectError,
     create_demo_project,
     create_project,
+    import_job,
     list_projects,
     load_project,
 )
@@ -186,6 +187,7 @@ __all__ = [
     "default_template", "default_token", "follow_token", "fq_resolution", "fq_resolution_text",
     "generation", "get_method",
     "group_display", "has_seed_groups", "idk_fallback", "benchmark_importers", "import_benchmark",
+    "import_job",
     "import_normals", "inspect_upload", "last_generation",
     "latest_probes", "list_presets", "list_projects", "list_runs", "list_templates",
     "load_preset", "load_project", "make_run_id", "RunIdTaken", "method_names", "metrics",

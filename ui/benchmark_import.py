@@ -1,8 +1,8 @@
 """The Data page's "Import a benchmark" panel: every registered benchmark
 (:mod:`sga_core.projects.benchmarks`), its import options as a form from its Config, its text
 files as uploads; a hub benchmark (TOFU, MUSE-News) from the hub when online, the local
-Hugging Face cache, or a folder of its files. Layout only: the work is
-``sga_core.workbench``'s."""
+Hugging Face cache, or a folder of its files. Layout only: the import runs as a job
+(``sga_core.projects.import_job``), never in the server's process."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.forms import dataclass_form
-from ui.show import created_flash, panel, show_error
+from ui.show import created_flash, follow_job, panel, plain, show_error
 
 SOURCES = {"cache": "the local Hugging Face cache (offline)",
            "hub": "the Hugging Face hub (needs network)",
@@ -31,9 +31,15 @@ def _source_form() -> dict:
     return {"online": source == "hub", "from_folder": folder or None}
 
 
+STARTED = "bench.started"  # the started_at of the import this session started
+
+
 def import_panel(select_project) -> None:
-    """The panel; ``select_project(name)`` makes a new project the current one."""
-    with panel("Import a benchmark", "data.import_open"):
+    """The panel; ``select_project(name)`` makes a new project the current one. The import
+    runs as a job (:mod:`sga_core.projects.import_job`): a tokenizer cuts the copyright
+    book and MUSE's long texts, and the UI process never loads one."""
+    js = wb.import_job.status()
+    with panel("Import a benchmark", "data.import_open", expanded=js.get("state") == "running"):
         st.caption("Writes a ready project: forget and retain data, the evaluation sets and "
                    "the benchmark's evaluation protocol (README: Evaluation protocols).")
         importers = {b.name: b for b in wb.benchmark_importers()}
@@ -52,20 +58,46 @@ def import_panel(select_project) -> None:
         if entry.from_hub:
             options |= _source_form()
         overwrite = st.checkbox("replace a project with the same name", key="bench.overwrite")
-        if not st.button("Import", key="bench.go"):
-            return
-        if (entry.needs_name and not name) or not all(uploads.values()):
-            st.error("Give " + ", ".join((["a project name"] if entry.needs_name else []) +
-                                         [f"the {labels[f]}" for f in entry.files]) + ".")
-            return
+        running = js.get("state") == "running"
+        if st.button("Import", key="bench.go", disabled=running,
+                     help="an import is running" if running else None):
+            if (entry.needs_name and not name) or not all(uploads.values()):
+                st.error("Give " + ", ".join(
+                    (["a project name"] if entry.needs_name else []) +
+                    [f"the {labels[f]}" for f in entry.files]) + ".")
+            else:
+                try:
+                    wb.import_job.start(
+                        bench, name or None, options, overwrite=overwrite,
+                        uploads={f: (u.name, u.getvalue()) for f, u in uploads.items()})
+                except (wb.DataError, wb.ProjectError, ValueError, RuntimeError,
+                        OSError) as exc:
+                    show_error(exc, "Nothing was imported")
+                else:
+                    st.session_state[STARTED] = wb.import_job.status().get("started_at")
+                    st.rerun()
+        follow_job(wb.import_job.status, lambda status: _render(status, select_project))
+
+
+def _render(js: dict, select_project) -> None:
+    """The import job as this session sees it: its stage while it runs; once the import
+    this session started ends, the new project (chosen) or the importer's message."""
+    mine = js.get("started_at") and js.get("started_at") == st.session_state.get(STARTED)
+    if js.get("state") == "running":
+        st.progress(0.0, text=plain(f"Importing {js.get('benchmark', '')}: "
+                                    f"{js.get('stage') or 'starting'}"))
+        return
+    if not mine:
+        return
+    if js.get("state") == "failed":
+        show_error(js.get("error") or "the import stopped", "Nothing was imported")
+    elif js.get("state") == "completed" and js.get("created"):
+        st.session_state.pop(STARTED, None)
         try:
-            with st.spinner("importing..."):
-                p = wb.import_benchmark(
-                    bench, name or None, options, overwrite=overwrite,
-                    uploads={f: (u.name, u.getvalue()) for f, u in uploads.items()})
-        except (wb.DataError, wb.ProjectError, ValueError, RuntimeError, OSError) as exc:
-            show_error(exc, "Nothing was imported")
+            project = wb.load_project(js["created"])
+        except wb.ProjectError as exc:
+            show_error(exc, "The import ended, but")
             return
-        select_project(p.name)
-        created_flash(p)
-        st.rerun()
+        select_project(project.name)
+        created_flash(project)
+        st.rerun(scope="app")

@@ -105,7 +105,9 @@ def cmd_import(args) -> int:
     from sga_core.projects.benchmarks import import_with
 
     project = import_with(args.benchmark, args.name, import_options(args),
-                          root=args.workspace, overwrite=args.overwrite)
+                          root=args.workspace, overwrite=args.overwrite,
+                          progress=lambda stage: print(f"  {stage} ...", file=sys.stderr,
+                                                       flush=True))
     meta = project.meta
     print(f"project {project.name}: {project.path}")
     print(f"  forget rows: {meta.get('n_forget')} ({meta.get('forget_source')}), retain rows: "

@@ -83,12 +83,18 @@ def parse_json(text: str, file: str | None, row: int | None = None) -> Any:
         raise DataError(reason, file, row) from None
 
 
-def check_text(value: str, file: str | None, row: int | None, field: str | None) -> None:
-    """A string a file set: at most MAX_STRING_CHARS characters, and valid Unicode (a lone
-    surrogate, from an escaped ``"\\ud800"``, can be neither tokenized nor shown)."""
-    if len(value) > MAX_STRING_CHARS:
+def check_text(value: str, file: str | None, row: int | None, field: str | None,
+               max_chars: int | None = MAX_STRING_CHARS) -> None:
+    """A string a file set: at most MAX_STRING_CHARS characters, no NUL character (an
+    escaped ``"\\u0000"``, refused like a raw NUL byte in the file), and valid Unicode (a
+    lone surrogate, from an escaped ``"\\ud800"``, can be neither tokenized nor shown)."""
+    if max_chars is not None and len(value) > max_chars:
         raise DataError(f"a string of {len(value):,} characters; at most "
-                        f"{MAX_STRING_CHARS:,} are allowed", file, row, field)
+                        f"{max_chars:,} are allowed", file, row, field)
+    if "\x00" in value:  # an escaped \u0000 in JSON: refused like a raw NUL in the file
+        raise DataError(f"holds a NUL character (character {value.index(chr(0)) + 1} of "
+                        "this string, written \\u0000 in JSON): text cannot hold one; "
+                        "remove it", file, row, field)
     bad = _SURROGATE.search(value)
     if bad:
         raise DataError(f"holds a lone surrogate (U+{ord(bad.group()):04X}, written "
@@ -96,13 +102,16 @@ def check_text(value: str, file: str | None, row: int | None, field: str | None)
                         "not valid Unicode text", file, row, field)
 
 
-def check_record(rec: dict[str, Any], file: str | None, row: int | None) -> None:
-    """Every value of a record within the limits (iteratively: no recursion to exhaust)."""
+def check_record(rec: dict[str, Any], file: str | None, row: int | None,
+                 max_chars: int | None = MAX_STRING_CHARS) -> None:
+    """Every value of a record within the limits (iteratively: no recursion to exhaust);
+    ``max_chars`` None: strings of any length (a benchmark's raw text, cut into chunks
+    before the limits apply, :mod:`sga_core.data.long_text`)."""
     stack: list[tuple[Any, int, str | None]] = [(rec, 1, None)]
     while stack:
         value, depth, field = stack.pop()
         if isinstance(value, str):
-            check_text(value, file, row, field)
+            check_text(value, file, row, field, max_chars)
         elif isinstance(value, (dict, list, tuple)):
             if depth > MAX_DEPTH:
                 raise DataError(f"nested more than {MAX_DEPTH} levels deep", file, row, field)

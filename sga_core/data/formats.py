@@ -53,8 +53,12 @@ class Raw:
     rows: list[int]
 
 
-def read_raw(path: PathLike, allow_empty: bool = False) -> Raw:
-    """The records of a data file, not yet validated as QA, text or normal answers."""
+def read_raw(path: PathLike, allow_empty: bool = False, *, whole_txt: bool = False,
+             max_chars: int | None = MAX_STRING_CHARS) -> Raw:
+    """The records of a data file, not yet validated as QA, text or normal answers.
+    ``whole_txt``: a .txt file is one text (a book, as MUSE reads its raw files), not
+    passages; ``max_chars`` None: strings of any length (text cut into chunks before the
+    limits apply, :mod:`sga_core.data.long_text`)."""
     p = Path(path)
     name = p.name
     ext = p.suffix.lower()
@@ -84,6 +88,8 @@ def read_raw(path: PathLike, allow_empty: bool = False) -> Raw:
                 raise DataError("file is empty", name)
             if ext == ".csv":
                 raw = _read_csv(text, name)
+            elif ext == ".txt" and whole_txt:
+                raw = Raw(name, [{TEXT_FIELD: text.strip()}], [1])
             elif ext == ".txt":
                 raw = _read_txt(text, name)
             elif ext == ".jsonl":
@@ -97,7 +103,7 @@ def read_raw(path: PathLike, allow_empty: bool = False) -> Raw:
     if len(raw.records) > MAX_ROWS:
         raise DataError(f"{len(raw.records):,} rows; at most {MAX_ROWS:,} are allowed", name)
     for rec, row in zip(raw.records, raw.rows):
-        check_record(rec, name, row)
+        check_record(rec, name, row, max_chars)
     return raw
 
 

@@ -23,7 +23,9 @@ the ones the benchmarks' own code loads:
 named ``<config>.<ext>`` (one-split configs such as TOFU's, the way TOFU's hub repository
 stores them), ``<config>/<split>.<ext>`` or ``<config>-<split>.<ext>``, or the hub's own
 parquet layout ``<config>/<split>-*.parquet`` (the shards ``-00000-of-00002`` ... of one
-split, read in order and concatenated); ``ext`` is json, jsonl, parquet or csv. Two files
+split, read in order and concatenated); ``ext`` is json, jsonl, parquet, csv or txt (MUSE-Books
+publishes ``raw/forget.txt``: a raw text file is one long text, cut into token chunks at import,
+:mod:`sga_core.data.long_text`). Two files
 for one split (``raw/forget.json`` beside ``raw/forget.jsonl``) are an error naming both,
 and a symbolic link leading outside the folder is refused; every message names a file by
 its path inside the folder (``raw/forget.jsonl`` and ``verbmem/forget.jsonl`` differ).
@@ -41,7 +43,7 @@ from pathlib import Path
 
 from sga_core.data.errors import DataError
 
-EXTENSIONS = (".json", ".jsonl", ".parquet", ".csv")
+EXTENSIONS = (".json", ".jsonl", ".parquet", ".csv", ".txt")  # .txt: MUSE-Books' raw files
 TOFU_SPLITS = ("forget01", "forget05", "forget10")
 
 
@@ -278,7 +280,7 @@ def _concatenated(root: Path, part: Part, shards: list[Path]) -> Loaded:
 def expected_names(part: Part) -> str:
     """The file names a folder may hold for ``part`` (for messages)."""
     one = f"{part.config}.json, " if part.split == "train" else ""
-    return f"{one}{part.config}/{part.split}.jsonl (or .json/.parquet/.csv)"
+    return f"{one}{part.config}/{part.split}.jsonl (or .json/.txt/.parquet/.csv)"
 
 
 @contextlib.contextmanager

@@ -14,6 +14,11 @@ article, and MUSE-News passages sit at cosine 0.06-0.39 from each other, below a
 threshold, so a silent fallback would give every article the same template. "I don't know"
 still fills what ``nearest`` cannot (fewer distinct retain passages than K-1).
 
+Text a corpus repeats at the start of its passages (a wiki's "From the Harry Potter Wiki"
+header above every article of MUSE-Books' retain corpus) is boilerplate, not content: it is
+stripped from what is embedded and from every lent answer (:func:`boilerplate_openings`),
+so the normals of a book are not all the same header.
+
 A retain row whose answer is the forget row's own answer (the same text, whitespace and case
 aside) is never used, and one answer text is used once per forget row, so a forget row that
 also sits in the retain file does not get its own answer back as a "normal" one.
@@ -26,6 +31,7 @@ downloaded. Loaded models are kept in a module-level cache.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -148,6 +154,52 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+_SENTENCE_END = re.compile(r"[.!?:|]\s|\n")
+OPENING_CHARS = 300  # an opening longer than this is content, never a header
+BOILERPLATE_MIN_ROWS = 3
+BOILERPLATE_SHARE = 0.2
+MAX_OPENINGS = 8  # headers stripped one after the other, at most
+
+
+def _opening(text: str) -> str:
+    """A text's first line or sentence (with what ends it), up to OPENING_CHARS; "" when
+    none ends that soon."""
+    stripped = text.lstrip()
+    m = _SENTENCE_END.search(stripped, 0, OPENING_CHARS + 1)
+    return stripped[:m.end()] if m else ""
+
+
+def boilerplate_openings(texts: list[str]) -> set[str]:
+    """The lines or sentences that open at least BOILERPLATE_MIN_ROWS texts and a fifth of
+    them (normalised: whitespace and case aside), looked for again after each one is
+    stripped (a header of several lines)."""
+    from collections import Counter
+
+    if len(texts) < BOILERPLATE_MIN_ROWS:
+        return set()
+    need = max(BOILERPLATE_MIN_ROWS, int(BOILERPLATE_SHARE * len(texts)))
+    found: set[str] = set()
+    current = list(texts)
+    for _ in range(MAX_OPENINGS):
+        counts = Counter(_norm(o) for t in current if (o := _opening(t)) and _norm(o))
+        new = {o for o, c in counts.items() if c >= need and o not in found}
+        if not new:
+            break
+        found |= new
+        current = [strip_boilerplate(t, new) for t in current]
+    return found
+
+
+def strip_boilerplate(text: str, openings: set[str]) -> str:
+    """``text`` without the boilerplate openings it starts with (one after the other)."""
+    for _ in range(MAX_OPENINGS + 1):
+        o = _opening(text)
+        if not o or _norm(o) not in openings:
+            break
+        text = text.lstrip()[len(o):]
+    return text.strip() if openings else text
+
+
 def retrieval_normals(
     forget_rows: list[dict[str, Any]],
     retain_rows: list[dict[str, Any]],
@@ -194,12 +246,17 @@ def retrieval_normals(
 
     if need > 0 and n_forget and n_retain:
         model = load_embedding_model(embedding_model, device)
+        # text: a header the corpus repeats is no content (neither matched nor lent)
+        boiler = boilerplate_openings([answer_text(r, kind) for r in retain_rows]) \
+            if kind == "text" else set()
         f_emb = embed_texts(model, [embedding_text(r, kind) for r in forget_rows], batch_size,
                             (lambda d, _t: progress(d, total)) if progress else None)
-        r_emb = embed_texts(model, [embedding_text(r, kind) for r in retain_rows], batch_size,
+        r_emb = embed_texts(model, [strip_boilerplate(embedding_text(r, kind), boiler)
+                                    for r in retain_rows], batch_size,
                             (lambda d, _t: progress(n_forget + d, total)) if progress else None)
         sims = np.clip(f_emb @ r_emb.T, -1.0, 1.0)  # cosine similarities (unit vectors)
-        retain_answers = [answer_text(r, kind) for r in retain_rows]
+        retain_answers = [strip_boilerplate(answer_text(r, kind), boiler)
+                          for r in retain_rows]
         retain_norm = [_norm(a) for a in retain_answers]
         for i, row in enumerate(forget_rows):
             own = _norm(answer_text(row, kind))

@@ -18,6 +18,10 @@ from sga_core.text import plural
 DERIVED_FROM_FORGET = ("forget_eval", "privleak_forget")
 #: sets that cannot be matched to articles (questions): a subset keeps them whole
 UNMATCHABLE = ("forget_qa",)
+#: parts that are raw text MUSE trains or scores on in token chunks (a book is one text)
+RAW_TEXT = ("forget", "retain", "holdout")
+#: how a subset of N forget rows is chosen
+SUBSET_CHOICES = ("evaluated", "first")
 
 
 @dataclass
@@ -79,47 +83,159 @@ def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool =
     return out
 
 
+def cut_long_texts(got: Gathered, tokenizer: str, chunk_tokens: int,
+                   tmp: str | os.PathLike, labels: dict[str, str],
+                   progress=None) -> dict[str, Path]:
+    """The raw text parts (:data:`RAW_TEXT`) cut into chunks of at most ``chunk_tokens``
+    tokens of ``tokenizer``'s tokenizer, as MUSE trains on them
+    (:mod:`sga_core.data.long_text`): a ``.txt`` file is one text, a JSON list of strings one
+    text each. Writes the chunk rows under ``tmp``; returns role -> file for the parts it
+    cut (and adds a note for each), and loads the tokenizer only when a text is long
+    enough to need it. ``progress(stage)`` is told each part as it is cut."""
+    from sga_core.data.long_text import chunk_records, needs_cutting, read_long_records
+    from sga_core.fileio import atomic_write_jsonl
+
+    out: dict[str, Path] = {}
+    tok = None
+    for role in RAW_TEXT:
+        if role not in got.loaded:
+            continue
+        where = labels.get(role, role)
+        records = read_long_records(got.loaded[role].path, where)
+        if not needs_cutting(records, chunk_tokens):
+            continue
+        if progress is not None:
+            progress(f"cutting {where} into {chunk_tokens}-token chunks")
+        if tok is None:
+            from sga_core.model.loading import load_tokenizer
+
+            tok = load_tokenizer(tokenizer)
+        rows, cut, longest = chunk_records(records, tok, chunk_tokens)
+        if not cut:
+            continue
+        out[role] = Path(tmp) / f"{role}-chunks.jsonl"
+        atomic_write_jsonl(out[role], rows)
+        got.notes.append(f"{where}: {plural(cut, 'long text')} (the longest {longest:,} "
+                         f"characters) cut into chunks of at most {chunk_tokens} tokens of "
+                         f"{tokenizer}'s tokenizer, as MUSE trains on them: "
+                         f"{plural(len(records), 'text')} -> {plural(len(rows), 'row')}")
+    return out
+
+
+def _spans(forget_texts: list[str], rows: list[dict]) -> list[tuple[int, ...] | None]:
+    """For each evaluation passage, the forget rows it lies in (one row, or neighbouring
+    rows when it crosses the cut between two chunks of one text); None: in none."""
+    from bisect import bisect_right
+
+    from sga_core.data.overlap import passage, squeeze
+
+    texts = [squeeze(t) for t in forget_texts]
+    starts, pos = [], 0
+    for t in texts:
+        starts.append(pos)
+        pos += len(t) + 1
+    joined = " ".join(texts)
+    out: list[tuple[int, ...] | None] = []
+    for row in rows:
+        found = None
+        for form in passage(row):
+            at = joined.find(form) if form else -1
+            if at >= 0:
+                first = bisect_right(starts, at) - 1
+                last = bisect_right(starts, at + len(form) - 1) - 1
+                found = tuple(range(first, last + 1))
+                break
+        out.append(found)
+    return out
+
+
+def _ranges(indices: list[int]) -> str:
+    """0-based indices as 1-based row ranges: "3-5, 9"."""
+    parts, run = [], []
+    for i in sorted(indices):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            parts.append(f"{run[0] + 1}-{run[-1] + 1}" if len(run) > 1 else f"{run[0] + 1}")
+        run = [i]
+    if run:
+        parts.append(f"{run[0] + 1}-{run[-1] + 1}" if len(run) > 1 else f"{run[0] + 1}")
+    return ", ".join(parts)
+
+
 def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
-                   labels: dict[str, str]) -> dict[str, Path]:
-    """Keep the first ``n`` forget articles; the sets cut from them keep the passages found
-    verbatim in those articles. Writes the kept rows under ``tmp``; returns role -> file
-    for the roles it changed, and adds one note per set saying how many rows remain."""
+                   labels: dict[str, str], choose: str = "evaluated",
+                   files: dict[str, Path] | None = None) -> dict[str, Path]:
+    """Keep ``n`` forget rows (articles, or chunks of a long text): ``choose`` "first", the
+    first ``n``; "evaluated" (default), the rows that hold the VerbMem and PrivLeak forget
+    passages first (MUSE-Books' passages all lie near the book's end, past any first N),
+    then the first others. The sets cut from the forget text keep the passages that lie in
+    the kept rows. Writes the kept rows under ``tmp``; returns role -> file for the roles
+    it changed (None: a set left out), and adds one note per set saying what remains and,
+    when something is lost, what is lost and how many rows would keep it. ``files``: the
+    parts already rewritten (cut into chunks), read instead of the loaded files."""
     from sga_core.data import load_dataset
     from sga_core.data.errors import DataError
-    from sga_core.data.overlap import corpus, found_verbatim
     from sga_core.fileio import atomic_write_jsonl
+
+    files = files or {}
 
     def rows(role: str) -> list[dict]:
         try:
-            return load_dataset(got.loaded[role].path).rows
+            return load_dataset(files.get(role) or got.loaded[role].path).rows
         except DataError as exc:
             raise DataError(exc.reason, labels.get(role, exc.file), exc.row,
                             exc.field) from None
 
     if n < 1:
         raise HubError(f"first {n}: keep at least 1 forget article")
+    if choose not in SUBSET_CHOICES:
+        raise HubError(f"subset {choose!r}: choose one of {', '.join(SUBSET_CHOICES)}")
     forget = rows("forget")
-    kept_forget = forget[:n]
+    texts = [str(r.get("text") or (str(r.get("prompt") or "") + " " +
+                                    str(r.get("continuation") or ""))) for r in forget]
+    derived = {role: rows(role) for role in DERIVED_FROM_FORGET if role in got.loaded}
+    spans = {role: _spans(texts, set_rows) for role, set_rows in derived.items()}
+    keep: set[int] = set()
+    if choose == "evaluated":
+        for role in DERIVED_FROM_FORGET:  # VerbMem's passages first, then PrivLeak's
+            for span in spans.get(role, []):
+                if span and len(keep | set(span)) <= n:
+                    keep |= set(span)
+    for i in range(len(forget)):
+        if len(keep) >= n:
+            break
+        keep.add(i)
+    kept_idx = sorted(keep)
+    kept_forget = [forget[i] for i in kept_idx]
     out = {"forget": Path(tmp) / "forget.jsonl"}
     atomic_write_jsonl(out["forget"], kept_forget)
-    got.notes.append(f"subset: the first {plural(len(kept_forget), 'forget article')} of "
-                     f"{len(forget)}")
-    haystack = corpus(kept_forget)
-    for role in DERIVED_FROM_FORGET:
-        if role not in got.loaded:
-            continue
-        all_rows = rows(role)
-        kept = [r for r in all_rows if found_verbatim(r, haystack)]
+    if kept_idx == list(range(len(kept_idx))):
+        got.notes.append(f"subset: the first {plural(len(kept_forget), 'forget article')} of "
+                         f"{len(forget)}")
+    else:
+        got.notes.append(f"subset: {plural(len(kept_forget), 'forget row')} of {len(forget)}, "
+                         f"chosen to hold the VerbMem / PrivLeak forget passages: rows "
+                         f"{_ranges(kept_idx)}")
+    for role, all_rows in derived.items():
         where = labels.get(role, role)
+        located = [s for s in spans[role] if s]
+        needed = len({i for s in located for i in s})
+        kept = [r for r, s in zip(all_rows, spans[role]) if s and set(s) <= keep]
+        lost = (f"; keeping all {len(located)} found in the forget rows takes "
+                f"{plural(needed, 'row')} (--first {needed}"
+                f"{'' if choose == 'evaluated' else ' --subset evaluated'})"
+                if located and len(kept) < len(located) else "")
         if not kept:
-            got.notes.append(f"subset: {where}: none of its {len(all_rows)} passages is "
-                             "found verbatim in those articles; the set is left out")
+            got.notes.append(f"subset: {where} left out: none of its {len(all_rows)} passages "
+                             f"lies in the kept forget rows{lost}")
             out[role] = None  # type: ignore[assignment]
             continue
         out[role] = Path(tmp) / f"{role}.jsonl"
         atomic_write_jsonl(out[role], kept)
         got.notes.append(f"subset: {where}: {len(kept)} of {len(all_rows)} passages kept "
-                         "(found verbatim in those articles)")
+                         f"(found verbatim in those articles){lost}")
     for role in UNMATCHABLE:
         if role in got.loaded:
             got.notes.append(f"subset: {labels.get(role, role)}: every question kept; "

@@ -25,21 +25,40 @@ from sga_core.projects.project import Project, check_name, create_project
 def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | None = None,
                      folder: str | os.PathLike | None = None, online: bool = False,
                      k: int = 4, root=None, overwrite: bool = False, strict: bool = False,
-                     first: int | None = None) -> Project:
+                     first: int | None = None, subset: str = "evaluated",
+                     tokenizer: str = "embedded:smollm2", chunk_tokens: int | None = None,
+                     progress=None) -> Project:
     """A project from TOFU (``variant``: forget01 / forget05 / forget10), MUSE-News or
     MUSE-Books: from a ``folder`` of its files, else through ``datasets`` (the hub when
     ``online``, else only the local HF cache). A required part that cannot be found raises
     :class:`~sga_core.data.hub.HubError` naming the dataset and the fix, with every missing
     optional part too; missing optional parts are imported without and listed in
-    ``project.json`` ``import_notes`` (``strict``: refused instead). ``first``: keep the
-    first N forget articles and the passages cut from them
-    (:func:`~sga_core.projects.benchmark_parts.first_articles`). A bad file is a DataError
-    naming it by its path inside the folder; nothing is written then."""
+    ``project.json`` ``import_notes`` (``strict``: refused instead). A text benchmark's raw
+    text (a whole book in ``raw/forget.txt``, one long string of ``raw/retain2.json``) is cut
+    into chunks of at most ``chunk_tokens`` tokens of ``tokenizer``'s tokenizer as MUSE
+    trains on them (default: the protocol's sequence length, 2048;
+    :func:`~sga_core.projects.benchmark_parts.cut_long_texts`); the data limits apply to the
+    chunks. ``first``: keep N forget rows and the passages that lie in them, ``subset``
+    "evaluated" (the rows that hold the VerbMem / PrivLeak passages first) or "first"
+    (:func:`~sga_core.projects.benchmark_parts.first_articles`). ``progress(stage)`` is told
+    each stage. A bad file is a DataError naming it by its path inside the folder; nothing
+    is written then."""
     from sga_core.data.hub import get_benchmark
-    from sga_core.projects.benchmark_parts import first_articles, gather
+    from sga_core.data.long_text import CHUNK_TOKENS
+    from sga_core.projects.benchmark_parts import cut_long_texts, first_articles, gather
     from sga_core.runs.leftovers import temp_dir
 
+    def say(stage: str) -> None:
+        if progress is not None:
+            progress(stage)
+
+    chunk_tokens = CHUNK_TOKENS if chunk_tokens is None else chunk_tokens
+    if isinstance(chunk_tokens, bool) or not isinstance(chunk_tokens, int) or \
+            not 16 <= chunk_tokens <= 65536:
+        raise ConfigError(f"chunk tokens: from 16 to 65536 tokens per chunk, got "
+                          f"{chunk_tokens!r}")
     bench = get_benchmark(benchmark)
+    say("reading the files")
     variant = variant or (bench.variants[-1] if bench.variants else None)
     name = check_name(name or (f"{bench.name}-{variant}" if variant else bench.name))
     got = gather(bench, variant, folder=folder, online=online, strict=strict)
@@ -49,27 +68,35 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
         where = str(folder) if folder is not None else bench.repo
         parts = {p.role: p for p in bench.parts(variant)}
         with temp_dir("hub") as tmp:
+            if bench.kind == "text":
+                files.update(cut_long_texts(got, tokenizer, chunk_tokens, tmp, labels, say))
             if first:
-                files.update(first_articles(got, first, tmp, labels))
+                say(f"choosing {first} forget rows")
+                files.update(first_articles(got, first, tmp, labels, subset, dict(files)))
+            say("checking and writing the project")
             evals = {r: p for r, p in files.items() if r not in ("forget", "retain") and p}
             project = create_project(
                 name, files["forget"], files.get("retain"), kind=bench.kind, k=k, root=root,
                 overwrite=overwrite, eval_sets=evals,
                 sources={r: f"{where}: {parts[r].config}" for r in ("forget", "retain")},
-                labels=labels)
+                labels=labels,
+                # one step: the project is written with its protocol, or not at all
+                meta={"protocol": bench.protocol, "benchmark": bench.name, "variant": variant,
+                      "benchmark_source": str(folder) if folder is not None else
+                      f"{bench.repo} ({'hub' if online else 'local HF cache'})",
+                      "import_notes": got.notes, "first_articles": first or None,
+                      **({"subset": subset} if first else {}),
+                      **({"chunk_tokens": chunk_tokens, "tokenizer": tokenizer}
+                         if bench.kind == "text" else {})})
     finally:
         got.cleanup()
-    project.update_meta(protocol=bench.protocol, benchmark=bench.name, variant=variant,
-                        benchmark_source=str(folder) if folder is not None else
-                        f"{bench.repo} ({'hub' if online else 'local HF cache'})",
-                        import_notes=got.notes, first_articles=first or None)
     return project
 
 
 def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLike, *,
                      model: str = "embedded:smollm2", segment_tokens: int = 512,
                      prompt_tokens: int = 200, k: int = 4, root=None,
-                     overwrite: bool = False) -> Project:
+                     overwrite: bool = False, progress=None) -> Project:
     """A copyright-task project from two text files (UTF-8, or UTF-16/32 with a BOM, as the
     data loaders read them): the ``book`` (split into segments of at most ``segment_tokens``
     tokens of ``model``'s tokenizer, each segment's first ``prompt_tokens`` tokens its
@@ -82,7 +109,11 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
     name = check_name(name)
     check_token_counts(segment_tokens, prompt_tokens)
     book_text, retain_text = read_text_file(book), read_text_file(retain)
+    if progress is not None:
+        progress(f"loading {model}'s tokenizer")
     tok = load_tokenizer(model)
+    if progress is not None:
+        progress("cutting the book and the retain text into segments")
     with temp_dir("book") as tmp:
         forget_file, retain_file = Path(tmp) / "forget.jsonl", Path(tmp) / "retain.jsonl"
         atomic_write_jsonl(forget_file, book_rows(book_text, tok, segment_tokens,
@@ -91,10 +122,10 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
         project = create_project(name, forget_file, retain_file, kind="text", k=k, root=root,
                                  overwrite=overwrite,
                                  sources={"forget": Path(book).name,
-                                          "retain": Path(retain).name})
-    project.update_meta(protocol="copyright", benchmark="copyright",
-                        segment_tokens=segment_tokens, prompt_tokens=prompt_tokens,
-                        tokenizer=model)
+                                          "retain": Path(retain).name},
+                                 meta={"protocol": "copyright", "benchmark": "copyright",
+                                       "segment_tokens": segment_tokens,
+                                       "prompt_tokens": prompt_tokens, "tokenizer": model})
     return project
 
 
@@ -108,7 +139,7 @@ class Importer:
     protocol: str  # the evaluation protocol its projects get (a registered one)
     variants: tuple[str, ...]  # () = one variant
     config: type  # its import options: a dataclass of param() fields
-    run: Callable[..., Project]  # run(name, config, *, root, overwrite) -> Project
+    run: Callable[..., Project]  # run(name, config, *, root, overwrite, progress) -> Project
     files: tuple[str, ...] = ()  # settings that are text files: the page uploads them
     from_hub: bool = False  # its files come from the hub, the HF cache or a folder
     needs_name: bool = False  # no default project name
@@ -123,7 +154,8 @@ IMPORTERS: dict[str, Importer] = {}
 def register_importer(name: str, config: type, *, label: str, protocol: str,
                       variants: tuple[str, ...] = (), files: tuple[str, ...] = (),
                       from_hub: bool = False, needs_name: bool = False):
-    """Decorate a benchmark's ``run(name, config, *, root, overwrite)``: register it."""
+    """Decorate a benchmark's ``run(name, config, *, root, overwrite, progress)``: register
+    it (``progress(stage)``: a callable told each stage, or None)."""
     def decorate(run: Callable[..., Project]) -> Callable[..., Project]:
         if name in IMPORTERS and IMPORTERS[name].run is not run:
             raise ValueError(f"benchmark {name!r} is registered twice")
@@ -150,11 +182,12 @@ def get_importer(name: str) -> Importer:
 
 
 def import_with(benchmark: str, name: str | None, options: dict | None = None, *,
-                root=None, overwrite: bool = False) -> Project:
-    """Import ``benchmark`` with ``options`` (its Config's fields, checked and typed by it)."""
+                root=None, overwrite: bool = False, progress=None) -> Project:
+    """Import ``benchmark`` with ``options`` (its Config's fields, checked and typed by it);
+    ``progress(stage)`` is told each stage (the import job's status)."""
     entry = get_importer(benchmark)
     config = from_dict(entry.config, options or {})
-    return entry.run(name or None, config, root=root, overwrite=overwrite)
+    return entry.run(name or None, config, root=root, overwrite=overwrite, progress=progress)
 
 
 @dataclass
@@ -181,19 +214,31 @@ class TofuImport(HubImport):
                    protocol=BENCHMARKS["tofu"].protocol, variants=BENCHMARKS["tofu"].variants,
                    from_hub=True)
 def _import_tofu(name: str | None, config: TofuImport, *, root=None,
-                 overwrite: bool = False) -> Project:
+                 overwrite: bool = False, progress=None) -> Project:
     """TOFU through Hugging Face ``datasets`` (the hub, the local cache or a folder)."""
     return import_benchmark("tofu", name, variant=config.split, folder=config.from_folder,
-                            online=config.online, root=root, overwrite=overwrite)
+                            online=config.online, root=root, overwrite=overwrite,
+                            progress=progress)
 
 
 @dataclass
 class MuseImport(HubImport):
     """MUSE's import options: its source, a consistent subset, and strictness."""
 
-    first: int = param(0, "Keep only the first N forget articles, and the VerbMem / PrivLeak "
-                          "forget passages found verbatim in them (0 = every article).",
-                       min=0, label="first N forget articles (0 = all)")
+    first: int = param(0, "Keep only N forget rows (articles, or chunks of a long text), "
+                          "and the VerbMem / PrivLeak forget passages that lie in them "
+                          "(0 = every row).",
+                       min=0, label="N forget rows (0 = all)")
+    subset: str = param("evaluated", "Which N forget rows: 'evaluated' = the rows that hold "
+                                     "the VerbMem / PrivLeak passages first, then the first "
+                                     "others (MUSE-Books' passages all lie near the book's "
+                                     "end); 'first' = the first N (what is lost is listed).",
+                        choices=("evaluated", "first"), label="subset of N rows")
+    tokenizer: str = param("embedded:smollm2", "Whose tokenizer cuts long raw texts (a "
+                                              "book) into chunks: the model you will train.",
+                           label="tokenizer of")
+    chunk_tokens: int = param(2048, "Tokens per chunk of a long raw text (MUSE's max_len).",
+                              min=16, max=65536, label="tokens per chunk")
     strict: bool = param(False, "Refuse the import when an optional part (retain1, holdout, "
                                 "the *_icl examples, ...) is missing, instead of importing "
                                 "what is there.", label="strict (every part required)")
@@ -201,12 +246,14 @@ class MuseImport(HubImport):
 
 def _muse(benchmark: str):
     def run(name: str | None, config: MuseImport, *, root=None,
-            overwrite: bool = False) -> Project:
+            overwrite: bool = False, progress=None) -> Project:
         """MUSE through Hugging Face ``datasets`` (the hub, the local cache) or a folder of
         its files (the hub's layout or the authors' own JSON files)."""
         return import_benchmark(benchmark, name, folder=config.from_folder,
                                 online=config.online, root=root, overwrite=overwrite,
-                                strict=config.strict, first=config.first or None)
+                                strict=config.strict, first=config.first or None,
+                                subset=config.subset, tokenizer=config.tokenizer,
+                                chunk_tokens=config.chunk_tokens, progress=progress)
 
     return run
 
@@ -238,11 +285,12 @@ class CopyrightImport:
                    label="Copyright task (your own book + retain text)", protocol="copyright",
                    files=("book", "retain"), needs_name=True)
 def _import_copyright(name: str | None, config: CopyrightImport, *, root=None,
-                      overwrite: bool = False) -> Project:
+                      overwrite: bool = False, progress=None) -> Project:
     """The copyright task from your own book and retain text (nothing copyrighted ships)."""
     if not config.book or not config.retain or not name:
         raise ConfigError("import copyright needs --book BOOK.txt, --retain RETAIN.txt and "
                           "--name NAME (your own text files: nothing copyrighted ships)")
     return import_copyright(name, config.book, config.retain, model=config.model,
                             segment_tokens=config.segment_tokens,
-                            prompt_tokens=config.prompt_tokens, root=root, overwrite=overwrite)
+                            prompt_tokens=config.prompt_tokens, root=root, overwrite=overwrite,
+                            progress=progress)

@@ -31,7 +31,7 @@ from sga_core.data import (
     rows_hash,
     write_dataset,
 )
-from sga_core.fileio import atomic_write_json, file_lock, now_iso, read_json
+from sga_core.fileio import atomic_write_json, file_lock, now_iso, read_json, replace_dir
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 HISTORY_KEEP = 100
@@ -386,7 +386,8 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                    sources: dict[str, str] | None = None,
                    field_maps: dict[str, dict[str, str]] | None = None,
                    labels: dict[str, str] | None = None, confirm_roles: bool = True,
-                   protocol: str | None = None) -> Project:
+                   protocol: str | None = None, meta: dict | None = None,
+                   keep_history: bool = False) -> Project:
     """Validate the files and create the project in one step: a bad file raises
     :class:`~sga_core.data.DataError` (file, row, field) and nothing is written; ``labels``
     (role or set name -> name) names a file in its errors instead of its base name (a
@@ -397,7 +398,11 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     refused) and is kept in project.json, so the project's later files are offered the same
     mapping. ``confirm_roles``: False refuses set names that give a role (``forget_eval``,
     ``holdout``, ...; the command line's ``project create`` without ``--confirm-role``).
-    ``protocol``: the evaluation protocol its runs get (default: demo)."""
+    ``protocol``: the evaluation protocol its runs get (default: demo). ``meta``: more
+    project.json fields, written with the project (an import's protocol and notes: never a
+    second step). An existing project is replaced only with ``overwrite``, in one step
+    (:func:`~sga_core.fileio.replace_dir`: a crash leaves the old project or the new one);
+    ``keep_history`` carries its normal-answer history over (:func:`carry_history`)."""
     from sga_core.data.mapping import check_map
     from sga_core.projects.eval_sets import check_role_confirmed, check_set_name, load_set
     from sga_core.protocols import ProtocolError, get_protocol
@@ -467,23 +472,43 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                            for role, m in maps.items() if m},
             "eval_sources": {n: {"source": src.get(n, Path(p).name), "added_at": now_iso()}
                              for n, p in (eval_sets or {}).items()},
+            **(meta or {}),
         })
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        if keep_history and final.is_dir():
+            carry_history(final, tmp)
+        # one step: a reader (or a crash) finds the old project or the new one, never none
+        replace_dir(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return Project(name, final)
 
 
+def carry_history(old: Path, new: Path) -> None:
+    """Copy the old project's normal-answer history into the new project's folder, with its
+    current table as one more version ("before-reset"): a reset replaces the data, never the
+    answers someone wrote (they stay restorable on the Normal answers page)."""
+    hist = new / "normals_history"
+    if (old / "normals_history").is_dir():
+        shutil.copytree(old / "normals_history", hist, dirs_exist_ok=True)
+    current = old / "normals.jsonl"
+    if current.is_file():
+        hist.mkdir(exist_ok=True)
+        numbers = [int(m.group(1)) for v in hist.glob("*.jsonl")
+                   if (m := re.match(r"(\d+)-", v.name))]
+        stamp = now_iso().replace(":", "").replace("-", "")
+        shutil.copyfile(current, hist / f"{max(numbers, default=0) + 1:05d}-{stamp}-"
+                                         "before-reset.jsonl")
+
+
 def create_demo_project(name: str = "demo", root=None, overwrite: bool = False) -> Project:
-    """The built-in demo: fictitious authors (QA), with the two real-world utility sets."""
+    """The built-in demo: fictitious authors (QA), with the two real-world utility sets.
+    Replacing an existing demo (``overwrite``, the Data page's confirmed reset) keeps its
+    normal-answer history, the table it had as the newest version (:func:`carry_history`)."""
     from sga_core.assets import DEMO_DIR as demo
 
-    project = create_project(name, demo / "forget.jsonl", demo / "retain.jsonl", kind="qa",
-                             root=root, overwrite=overwrite,
-                             eval_sets={"real_authors": demo / "real_authors.jsonl",
-                                        "world_facts": demo / "world_facts.jsonl"})
-    project.update_meta(demo=True)
-    return project
+    return create_project(name, demo / "forget.jsonl", demo / "retain.jsonl", kind="qa",
+                          root=root, overwrite=overwrite,
+                          eval_sets={"real_authors": demo / "real_authors.jsonl",
+                                     "world_facts": demo / "world_facts.jsonl"},
+                          meta={"demo": True}, keep_history=True)

@@ -228,8 +228,9 @@ def _strings(c: _Corpus) -> None:
               NOT_CHECKED)
     c.dataset("surrogate-pair.jsonl", '{"question": "\\ud83d\\ude00", "answer": "a"}\n', "load",
               "surrogate")
-    c.dataset("escaped-nul.jsonl", '{"question": "q\\u0000q", "answer": "a\\u0000"}\n', "load",
-              "nul")
+    # an escaped NUL is refused like a raw NUL byte
+    c.dataset("escaped-nul.jsonl", '{"question": "q\\u0000q", "answer": "a"}\n', "error",
+              "nul", 1, "question")
     c.dataset("unicode-zoo.jsonl", _jsonl([{
         "question": "\u202eevil\u202c \u200b\u200d \U0001F468\u200d\U0001F469\u200d\U0001F467",
         "answer": "\u0645\u0631\u062d\u0628\u0627 \ufeff \ufffd \U0010FFFF \u00e9\u0301"}]),

@@ -56,3 +56,78 @@ def published_files() -> dict[str, str]:
         "knowmem/forget_qa.json": dump(qa),
         "knowmem/retain2_qa.json": dump(rqa),
     }
+
+
+# ------------------------------------------------------------------ MUSE-Books --------------
+# MUSE-Books as its authors publish it (muse_bench ``data/books``), the shape the new user's
+# study met: ``raw/forget.txt`` only (the book as one text, no forget.json), ``raw/retain2.json``
+# and ``raw/holdout.json`` each a JSON list holding ONE long string (1,401,483 and 1,161,885
+# characters), VerbMem passages cut from the book's last paragraphs only, knowmem QA lists.
+RETAIN2_CHARS = 1_401_483
+HOLDOUT_CHARS = 1_161_885
+BOOK_PARAGRAPHS = 160
+VERBMEM_FROM = BOOK_PARAGRAPHS - 12  # every passage lies in the last 12 paragraphs
+
+
+def book_paragraph(i: int) -> str:
+    return (f"Paragraph {i}. The boy with the scar number {i} walked along corridor {i * 7} "
+            f"of the old castle, past portrait {i * 3 + 1}, and the owl named Hoot{i} followed "
+            f"him up staircase {i % 13} while the bells rang {i % 5 + 1} times.")
+
+
+def book_text() -> str:
+    return "\n\n".join(book_paragraph(i) for i in range(BOOK_PARAGRAPHS)) + "\n"
+
+
+def book_verbmem() -> list[dict]:
+    rows = []
+    for i in range(VERBMEM_FROM, BOOK_PARAGRAPHS):
+        text = book_paragraph(i)
+        cut = text.index(" walked")
+        rows.append({"prompt": text[:cut], "gt": text[cut:cut + 70]})
+    return rows
+
+
+def long_string(prefix: str, chars: int) -> str:
+    """One string of exactly ``chars`` characters of distinct sentences."""
+    parts, size, i = [], 0, 0
+    while size < chars:
+        s = f"{prefix} sentence {i} tells of wiki page {i * 11} and its {i % 17} edits. "
+        parts.append(s)
+        size += len(s)
+        i += 1
+    return "".join(parts)[:chars]
+
+
+def books_files(retain_chars: int = RETAIN2_CHARS, holdout_chars: int = HOLDOUT_CHARS,
+                forget_as: str = "txt") -> dict[str, str]:
+    """MUSE-Books' published folder (relative path -> text); ``forget_as`` "json" writes
+    the book as a JSON list of one string instead of ``raw/forget.txt``."""
+    def dump(value) -> str:
+        return json.dumps(value, indent=2)
+
+    qa = [{"question": f"Which staircase did the owl Hoot{i} climb?", "answer": f"{i % 13}"}
+          for i in range(VERBMEM_FROM, BOOK_PARAGRAPHS)]
+    rqa = [{"question": f"How many edits has wiki page {i * 11}?", "answer": f"{i % 17}"}
+           for i in range(5)]
+    forget = {"raw/forget.txt": book_text()} if forget_as == "txt" else \
+        {"raw/forget.json": dump([book_text()])}
+    return {
+        **forget,
+        "raw/retain2.json": dump([long_string("Retain", retain_chars)]),
+        "raw/holdout.json": dump([long_string("Holdout", holdout_chars)]),
+        "verbmem/forget.json": dump(book_verbmem()),
+        "privleak/forget.json": dump([book_paragraph(i)[:80]
+                                      for i in range(VERBMEM_FROM, BOOK_PARAGRAPHS)]),
+        "knowmem/forget_qa.json": dump(qa),
+        "knowmem/retain2_qa.json": dump(rqa),
+    }
+
+
+def news_txt_files() -> dict[str, str]:
+    """MUSE-News with its raw files as ``.txt`` (articles separated by blank lines), the
+    other variant of the published raw text."""
+    files = published_files()
+    for name in ("raw/forget", "raw/retain2", "raw/holdout"):
+        files[f"{name}.txt"] = "\n\n".join(json.loads(files.pop(f"{name}.json"))) + "\n"
+    return files

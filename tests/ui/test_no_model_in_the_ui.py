@@ -1,7 +1,9 @@
 """The UI never loads a model (docs/decisions/007-ui-never-loads-a-model.md): a process that
-renders every page, over a workspace with an evaluated run and its token table, has imported
-none of torch, transformers, peft, accelerate or sentence-transformers. The check runs in a
-fresh interpreter, so no other test's imports can hide or cause a failure."""
+renders every page, over a workspace with an evaluated run and its token table, and then
+presses Import on the Data page (the copyright task, whose book is cut with a model's
+tokenizer), has imported none of torch, transformers, peft, accelerate or
+sentence-transformers. The check runs in a fresh interpreter, so no other test's imports can
+hide or cause a failure."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "peft", "accelerate", "sentence_transformers")
 
 SCRIPT = r"""
-import json, os, sys
+import json, os, sys, time
 from pathlib import Path
 root = Path(sys.argv[1])
 os.environ["SGA_WORKSPACE"] = str(root / "workspace")
@@ -36,7 +38,26 @@ loaded = {}
 for page in sorted(p.name for p in Path(sys.argv[2]).glob("*.py")):
     open_page(f"app_pages/{page}")
     loaded[page] = sorted(m for m in json.loads(sys.argv[3]) if m in sys.modules)
-print(json.dumps(loaded))
+# press Import: the copyright task's book is cut with a tokenizer, in the import job
+from sga_core.projects import list_projects
+at = open_page("app_pages/data.py")
+at.radio(key="bench.kind").set_value("copyright").run()
+at.text_input(key="bench.name").set_value("my-book").run()
+book = " ".join(f"Chapter {i}: the keeper counted {i} ships at dawn." for i in range(400))
+ups = [u for u in at.get("file_uploader") if "bench." in str(u.proto.id)]
+ups[0].set_value(("book.txt", book.encode(), "text/plain"))
+ups[1].set_value(("retain.txt", book[::-1].encode(), "text/plain"))
+at.run()
+at.button(key="bench.go").click().run()
+deadline = time.time() + 600
+while time.time() < deadline and at.session_state["project"] != "my-book":
+    time.sleep(0.5)
+    at.run()
+errors = [e.value for e in at.error]
+imported = "my-book" in list_projects(root / "workspace")
+after = sorted(m for m in json.loads(sys.argv[3]) if m in sys.modules)
+print(json.dumps({"pages": loaded, "import": after, "imported": imported,
+                  "errors": errors}))
 """
 
 
@@ -48,6 +69,9 @@ def test_rendering_every_page_imports_no_model_library(tmp_path):
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
                           timeout=900, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    loaded = out["pages"]
     assert sorted(loaded) == sorted(p.name for p in pages.glob("*.py"))
     assert loaded == {page: [] for page in loaded}, loaded
+    assert out["imported"] and not out["errors"], out  # the import ran, in its own process
+    assert out["import"] == [], out

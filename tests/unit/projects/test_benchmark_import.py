@@ -287,17 +287,28 @@ def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, l
 def test_data_page_imports_a_benchmark_from_a_folder(ui_env, tofu_folder):
     """The Data page's panel: TOFU from a folder becomes the chosen project, with its
     protocol shown; a folder without the files says what is missing, nothing is imported."""
+    import time
+
     from tests.helpers.ui import open_page, shown
+
+    def until(done, timeout: float = 120):  # the import runs as a job: wait for its end
+        deadline = time.time() + timeout
+        while not done() and time.time() < deadline:
+            time.sleep(0.3)
+            at.run()
+        assert done(), [e.value for e in at.error]
 
     at = open_page("app_pages/data.py")
     at.radio(key="bench.source").set_value("folder").run()
     at.text_input(key="bench.folder").set_value(str(ui_env / "nothing"))
     at.button(key="bench.go").click().run()
+    until(lambda: at.error)
     errors = " ".join(shown(e.value) for e in at.error)
     assert "Nothing was imported" in errors and "no such folder" in errors
     at.text_input(key="bench.folder").set_value(str(tofu_folder))
     at.text_input(key="bench.name").set_value("tofu-ui")
     at.button(key="bench.go").click().run()
+    until(lambda: at.session_state["project"] == "tofu-ui")
     assert not at.exception, at.exception
     text = " ".join(shown(c.value) for c in at.caption)
     assert at.selectbox(key="data.protocol.tofu-ui").value == "tofu"

@@ -1,0 +1,109 @@
+"""Every published MUSE variant imports, from fixtures of exactly its shape: MUSE-Books'
+``raw/forget.txt`` (the book as one text) and its ``raw/retain2.json`` /
+``raw/holdout.json``, each ONE string of 1,401,483 / 1,161,885 characters; MUSE-News as JSON
+lists and as ``.txt``. Long texts are cut into token chunks as MUSE trains on them, the
+limits apply to the chunks, and a subset of N rows keeps the VerbMem passages (all in the
+book's last paragraphs) or says plainly what it loses."""
+
+from __future__ import annotations
+
+import pytest
+
+from sga_core.cli import main
+from sga_core.data import load_dataset
+from sga_core.data.limits import MAX_STRING_CHARS
+from sga_core.data.overlap import squeeze
+from sga_core.projects.benchmarks import import_benchmark
+from tests.helpers.hostile_corpus import write_folder
+from tests.helpers.muse_files import (
+    BOOK_PARAGRAPHS,
+    book_text,
+    book_verbmem,
+    books_files,
+    forget_articles,
+    news_txt_files,
+    published_files,
+)
+
+
+@pytest.fixture(scope="module")
+def books(tmp_path_factory):
+    return write_folder(tmp_path_factory.mktemp("books") / "books", books_files())
+
+
+def _texts(path) -> list[str]:
+    return [r["text"] for r in load_dataset(path).rows]
+
+
+def test_the_published_muse_books_folder_imports(tmp_path, books, tiny_model_dir):
+    p = import_benchmark("muse-books", folder=books, root=tmp_path / "ws",
+                         tokenizer=str(tiny_model_dir), chunk_tokens=512)
+    assert p.kind == "text" and p.protocol == "muse"
+    forget = [r["text"] for r in p.forget()]
+    assert len(forget) > 3  # the book is cut into chunks, not one row
+    assert squeeze(" ".join(forget)) == squeeze(book_text())  # nothing lost or added
+    retain = [r["text"] for r in p.retain()]
+    holdout = _texts(p.eval_sets()["holdout"])
+    assert len(retain) > 100 and len(holdout) > 100
+    assert sum(len(t) for t in retain) >= 1_401_483 - len(retain)  # whitespace at the cuts
+    assert max(len(t) for t in forget + retain + holdout) < MAX_STRING_CHARS
+    notes = "\n".join(p.meta["import_notes"])
+    for where in ("raw/forget.txt", "raw/retain2.json", "raw/holdout.json"):
+        assert f"{where}: 1 long text" in notes and "chunks of at most 512 tokens" in notes
+    assert len(load_dataset(p.eval_sets()["forget_eval"]).rows) == 12
+    assert p.data_warnings() == []  # every VerbMem passage lies in the chunks
+    assert p.meta["chunk_tokens"] == 512
+
+
+def test_a_subset_of_books_keeps_the_verbmem_passages(tmp_path, books, tiny_model_dir):
+    p = import_benchmark("muse-books", "hp-4", folder=books, root=tmp_path / "ws", first=4,
+                         tokenizer=str(tiny_model_dir), chunk_tokens=512)
+    assert len(p.forget()) == 4  # the last paragraphs' chunks, whatever their number
+    kept = load_dataset(p.eval_sets()["forget_eval"]).rows
+    assert [r["prompt"] for r in kept] == [r["prompt"] for r in book_verbmem()]
+    notes = "\n".join(p.meta["import_notes"])
+    assert "chosen to hold the VerbMem / PrivLeak forget passages" in notes
+    assert "verbmem/forget.json: 12 of 12 passages kept" in notes
+    assert p.data_warnings() == []
+
+
+def test_the_first_n_says_plainly_what_it_loses(tmp_path, books, tiny_model_dir):
+    p = import_benchmark("muse-books", "hp-first", folder=books, root=tmp_path / "ws",
+                         first=2, subset="first", tokenizer=str(tiny_model_dir),
+                         chunk_tokens=512)
+    assert "forget_eval" not in p.eval_sets()
+    notes = "\n".join(p.meta["import_notes"])
+    assert "the first 2 forget articles of" in notes
+    assert "verbmem/forget.json left out: none of its 12 passages lies in the kept forget " \
+           "rows; keeping all 12 found in the forget rows takes" in notes
+    assert "--subset evaluated" in notes
+
+
+@pytest.mark.parametrize("variant", ["books-json", "news-json", "news-txt"])
+def test_every_published_variant_imports(tmp_path, tiny_model_dir, variant):
+    files = {"books-json": lambda: books_files(20_000, 15_000, forget_as="json"),
+             "news-json": published_files, "news-txt": news_txt_files}[variant]()
+    folder = write_folder(tmp_path / variant, files)
+    bench = "muse-books" if variant.startswith("books") else "muse-news"
+    p = import_benchmark(bench, folder=folder, root=tmp_path / "ws",
+                         tokenizer=str(tiny_model_dir), chunk_tokens=256)
+    forget = squeeze(" ".join(r["text"] for r in p.forget()))
+    if bench == "muse-books":
+        assert forget == squeeze(book_text()) and len(p.forget()) > 1
+    else:
+        assert all(squeeze(a) in forget for a in forget_articles())
+    assert p.retain() and "holdout" in p.eval_sets() and "forget_eval" in p.eval_sets()
+    assert p.data_warnings() == []
+
+
+def test_the_cli_imports_the_published_books_folder(tmp_path, books, tiny_model_dir, capsys):
+    rc = main(["import", "muse-books", "--from-folder", str(books), "--workspace",
+               str(tmp_path / "ws"), "--first", "3", "--tokenizer", str(tiny_model_dir),
+               "--chunk-tokens", "512"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "forget rows: 3" in out and "VerbMem" in out
+
+
+def test_book_paragraph_count_matches_the_fixture():
+    assert book_text().count("\n\n") == BOOK_PARAGRAPHS - 1
