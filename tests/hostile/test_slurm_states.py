@@ -1,4 +1,4 @@
-"""Hostile SLURM answers and hostile job ids (issue 31, items 2, 6 and 7).
+"""Hostile SLURM answers and hostile job ids (docs/slurm.md#states).
 
 - squeue/sacct answers a real cluster gives rarely (empty, garbage, stderr alone, NUL bytes,
   cut-off lines, bytes that are not UTF-8, no answer at all), through every reader of a
