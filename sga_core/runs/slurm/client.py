@@ -106,8 +106,9 @@ def one_line(text: str) -> str:
     return lines[0][:300] if lines else "no output"
 
 
-def call(tool: str, *args: str, timeout: float = CALL_TIMEOUT_S) -> str:
-    """Run ``tool args``; its stdout, or :class:`SlurmError` with its error line."""
+def call(tool: str, *args: str, timeout: float = CALL_TIMEOUT_S, read: bool = False) -> str:
+    """Run ``tool args``; its stdout, or :class:`SlurmError` with its error line. ``read``:
+    a query, whose answer on stderr alone (nothing on stdout) is an error, not "none"."""
     CALLS[tool] += 1
     try:
         out = subprocess.run([tool, *args], capture_output=True, timeout=timeout,
@@ -120,7 +121,7 @@ def call(tool: str, *args: str, timeout: float = CALL_TIMEOUT_S) -> str:
     except OSError as exc:
         raise SlurmError(f"{tool}: cannot be run ({exc.strerror or exc})") from None
     stdout, stderr = decode(out.stdout), decode(out.stderr)
-    if out.returncode:
+    if out.returncode or (read and not stdout.strip() and stderr.strip()):
         raise SlurmError(f"{tool}: {one_line(stderr or stdout)}")
     return stdout
 
@@ -228,7 +229,7 @@ class JobTable:
         jobs, error = None, None
         try:
             text = call("squeue", "-h", "-r", "-t", "all", "-u", str(os.getuid()),
-                        "-o", SQUEUE_FORMAT, timeout=READ_TIMEOUT_S)
+                        "-o", SQUEUE_FORMAT, timeout=READ_TIMEOUT_S, read=True)
             jobs = parse_table("squeue", text, SQUEUE_FIELDS)
         except SlurmError as exc:
             error = str(exc)
@@ -279,7 +280,7 @@ class JobTable:
             return cached
         try:
             text = call("squeue", "-h", "-r", "-t", "all", "-j", job, "-o", SQUEUE_FORMAT,
-                        timeout=READ_TIMEOUT_S)
+                        timeout=READ_TIMEOUT_S, read=True)
             seen = Seen(parse_table("squeue", text, SQUEUE_FIELDS).get(job), None, time.time())
         except SlurmError as exc:
             seen = Seen(None, None if INVALID_ID in str(exc) else str(exc), time.time())
@@ -296,8 +297,9 @@ class JobTable:
                 self.accounting_at = time.time()
         if due:
             try:
-                text = call("sacct", "-X", "-n", "-P", "-u", str(os.getuid()),
-                            "-S", "now-14days", "-o", SACCT_FORMAT, timeout=READ_TIMEOUT_S)
+                text = call("sacct", "-X", "-n", "-P", "-u", str(os.getuid()), "-S",
+                            "now-14days", "-o", SACCT_FORMAT, timeout=READ_TIMEOUT_S,
+                            read=True)
                 rows, error = parse_table("sacct", text, SQUEUE_FIELDS,
                                           skip_ids=re.compile(r"[0-9]+[_+].+")), None
             except SlurmError as exc:  # accounting storage disabled: nothing more to know

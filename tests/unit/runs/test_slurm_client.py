@@ -57,6 +57,9 @@ WRONG_ANSWERS = {
 def test_a_wrong_squeue_answer_never_fails_a_pending_run(stub, tmp_path, answer):
     run_dir = slurm_run(tmp_path)
     stub.answer("squeue", **WRONG_ANSWERS[answer])
+    if answer in ("stderr only", "garbage", "NUL bytes", "NUL in the state", "cut-off line"):
+        states.TABLE.refresh()
+        assert states.TABLE.error and not states.TABLE.jobs  # a problem, never "no jobs"
     for _ in range(4):  # answers in a row, inside the time it takes to call a job gone
         shown = run_status.effective_run(run_dir)
         assert shown["state"] == "queued", shown
