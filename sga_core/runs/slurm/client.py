@@ -259,11 +259,13 @@ class JobTable:
             new = bool(submitted and job not in self.jobs and submitted >= self.taken_at - 1)
         self.refresh(force=new)
         with self.lock:
-            jobs, taken_at, error = self.jobs, self.taken_at, self.error
+            jobs, taken_at, error, busy = self.jobs, self.taken_at, self.error, self.busy
         if taken_at and job in jobs and time.time() - taken_at <= STALE_MAX_S:
             return Seen(jobs[job], None, taken_at)
         if error or not taken_at:
             return Seen(None, error or "squeue has not answered yet")
+        if busy and new:  # a new job, and squeue's answer is under way: no second call
+            return Seen(None, "squeue is being asked; its answer comes at the next look")
         if not confirm:
             return Seen(None, None, taken_at)
         seen = self._by_id(job)
