@@ -180,7 +180,11 @@ def run_view(run_dir: str | os.PathLike, status: dict, write) -> dict:
                     "error": f"{said}; job {status.get('slurm_job_id')}"}
         return status
     submitted = parse_time(status.get("slurm_submitted_at") or "")
-    seen = TABLE.lookup(str(status["slurm_job_id"]), submitted, confirm=not final)
+    # a job missing from the table is asked for by id only where that can change the run
+    # (not for one settled by inference, nor one that ended on its own): the controller is
+    # shared, and old runs are many
+    seen = TABLE.lookup(str(status["slurm_job_id"]), submitted,
+                        confirm=not final and status.get("state") not in FINAL)
     if final:  # inferred gone: where SLURM lists the job as living again, SLURM wins
         job = seen.job
         if job is not None and job.get("state") in PENDING + LIVE:

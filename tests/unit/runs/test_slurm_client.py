@@ -231,3 +231,18 @@ def test_a_status_file_with_an_option_for_a_job_id_cancels_nothing(stub, tmp_pat
         assert "--me" not in str(exc) or "not a SLURM job id" in str(exc)
     assert all("--me" not in call for call in stub.calls()), stub.calls()
     time.sleep(0)  # (no wait: nothing runs in the background)
+
+
+def test_ended_runs_whose_jobs_slurm_forgot_cost_no_call_each(stub, tmp_path):
+    """Old runs that ended on their own, and runs settled by inference, are looked up in
+    the one table answer only: no ``squeue -j`` per run (the controller is shared)."""
+    for n in range(5):
+        slurm_run(tmp_path, f"done{n}", state="completed")
+        slurm_run(tmp_path, f"gone{n}", state="failed", slurm_state_final="UNKNOWN")
+    stub.answer("squeue", out=squeue_line("9", "RUNNING"))
+    states.TABLE.ttl = 3600
+    from sga_core.runs.folder import list_runs
+
+    rows = list_runs(tmp_path / "runs")
+    assert sorted(r["state"] for r in rows) == ["completed"] * 5 + ["failed"] * 5
+    assert len(stub.calls("squeue")) == 1 and not stub.calls("sacct"), stub.calls()
