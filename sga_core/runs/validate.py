@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
 FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
 MAX_INT = 2**63 - 1
 MAX_PID = 2**22  # Linux's largest pid_max
+#: a SLURM job id (sga_core.runs.slurm.client.JOB_ID_RE): ASCII digits, or digits_digits
+SLURM_JOB_ID = re.compile(r"[0-9]{1,20}(_[0-9]{1,20})?")
 
 
 class Damaged(ValueError):
@@ -149,10 +152,20 @@ def fields(obj: Any, spec: dict[str, Callable], required: tuple[str, ...] = (),
 
 # --- the shapes of the run-folder files ------------------------------------------------------
 
+def slurm_job_id(v: Any) -> str | None:
+    """A SLURM job id as the workbench writes it: digits, or digits_digits for a task of a
+    job array. Anything else (``--me``, ``-u root``) is damage, so it never reaches scancel
+    or squeue as an option."""
+    if isinstance(v, str) and SLURM_JOB_ID.fullmatch(v):
+        return None
+    return f"must be a SLURM job id (digits, or digits_digits), got {_show(v)}"
+
+
 PID = opt(integer(1, MAX_PID))
 COUNT = opt(integer(0))
 STAMP = opt(text)
 NUM = opt(number)
+JOB_ID = opt(slurm_job_id)
 
 RUN_STATUS_FIELDS = {
     "state": one_of(STATES), "run_id": STAMP, "created_at": STAMP, "mode": STAMP,
@@ -168,17 +181,20 @@ RUN_STATUS_FIELDS = {
     # each pid's start time (clock ticks since boot): with the pid, which process it was
     "pid_start": COUNT, "launcher_pid_start": COUNT, "runner_pid_start": COUNT,
     # a run sent to SLURM (sga_core.runs.slurm): its job, node, wait and SLURM's verdict
-    "backend": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
+    "backend": STAMP, "slurm_job_id": JOB_ID, "slurm_submitted_at": STAMP,
     "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
     "slurm_state_final": STAMP, "slurm_started_at": STAMP, "cancel_requested_at": STAMP,
+    # answers in a row that did not list the job, since when (epoch s), the last one counted
+    "slurm_unseen": COUNT, "slurm_unseen_since": NUM, "slurm_unseen_at": NUM,
 }
 EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
     "error": STAMP, "stage": STAMP, "done": COUNT, "total": COUNT, "updated_at": STAMP,
     "stage_started_at": STAMP, "elapsed_s": NUM, "host": STAMP, "pid_start": COUNT,
-    "cancel_requested_at": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
+    "cancel_requested_at": STAMP, "slurm_job_id": JOB_ID, "slurm_submitted_at": STAMP,
     "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
-    "slurm_state_final": STAMP,
+    "slurm_state_final": STAMP, "slurm_started_at": STAMP,
+    "slurm_unseen": COUNT, "slurm_unseen_since": NUM, "slurm_unseen_at": NUM,
 }
 #: a stress test queued as a job (stress_status.json): an evaluation's fields, plus the
 #: attacks asked for, the progress of the current stage and the result files written

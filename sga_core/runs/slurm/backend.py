@@ -27,6 +27,7 @@ from sga_core.runs.folder import (
 from sga_core.runs.slurm import client
 from sga_core.runs.slurm.profile import ClusterProfile, load_profile
 from sga_core.runs.slurm.script import array_script, check_path, eval_script, run_script
+from sga_core.runs.slurm.states import inferred
 
 MODE = "slurm"
 #: what sbatch says when no node has what the job asks for (CPUs, memory, GPUs, nodes)
@@ -205,7 +206,10 @@ def submit_dependent_evals(made: list[Path], cfgs: list, ids: list[str],
 
 def after_ok(job_id: str | None) -> tuple[str, ...]:
     """The sbatch options of a job held until ``job_id`` ends well (none without one)."""
-    return (f"--dependency=afterok:{job_id}", "--kill-on-invalid-dep=yes") if job_id else ()
+    if not job_id:
+        return ()
+    return (f"--dependency=afterok:{client.job_id(job_id, 'the job waited for')}",
+            "--kill-on-invalid-dep=yes")
 
 
 def submit_chain(cfgs: list, root: str | os.PathLike | None = None,
@@ -227,14 +231,14 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     cancelled at once and never starts."""
     run_dir = Path(run_dir)
     st = run_status.read_run(run_dir)
-    if st.get("state") in run_status.FINAL_STATES:
-        return st
+    if st.get("state") in run_status.FINAL_STATES and not inferred(st):
+        return st  # (a failure the workbench only inferred may hide a job SLURM still has)
     request_cancel(run_dir)
     run_status.write_run(run_dir, cancel_requested_at=now_iso())  # for the states' reader
-    jid = st.get("slurm_job_id")
+    jid = st.get("slurm_job_id")  # checked by the status reader: digits, or digits_digits
     if jid:
-        client.scancel(str(jid))
-    if st.get("state") == "queued" and not st.get("slurm_started_at"):
+        client.scancel(client.job_id(jid, "status.json: slurm_job_id"))
+    if st.get("state") in ("queued", "failed") and not st.get("slurm_started_at"):
         run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
                              error="cancelled before it started")
     cancel_dependent_eval(run_dir)
@@ -288,12 +292,16 @@ def _cancel_job(run_dir: Path, read, write, effective) -> dict:
     written with ``read``/``write``, shown with ``effective``): scancel; a pending one never
     starts and is recorded cancelled at once."""
     st = read(run_dir)
-    if st.get("state") in run_status.FINAL_STATES:
+    if st.get("state") in run_status.FINAL_STATES and not inferred(st):
         return st
+    jid = st.get("slurm_job_id")  # checked by the status reader: digits, or digits_digits
+    if not jid:
+        raise client.SlurmError(f"{run_dir.name}: no SLURM job to cancel "
+                                f"({st.get('error') or 'its status names none'})")
     write(run_dir, cancel_requested_at=now_iso())
-    client.scancel(str(st["slurm_job_id"]))
+    client.scancel(client.job_id(jid, "slurm_job_id"))
     client.TABLE.forget()
-    if st.get("state") == "queued":
+    if st.get("state") == "queued" or (inferred(st) and not st.get("slurm_started_at")):
         write(run_dir, "cancelled", ended_at=now_iso(), error="cancelled before it started")
     return effective(run_dir)
 

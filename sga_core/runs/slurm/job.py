@@ -2,7 +2,9 @@
 
 - ``python -m sga_core.runs.slurm.job start RUN_DIR``: records the node, the job id and the
   time the job waited in status.json; exits 3 (and the job ends) when the run was cancelled
-  before it started, so such a run never trains;
+  before it started, so such a run never trains. A failure the workbench only inferred (it
+  took the job for gone: :func:`sga_core.runs.slurm.states.inferred`) does not stop it: the
+  job is there, so the run trains;
 - ``python -m sga_core.runs.slurm.job start --resume RUN_DIR``: the same, for a job that
   resumes (the profile's ``resume_after_stop``): a run stopped at a checkpoint starts again
   (the requeued job's next start) and SLURM's restart count is recorded;
@@ -49,9 +51,19 @@ def stopped(run_dir: Path) -> int:
 def start(run_dir: Path, resume: bool = False) -> int:
     from sga_core.runs import status as run_status
     from sga_core.runs.folder import CANCEL_FILE
-    from sga_core.runs.slurm.client import parse_time
+    from sga_core.runs.slurm.client import is_job_id, parse_time
+    from sga_core.runs.slurm.states import inferred
 
     st = run_status.read_run(run_dir)
+    if inferred(st) and not st.get("cancel_requested_at") and not (run_dir / CANCEL_FILE).exists():
+        # the workbench took the job for gone (SLURM left it out of its answers), yet SLURM
+        # starts it: SLURM is right, and the run trains
+        print(f"[job] run {run_dir.name} was marked failed because SLURM did not list its "
+              f"job; the job has started, so the run trains", flush=True)
+        st = run_status.write_run(run_dir, "queued", ended_at=None, error=None, exit_code=None,
+                                  slurm_state_final=None, slurm_reason=None,
+                                  slurm_unseen=None, slurm_unseen_since=None,
+                                  slurm_unseen_at=None)
     again = resume and stopped_at_checkpoint(run_dir, st)
     if again:  # the requeued job's next start: the run is queued again until it trains
         run_status.write_run(run_dir, "queued", ended_at=None, exit_code=None, error=None)
@@ -71,7 +83,7 @@ def start(run_dir: Path, resume: bool = False) -> int:
            os.environ.get("SLURM_JOB_ID"))
     fields = {"slurm_node": os.environ.get("SLURMD_NODENAME") or os.uname().nodename,
               "slurm_started_at": now_iso()}
-    if job:
+    if job and is_job_id(job):  # (SLURM's own variables; checked like every id read)
         fields["slurm_job_id"] = job
     if os.environ.get("SLURM_RESTART_COUNT", "").isdigit():  # set once SLURM requeued it
         fields["slurm_restarts"] = int(os.environ["SLURM_RESTART_COUNT"])

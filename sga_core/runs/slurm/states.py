@@ -14,6 +14,14 @@ the truth about whether the job still lives. :func:`run_view` joins the two:
 
 Once SLURM has ended a job, its verdict is written into status.json (:func:`settle`), so the
 run reads the same after SLURM has forgotten the job.
+
+A job SLURM does not list is not taken for gone on one answer: each distinct answer that left
+it out is counted in status.json (``slurm_unseen``, since ``slurm_unseen_since``), and only
+:data:`GONE_ANSWERS` answers over at least :data:`GONE_S` seconds settle the run as failed
+(``slurm_state_final: UNKNOWN``). Until then the folder's own state is shown, with the doubt
+in ``slurm_problem``. That verdict is the workbench's inference, not SLURM's: a job SLURM
+lists again (pending or running) is shown as SLURM has it, and its start clears the
+inference and trains (:func:`sga_core.runs.slurm.job.start`).
 """
 
 from __future__ import annotations
@@ -23,8 +31,18 @@ import time
 from pathlib import Path
 
 from sga_core.fileio import now_iso
-from sga_core.runs.slurm.client import TABLE, parse_time
+from sga_core.runs.slurm.client import TABLE, Seen, parse_time
 
+#: the final SLURM state the workbench records for a job SLURM no longer lists: inferred,
+#: not SLURM's own word (:func:`inferred`)
+INFERRED = "UNKNOWN"
+#: a job SLURM leaves out of this many distinct answers, over at least GONE_S seconds, is gone
+GONE_ANSWERS = 3
+GONE_S = float(os.environ.get("SGA_SLURM_GONE_S", "60"))
+#: the fields that count a job's absence from SLURM's answers
+UNSEEN_FIELDS = ("slurm_unseen", "slurm_unseen_since", "slurm_unseen_at")
+
+FINAL = ("completed", "failed", "cancelled", "diverged")
 PENDING = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED")
 LIVE = ("RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING", "RESIZING",
         "STOPPED")
@@ -86,13 +104,16 @@ def combine(status: dict, job: dict | None, cancel_asked: bool) -> dict:
     (None: SLURM does not know the job). Pure."""
     state = status.get("state")
     jid = status.get("slurm_job_id")
-    final = state in ("completed", "failed", "cancelled", "diverged")
+    final = state in FINAL
     if job is None:
         if final:
             return status
+        said = (f" (left out of {status['slurm_unseen']} answers in a row)"
+                if status.get("slurm_unseen") else "")
         return {**status, "state": "failed", "slurm_reason": "unknown to SLURM",
-                "error": status.get("error") or f"SLURM no longer knows job {jid}: it ended "
-                                                 "without its run finishing (see slurm.log)"}
+                "error": status.get("error") or f"SLURM no longer knows job {jid}{said}: it "
+                                                 "ended without its run finishing (see "
+                                                 "slurm.log)"}
     seen = {**status, **job_fields(job)}
     sstate = job.get("state", "")
     if final and state == "cancelled" and status.get("stopped_at_checkpoint") is not None \
@@ -123,40 +144,99 @@ def combine(status: dict, job: dict | None, cancel_asked: bool) -> dict:
             or now_iso(), "error": status.get("error") or f"{said}; job {jid}"}
 
 
+def inferred(status: dict) -> bool:
+    """Whether ``status`` ended on the workbench's inference that SLURM forgot its job
+    (:data:`INFERRED`), not on SLURM's or the run's own word: such a state never stops a
+    job SLURM still has."""
+    return status.get("slurm_state_final") == INFERRED and status.get("state") == "failed"
+
+
+def revived(status: dict) -> dict:
+    """An inferred-gone run (:func:`inferred`) as it was before the inference: running
+    once its job started, else queued."""
+    out = {**status, "state": "running" if status.get("slurm_started_at") else "queued",
+           "slurm_state_final": None, "ended_at": None}
+    if str(status.get("error") or "").startswith("SLURM no longer knows job"):
+        out["error"] = None
+    return out
+
+
 def run_view(run_dir: str | os.PathLike, status: dict, write) -> dict:
     """``status`` (a SLURM run's status.json) as it should be shown; SLURM's verdict on a
     job it ended is written once with ``write`` (``status.write_run``; :func:`settle`;
     None: shown only).
-    Where SLURM cannot be asked, the folder's own status, with ``slurm_problem`` saying
-    why. A cancel was asked for when status.json has ``cancel_requested_at``
+    Where SLURM cannot be asked, or has left the job out of fewer answers than make it
+    gone (:func:`missed`), the folder's own status, with ``slurm_problem`` saying why. A
+    cancel was asked for when status.json has ``cancel_requested_at``
     (:func:`sga_core.runs.slurm.backend.cancel`)."""
     run_dir = Path(run_dir)
     final = status.get("slurm_state_final")
-    if final:  # settled: SLURM has nothing more to say
+    cancel_asked = bool(status.get("cancel_requested_at"))
+    if final and not inferred(status):  # settled: SLURM has nothing more to say
         if status.get("state") == "cancelled" and final in SLURM_STOPPED and \
-                not status.get("cancel_requested_at"):  # the trainer's SIGTERM came later
+                not cancel_asked:  # the trainer's SIGTERM came later
             shown, said = ENDED[final]
             return {**status, "state": shown, "slurm_reason": said,
                     "error": f"{said}; job {status.get('slurm_job_id')}"}
         return status
     submitted = parse_time(status.get("slurm_submitted_at") or "")
-    job, problem = TABLE.lookup(str(status["slurm_job_id"]), submitted)
-    if problem:
-        return {**status, "slurm_problem": problem}
-    shown = combine(status, job, bool(status.get("cancel_requested_at")))
-    if write is not None and (job is None or job.get("state") in ENDED):
+    # a job missing from the table is asked for by id only where that can change the run
+    # (not for one settled by inference, nor one that ended on its own): the controller is
+    # shared, and old runs are many
+    seen = TABLE.lookup(str(status["slurm_job_id"]), submitted,
+                        confirm=not final and status.get("state") not in FINAL)
+    if final:  # inferred gone: where SLURM lists the job as living again, SLURM wins
+        job = seen.job
+        if job is not None and job.get("state") in PENDING + LIVE:
+            return combine(revived(status), job, cancel_asked)
+        return status
+    if seen.problem:
+        return {**status, "slurm_problem": seen.problem}
+    if seen.job is None:
+        return missed(run_dir, status, seen, write)
+    job = seen.job
+    if write is not None and any(status.get(k) is not None for k in UNSEEN_FIELDS):
+        write(run_dir, **dict.fromkeys(UNSEEN_FIELDS))  # listed again: the count restarts
+    shown = combine(status, job, cancel_asked)
+    if write is not None and job.get("state") in ENDED:
         settle(run_dir, status, shown, job, write)
     return shown
 
 
+def missed(run_dir: Path, status: dict, seen: Seen, write) -> dict:
+    """A run whose job SLURM's answer ``seen`` did not list: each distinct answer is
+    counted in status.json with ``write``; the run is failed ("unknown to SLURM") only once
+    :data:`GONE_ANSWERS` answers over at least :data:`GONE_S` seconds left it out. Before
+    that, the folder's own status with the doubt in ``slurm_problem``."""
+    if status.get("state") in FINAL:
+        return status  # the run ended on its own: SLURM forgetting its job changes nothing
+    jid = status.get("slurm_job_id")
+    count = status.get("slurm_unseen") or 0
+    since = status.get("slurm_unseen_since") or seen.at
+    if seen.at > (status.get("slurm_unseen_at") or 0):  # an answer not counted yet
+        count += 1
+        if write is not None:
+            write(run_dir, slurm_unseen=count, slurm_unseen_since=since,
+                  slurm_unseen_at=seen.at)
+    if count >= GONE_ANSWERS and seen.at - since >= GONE_S:
+        shown = combine({**status, "slurm_unseen": count}, None,
+                        bool(status.get("cancel_requested_at")))
+        if write is not None:
+            settle(run_dir, status, shown, None, write)
+        return shown
+    return {**status, "slurm_problem": f"SLURM did not list job {jid} ({count} of "
+            f"{GONE_ANSWERS} answers that would make it gone); asking again"}
+
+
 def settle(run_dir: Path, status: dict, shown: dict, job: dict | None, write) -> None:
     """Record SLURM's final verdict in status.json with ``write`` (a locked merge; a run
-    that ended on its own keeps its own state and error)."""
+    that ended on its own keeps its own state and error). ``job`` None: the job was gone
+    from enough answers (:func:`missed`); recorded as :data:`INFERRED`."""
     if job is None and status.get("state") == shown.get("state"):
         return  # an ended run SLURM has forgotten: nothing to add
     fields = {k: shown[k] for k in ("slurm_node", "slurm_wait_s", "slurm_reason")
               if shown.get(k) is not None}
-    fields["slurm_state_final"] = (job or {}).get("state") or "UNKNOWN"
+    fields["slurm_state_final"] = (job or {}).get("state") or INFERRED
     if shown.get("state") != status.get("state"):
         write(run_dir, shown["state"], error=shown.get("error"),
               ended_at=shown.get("ended_at") or now_iso(), **fields)
