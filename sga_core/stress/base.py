@@ -60,6 +60,10 @@ class StressSettings:
     paraphrase_base_url: str | None = param(None, "Paraphrases: an OpenAI-compatible "
                                             "server's base URL (openai only; empty = "
                                             "OpenAI).", advanced=True)
+    paraphrase_timeout: float = param(60.0, "Paraphrases: seconds one request to the "
+                                      "server may take in all (openai only); one that "
+                                      "times out is tried once more, then the server is "
+                                      "taken for hung.", min=1.0, max=3600.0, advanced=True)
     paraphrase_template: str | None = param(None, "Paraphrases: the prompt (a normals "
                                             "template YAML; default: "
                                             "assets/attacks/paraphrase.yaml).", advanced=True)
