@@ -18,6 +18,7 @@ def cmd_stress(args) -> int:
     ``--queue``: queue them as a job instead; ``--cancel``: stop a queued or running one."""
     from sga_core.runs.launch import sigterm_as_interrupt
 
+    check_options(args)
     if args.queue or args.cancel:
         return _queue_or_cancel(args)
     if len(args.target) > 1:
@@ -30,6 +31,20 @@ def cmd_stress(args) -> int:
     except KeyboardInterrupt:
         print("stress test cancelled", file=sys.stderr)
         return 130
+
+
+#: the evaluation options' bounds: (flag, attribute, lowest, highest)
+OPTION_BOUNDS = (("--batch-size", "batch_size", 1, 4096),
+                 ("--max-new-tokens", "max_new_tokens", 0, 4096))
+
+
+def check_options(args) -> None:
+    """The evaluation options given, each within its bounds (ConfigError naming it), before
+    anything loads or is queued."""
+    for flag, attr, lo, hi in OPTION_BOUNDS:
+        value = getattr(args, attr, None)
+        if value is not None and not lo <= value <= hi:
+            raise ConfigError(f"{flag}: must be {lo} to {hi}, got {value}")
 
 
 def settings_from_args(args):

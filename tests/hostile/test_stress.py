@@ -49,6 +49,10 @@ def test_stress_flags_give_one_line_before_any_model_loads(tmp_path, tiny_model_
             (tmp_path / "no-model", ["--relearn-lr", "inf"], "relearn_lr"),
             (tmp_path / "no-model", ["--relearn-steps", "0"], "relearn_steps"),
             (tmp_path / "no-model", ["--seeds", ",".join(map(str, range(100)))], "seeds"),
+            (tmp_path / "no-model", ["--batch-size", "0"], "--batch-size"),
+            (tmp_path / "no-model", ["--batch-size", str(10**12)], "--batch-size"),
+            (tmp_path / "no-model", ["--max-new-tokens", "-1"], "--max-new-tokens"),
+            (tmp_path / "no-model", ["--max-new-tokens", str(10**9)], "--max-new-tokens"),
             (tiny_model_dir, ["--device", "cuda:99"], "cuda:99")):
         p = sga_cli("stress", str(model), *common, *args, timeout=300)
         assert p.returncode == 2, (args, p.stdout, p.stderr[-2000:])
