@@ -1,4 +1,4 @@
-"""A hostile paraphrase server (issue 31 item 10), a real one on 127.0.0.1
+"""A hostile paraphrase server, a real one on 127.0.0.1
 (tests/helpers/openai_server.py): a reply trickled a byte at a time (body, endless chunks, or
 headers that never end) is cut off at the request's deadline and tried once more at most,
 after which the server is taken for hung and the rows not started fail at once; a 100 MB

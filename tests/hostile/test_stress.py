@@ -1,4 +1,4 @@
-"""Hostile stress-test settings and leftovers (issue 31, items 16 and 17): every bad setting
+"""Hostile stress-test settings and leftovers: every bad setting
 is refused with one line naming it before a model loads, never a traceback; a stress test of
 a run Results would not list is not queued; relearning that diverges, and NaN scores, say
 "not a number" instead of an empty "no value"; a killed write leaves no part of a result."""

@@ -1,4 +1,4 @@
-"""Damaged stress result files (``RUN_DIR/stress/<key>.json``, issue 31 item 9): each is
+"""Damaged stress result files (``RUN_DIR/stress/<key>.json``): each is
 checked as the other run-folder files are (sga_core.runs.validate), so a mistyped one is
 named in the run's damage warning while every other result, and every other run, still
 shows; the Results page ("Does it hold?") and the Token probabilities page (with the
