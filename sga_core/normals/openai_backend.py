@@ -256,7 +256,7 @@ def _make_client(api_key: str, base_url: str | None, timeout: float):
     import openai
 
     return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0,
-                         http_client=_http_client(timeout))
+                         http_client=_http_client(timeout, base_url=base_url))
 
 
 # --- the whole-request deadline and the reply cap ---------------------------------------------
@@ -331,11 +331,27 @@ class _DeadlineBackend:
         self._inner.sleep(seconds)
 
 
-def _http_client(deadline_s: float, max_bytes: int = MAX_REPLY_BYTES):
+def _env_proxy(base_url: str | None) -> str | None:
+    """The proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``...), as
+    the openai client's own transport would use it."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com")
+    if urllib.request.proxy_bypass_environment(url.hostname or ""):
+        return None
+    return urllib.request.getproxies_environment().get(url.scheme or "https")
+
+
+def _http_client(deadline_s: float, max_bytes: int = MAX_REPLY_BYTES,
+                 base_url: str | None = None):
     """An ``httpx2.Client`` whose requests each end within ``deadline_s`` seconds in all and
-    whose replies are refused past ``max_bytes`` (see the module's docstring)."""
+    whose replies are refused past ``max_bytes`` (see the module's docstring); through the
+    environment's proxy for ``base_url``, if it names one."""
     import httpx2
     import openai
+
+    proxy = _env_proxy(base_url)
 
     class ReplyTooLarge(openai.OpenAIError):  # an OpenAIError: the client passes it on as is
         pass
@@ -371,7 +387,7 @@ def _http_client(deadline_s: float, max_bytes: int = MAX_REPLY_BYTES):
 
     class Transport(httpx2.HTTPTransport):
         def __init__(self):
-            super().__init__()
+            super().__init__(proxy=proxy)
             pool = getattr(self, "_pool", None)  # every socket operation deadline-bound
             if pool is not None and hasattr(pool, "_network_backend"):
                 pool._network_backend = _DeadlineBackend(pool._network_backend)

@@ -99,3 +99,19 @@ def test_the_paraphrase_attack_ends_and_says_what_it_left_out(tmp_path, tiny_mod
     assert f"over {MAX_REPLY_BYTES:,} bytes" in left["2"], left
     assert "did not answer within 1 s" in left["3"], left
     assert all(b.get("max_tokens") == 96 for b in fake_openai.bodies)
+
+
+def test_the_environment_proxy_is_still_used(monkeypatch):
+    """The deadline-bound client keeps what the openai client's own transport honours: the
+    environment's proxy for the server, and NO_PROXY."""
+    from sga_core.normals.openai_backend import _env_proxy
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                 "no_proxy", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert _env_proxy(None) is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert _env_proxy(None) == "http://proxy.example:3128"
+    assert _env_proxy("http://127.0.0.1:8000/v1") is None  # no HTTP_PROXY
+    monkeypatch.setenv("NO_PROXY", "api.openai.com")
+    assert _env_proxy(None) is None
