@@ -71,7 +71,10 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
     elif sp["state"] == "completed":
         st.caption(plain(f"last stress test completed ({', '.join(sp['results']) or 'no file'}"
                          f", {wb.fmt_seconds(sp['elapsed_s'])}): see Results → Does it hold?"))
-    why = wb.stress_refusal(run_dir)
+    # the rule Results' "Stress-test runs" and `stress --queue` follow: Results lists
+    # evaluated runs only, so a test of any other run would never be shown
+    why = wb.stress_candidates([{"run_id": selected, "path": str(run_dir)}], root)[1].get(
+        selected)
     if why:
         st.caption(plain(f"cannot stress-test this run: {why}"))
         return

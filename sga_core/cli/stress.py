@@ -18,6 +18,7 @@ def cmd_stress(args) -> int:
     ``--queue``: queue them as a job instead; ``--cancel``: stop a queued or running one."""
     from sga_core.runs.launch import sigterm_as_interrupt
 
+    check_options(args)
     if args.queue or args.cancel:
         return _queue_or_cancel(args)
     if len(args.target) > 1:
@@ -30,6 +31,20 @@ def cmd_stress(args) -> int:
     except KeyboardInterrupt:
         print("stress test cancelled", file=sys.stderr)
         return 130
+
+
+#: the evaluation options' bounds: (flag, attribute, lowest, highest)
+OPTION_BOUNDS = (("--batch-size", "batch_size", 1, 4096),
+                 ("--max-new-tokens", "max_new_tokens", 0, 4096))
+
+
+def check_options(args) -> None:
+    """The evaluation options given, each within its bounds (ConfigError naming it), before
+    anything loads or is queued."""
+    for flag, attr, lo, hi in OPTION_BOUNDS:
+        value = getattr(args, attr, None)
+        if value is not None and not lo <= value <= hi:
+            raise ConfigError(f"{flag}: must be {lo} to {hi}, got {value}")
 
 
 def settings_from_args(args):
@@ -126,8 +141,15 @@ def _queue_or_cancel(args) -> int:
                 if k.startswith(PREFIX) and v is not None}
     options = {"original": args.original, "max_new_tokens": args.max_new_tokens,
                "batch_size": args.batch_size, "device": args.device}
-    done = queue.queue_stress_tests(runs, args.attacks, settings, options,
-                                    root=args.runs_dir or runs[0].parent)
+    # as Results' "Stress-test runs" offers them (evaluated, with a model, none in
+    # progress): a stress test of a run Results does not list would never be shown
+    ok, refused = queue.stress_candidates([{"run_id": d.name, "path": str(d)} for d in runs])
+    done = queue.queue_stress_tests([d for d in runs if d.name in ok], args.attacks,
+                                    settings, options, root=args.runs_dir or runs[0].parent)
+    done["skipped"].update({run_id: why + (" (evaluate it first: python -m sga_core "
+                                           f"eval {run_id})" if "not evaluated" in why
+                                           else "")
+                            for run_id, why in refused.items()})
     for run_id in done["queued"]:
         print(f"queued a stress test of {run_id}: the runner starts it when a slot is free "
               f"(follow it on the Runs page; stop it: stress {run_id} --cancel)")

@@ -10,6 +10,13 @@ honoured up to ``retry_max_delay``. A malformed reply (no choices, empty content
 is not JSON) or an exhausted retry budget fails that row only; the other rows go on. An
 authentication error (401/403) stops the rows not yet started, since they would fail alike.
 
+``timeout`` is the whole request's deadline, not a pause between bytes: a server that sends a
+byte a second, or an endless chunked reply, is cut off when it is spent (the deadline holds
+for connecting, sending, the headers and the body alike). A request that timed out is tried
+once more at most; when that times out too the server is taken for hung, and the rows not yet
+started fail at once instead of waiting the same way. A reply over :data:`MAX_REPLY_BYTES`
+(as received, and once decompressed) is refused as malformed, without reading the rest.
+
 The API key comes from ``api_key`` or the environment (``OPENAI_API_KEY``). It is held in
 memory only: never written, never logged, and scrubbed from every error message.
 """
@@ -43,6 +50,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+#: the largest reply accepted, in bytes (K-1 answers of max_tokens each are far smaller)
+MAX_REPLY_BYTES = 4 * 2**20
+#: times a request that timed out is tried again (a hung server costs two deadlines, once)
+TIMEOUT_RETRIES = 1
 _RETRY_STATUS = {408, 409, 429}
 _KEYLIKE = re.compile(r"\b(sk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
@@ -116,7 +127,8 @@ def _retry_after(exc: BaseException) -> float | None:
 class _Runner:
     def __init__(self, client, model: str, template: Template, kind: str, need: int,
                  params: dict[str, Any], max_retries: int, base_delay: float,
-                 max_delay: float, use_n: bool, secret: str | None, seed: int | None) -> None:
+                 max_delay: float, use_n: bool, secret: str | None, seed: int | None,
+                 timeout: float = 60.0) -> None:
         self.client = client
         self.model = model
         self.template = template
@@ -132,6 +144,7 @@ class _Runner:
         self.tokens = {"prompt": 0, "completion": 0, "total": 0}
         self.fatal: str | None = None
         self.rng = random.Random(seed)
+        self.timeout = timeout
 
     def _sleep(self, attempt: int, exc: BaseException) -> None:
         delay = min(self.max_delay, self.base_delay * (2 ** attempt))
@@ -158,7 +171,7 @@ class _Runner:
         import openai
 
         extra = {"n": n} if n > 1 else {}
-        attempt = 0
+        attempt = timeouts = 0
         while True:
             if self.fatal is not None:
                 raise _Fatal(self.fatal)
@@ -178,10 +191,21 @@ class _Runner:
             except ValueError as exc:  # a 200 reply whose body is not JSON
                 raise MalformedReply(f"the reply is not valid JSON ({exc})") from None
             except Exception as exc:
+                timed_out = isinstance(exc, openai.APITimeoutError)
+                timeouts += timed_out
+                if timed_out and timeouts > TIMEOUT_RETRIES:  # a hung server: stop waiting
+                    message = (f"gave up after {attempt + 1} attempts: "
+                               f"{_describe(exc, self.secret)}; the server did not answer "
+                               f"within {self.timeout:g} s, {timeouts} times: taken for hung")
+                    with self.lock:
+                        self.fatal = self.fatal or message
+                    raise RetriesExhausted(message) from None
                 if not _retryable(exc) or attempt >= self.max_retries:
                     if _retryable(exc):
                         raise RetriesExhausted(f"gave up after {attempt + 1} attempts: "
                                            f"{_describe(exc, self.secret)}") from None
+                    if type(exc).__name__ == "ReplyTooLarge":
+                        raise MalformedReply(str(exc)) from None
                     raise
                 log.info("retrying after %s (attempt %d of %d)",
                          _describe(exc, self.secret), attempt + 1, self.max_retries + 1)
@@ -231,7 +255,170 @@ class _Runner:
 def _make_client(api_key: str, base_url: str | None, timeout: float):
     import openai
 
-    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0,
+                         http_client=_http_client(timeout, base_url=base_url))
+
+
+# --- the whole-request deadline and the reply cap ---------------------------------------------
+
+_DEADLINE = threading.local()  # .at: the monotonic time the current request must end by
+
+
+def _remaining() -> float | None:
+    at = getattr(_DEADLINE, "at", None)
+    return None if at is None else at - time.monotonic()
+
+
+def _bounded(timeout: float | None) -> float | None:
+    """``timeout`` (one socket operation's) cut to what is left of the request's deadline."""
+    left = _remaining()
+    if left is None:
+        return timeout
+    if left <= 0:
+        return 0.0
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream:
+    """A network stream whose every read and write ends by the request's deadline."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def _check(self, error):
+        left = _remaining()
+        if left is not None and left <= 0:
+            raise error("the request's deadline passed (a server sending too slowly)")
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        import httpcore2
+
+        self._check(httpcore2.ReadTimeout)
+        return self._inner.read(max_bytes, _bounded(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        import httpcore2
+
+        self._check(httpcore2.WriteTimeout)
+        return self._inner.write(buffer, _bounded(timeout))
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
+                                                     _bounded(timeout)))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def get_extra_info(self, info: str):
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend:
+    """The network backend of the client's connection pool, its streams deadline-bound."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _bounded(timeout),
+                                                       local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _bounded(timeout),
+                                                               socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _env_proxy(base_url: str | None) -> str | None:
+    """The proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``...), as
+    the openai client's own transport would use it."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com")
+    if urllib.request.proxy_bypass_environment(url.hostname or ""):
+        return None
+    return urllib.request.getproxies_environment().get(url.scheme or "https")
+
+
+def _http_client(deadline_s: float, max_bytes: int = MAX_REPLY_BYTES,
+                 base_url: str | None = None):
+    """An ``httpx2.Client`` whose requests each end within ``deadline_s`` seconds in all and
+    whose replies are refused past ``max_bytes`` (see the module's docstring); through the
+    environment's proxy for ``base_url``, if it names one."""
+    import httpx2
+    import openai
+
+    proxy = _env_proxy(base_url)
+
+    class ReplyTooLarge(openai.OpenAIError):  # an OpenAIError: the client passes it on as is
+        pass
+
+    class Capped(httpx2.SyncByteStream):
+        """The reply's body: at most ``max_bytes`` received and decoded, by the deadline."""
+
+        def __init__(self, inner, encoding: str):
+            self.inner, self.seen, self.made = inner, 0, 0
+            self.decoder = _decoder(encoding)
+
+        def __iter__(self):
+            for chunk in self.inner:
+                self.seen += len(chunk)
+                if self.seen > max_bytes:
+                    raise ReplyTooLarge(f"the reply is over {max_bytes:,} bytes")
+                left = _remaining()
+                if left is not None and left <= 0:
+                    raise httpx2.ReadTimeout("the request's deadline passed while the reply "
+                                             "was still arriving")
+                if self.decoder is not None:
+                    chunk = self.decoder.decompress(chunk, max_bytes - self.made + 1)
+                    if self.decoder.unconsumed_tail:
+                        raise ReplyTooLarge(f"the reply decompresses to over {max_bytes:,} "
+                                            "bytes")
+                self.made += len(chunk)
+                if self.made > max_bytes:
+                    raise ReplyTooLarge(f"the reply decompresses to over {max_bytes:,} bytes")
+                yield chunk
+
+        def close(self):
+            self.inner.close()
+
+    class Transport(httpx2.HTTPTransport):
+        def __init__(self):
+            super().__init__(proxy=proxy)
+            pool = getattr(self, "_pool", None)  # every socket operation deadline-bound
+            if pool is not None and hasattr(pool, "_network_backend"):
+                pool._network_backend = _DeadlineBackend(pool._network_backend)
+
+        def handle_request(self, request):
+            _DEADLINE.at = time.monotonic() + deadline_s
+            request.headers["Accept-Encoding"] = "identity"  # so the cap is the real size
+            response = super().handle_request(request)
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
+                response.close()
+                raise ReplyTooLarge(f"the reply is compressed with {encoding[:40]!r}, which "
+                                    "is not accepted (asked for none)")
+            headers = [(k, v) for k, v in response.headers.raw
+                       if k.lower() not in (b"content-encoding", b"content-length")]
+            return httpx2.Response(response.status_code, headers=headers,
+                                   stream=Capped(response.stream, encoding),
+                                   extensions=response.extensions)
+
+    return httpx2.Client(transport=Transport(), timeout=deadline_s, follow_redirects=False)
+
+
+def _decoder(encoding: str):
+    """A bounded decompressor for ``gzip``/``deflate`` (None: the body is plain)."""
+    import zlib
+
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        return zlib.decompressobj(zlib.MAX_WBITS)
+    return None
 
 
 def openai_normals(
@@ -287,7 +474,7 @@ def openai_normals(
         params["seed"] = seed
     need = k - 1
     runner = _Runner(client, model, tmpl, kind, need, params, max_retries, retry_base_delay,
-                     retry_max_delay, use_n, secret, seed)
+                     retry_max_delay, use_n, secret, seed, timeout)
     total = len(forget_rows)
     results: dict[int, list[str]] = {}
     errors: dict[int, str] = {}
@@ -339,7 +526,9 @@ class OpenAIConfig:
     top_p: float | None = param(None, "Nucleus sampling (empty = the server's).", min=0.0,
                                 max=1.0, advanced=True, hidden=True)
     max_tokens: int = param(256, "Tokens per answer at most.", min=1, advanced=True)
-    timeout: float = param(60.0, "Seconds per request.", min=0.0, advanced=True)
+    timeout: float = param(60.0, "Seconds per request in all (connecting, sending, the "
+                                 "whole reply); a timed-out request is tried once more.",
+                           min=0.1, max=3600.0, advanced=True)
     max_retries: int = param(4, "Retries per request after the first attempt.", min=0,
                              advanced=True)
     retry_base_delay: float = param(1.0, "First backoff delay in seconds.", min=0.0,

@@ -291,6 +291,10 @@ class RunFolder:
                 "options": data.get("options") if isinstance(data.get("options"), dict)
                 else {}}
 
+    def stress_results(self) -> tuple[dict[str, dict], list]:
+        """stress/<key>.json: (key -> each sound result, Damaged for each other file)."""
+        return validate.stress_results(self.path, STRESS_DIR)
+
     def damage(self, status: dict | None = None) -> list:
         """Every damaged file (:func:`damage`)."""
         return damage(self.path, status)
@@ -507,6 +511,7 @@ def damage(run_dir: str | os.PathLike, status: dict | None = None) -> list:
             key.append((s.st_mtime_ns, s.st_size))
         except OSError:
             key.append(None)
+    key.append(_stress_files(run.stress_dir))
     key_t = tuple(key)
     if key_t not in _DAMAGE:
         found = []
@@ -515,10 +520,20 @@ def damage(run_dir: str | os.PathLike, status: dict | None = None) -> list:
                 reader(run, status)
             except validate.Damaged as exc:
                 found.append(exc)
+        found += run.stress_results()[1]  # each damaged stress result, by name
         if len(_DAMAGE) > 4096:
             _DAMAGE.clear()
         _DAMAGE[key_t] = found
     return _DAMAGE[key_t]
+
+
+def _stress_files(folder: Path) -> tuple | None:
+    """The stress results' names and versions (what :func:`damage` remembers them by)."""
+    try:
+        return tuple((e.name, e.stat().st_mtime_ns, e.stat().st_size)
+                     for e in os.scandir(folder) if e.name.endswith(".json"))
+    except OSError:
+        return None
 
 
 def run_damage(run_dir: str | os.PathLike, status: dict | None = None) -> str | None:

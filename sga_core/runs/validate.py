@@ -466,3 +466,102 @@ def per_sample(run_dir, rel: str, summary_rel: str) -> list[dict]:
     if (Path(run_dir) / rel).exists():
         _short(rel, rows, _evaluated_rows(run_dir, summary_rel)[0], summary_rel)
     return rows
+
+
+# --- stress-test results (stress/<key>.json, docs/stress-tests.md) ----------------------------
+
+def _pair(v: Any) -> str | None:
+    """A top-k alternative: [token text, probability] (a NaN probability is written null)."""
+    if not isinstance(v, list) or len(v) != 2:
+        return f"must be a [token, probability] pair, got {_show(v)}"
+    return text(v[0]) or NUM(v[1])
+
+
+def _token_record(v: Any) -> str | None:
+    """An attacked model's token record of one answer (as eval/tokens.jsonl holds them):
+    ``tokens``, ``probs`` and ``top`` of one length each."""
+    err = fields(v, {"tokens": list_of(text), "probs": list_of(NUM),
+                     "top": list_of(list_of(_pair)), "token_ids": opt(list_of(integer(0)))},
+                 ("tokens", "probs"))
+    if err:
+        return err
+    lengths = {k: len(v[k]) for k in ("tokens", "probs", "top") if k in v}
+    if len(set(lengths.values())) > 1:
+        return "tokens, probs and top must be as long as each other, got " + ", ".join(
+            f"{k} {n}" for k, n in lengths.items())
+    return None
+
+
+INTERVAL = opt(lambda v: fields(v, {"n": COUNT, "mean": NUM, "sd": NUM, "lo": NUM, "hi": NUM,
+                                     "level": NUM}))
+STRESS_METRIC = opt(lambda v: fields(v, {
+    "attacked": INTERVAL, "recovery": INTERVAL, "max_recovery": NUM, "unlearned": NUM,
+    "original": NUM, "undefined": COUNT, "reason": STAMP}))
+STRESS_CASE_METRIC = opt(lambda v: fields(v, {
+    "attacked": NUM, "unlearned": NUM, "original": NUM, "recovery": NUM, "reason": STAMP}))
+STRESS_CASE = {
+    "label": STAMP, "seed": opt(integer()), "reason": STAMP,
+    "eval_rows": opt(list_of(integer(0))), "attack_rows": opt(list_of(integer(0))),
+    "attack_set": STAMP, "metrics": opt(map_of(STRESS_CASE_METRIC)),
+    "info": opt(lambda v: fields(v, {"from_data": COUNT, "generated": COUNT,
+                                     "paraphraser": STAMP, "left_out": opt(map_of(text))})),
+}
+STRESS_SAMPLE = {
+    "case": opt(integer(0)), "index": opt(integer(0)), "question": STAMP, "generated": STAMP,
+    "tokens": opt(_token_record), **{k: NUM for k in (
+        "prob", "rouge", "prob_unlearned", "rouge_unlearned", "prob_original",
+        "rouge_original")}}
+STRESS_RESULT_FIELDS = {
+    "version": opt(integer(0)), "attack": text, "family": STAMP, "label": STAMP,
+    "description": STAMP, "model": STAMP, "original": STAMP, "run_id": STAMP,
+    "ended_at": STAMP, "metric": STAMP, "recovery": NUM, "recovery_reason": STAMP,
+    "summary": opt(map_of(STRESS_METRIC)),
+    "cases": opt(list_of(lambda v: fields(v, STRESS_CASE))),
+    "settings": opt(mapping), "timings": opt(map_of(NUM)),
+    "samples": opt(list_of(lambda v: fields(v, STRESS_SAMPLE))),
+    "kind": opt(one_of(("qa", "text"))), "run_dir": STAMP, "method": STAMP,
+    "method_args": opt(mapping),
+}
+
+
+def stress_result(run_dir, rel: str) -> dict | None:
+    """One stress result file (``stress/<key>.json``), every field a reader uses checked,
+    its ``attack`` the file's name; None when absent."""
+    res = read_json_file(run_dir, rel, STRESS_RESULT_FIELDS, ("attack",))
+    if res is None:
+        return None
+    key = Path(rel).stem
+    if res["attack"] != key:
+        raise Damaged(rel, f"attack must be the file's name ({key!r}), got {_show(res['attack'])}")
+    cases = res.get("cases") or []
+    for i, s in enumerate(res.get("samples") or []):
+        ci = s.get("case")
+        if ci is not None and ci >= len(cases):
+            raise Damaged(rel, f"samples item {i} case must name one of the {len(cases)} "
+                               f"cases, got {ci}")
+    return res
+
+
+def stress_results(run_dir, rel_dir: str) -> tuple[dict[str, dict], list[Damaged]]:
+    """Every stress result file in the folder ``rel_dir`` of the run (``*.json``, hidden
+    files left out: a write in progress): ``(key -> result of each sound file, Damaged for
+    each other)``; ({}, []) when there is no such folder."""
+    d = Path(run_dir) / rel_dir
+    try:
+        names = sorted(p.name for p in d.iterdir() if p.name.endswith(".json")
+                       and not p.name.startswith("."))
+    except NotADirectoryError:
+        return {}, [Damaged(rel_dir, "is a file, not a folder")]
+    except OSError:
+        return {}, []
+    out, damaged = {}, []
+    for name in names:
+        rel_path = f"{rel_dir}/{name}"
+        try:
+            res = stress_result(run_dir, rel_path)
+        except Damaged as exc:
+            damaged.append(exc)
+            continue
+        if res is not None:
+            out[res["attack"]] = res
+    return out, damaged

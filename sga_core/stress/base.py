@@ -18,6 +18,13 @@ from sga_core.params import param
 
 REGISTRY: dict[str, type[Attack]] = {}
 
+#: bounds of the settings (a seed is a whole relearning trajectory; a step count is one
+#: trajectory's length; a learning rate above 1 only turns the weights into NaN)
+MAX_STRESS_SEEDS = 20
+MAX_SEED = 2**31 - 1
+MAX_RELEARN_STEPS = 100_000
+MAX_LR = 1.0
+
 
 @dataclass
 class StressSettings:
@@ -25,21 +32,24 @@ class StressSettings:
     the YAML of a result's ``settings`` come from here (``stress --help`` lists them)."""
 
     seeds: list[int] = param([0, 1, 2], "Seeds of the seeded attacks (relearning rows, "
-                             "few-shot examples); intervals run over them.")
+                             "few-shot examples); intervals run over them "
+                             f"(at most {MAX_STRESS_SEEDS}, each 0 to {MAX_SEED}).")
     relearn_steps: list[int] = param([10, 50], "Relearning: optimizer steps after which the "
-                                     "forget rows are re-scored (one trajectory).")
+                                     "forget rows are re-scored (one trajectory; each 1 to "
+                                     f"{MAX_RELEARN_STEPS}).")
     relearn_share: float = param(0.1, "Relearning: share of the forget rows trained on "
                                  "(at least 1, never all).", min=0.0, max=1.0)
     relearn_lr: float | None = param(None, "Relearning learning rate (default: the run's "
-                                     "training lr, else 1e-5).", min=0.0)
-    relearn_batch_size: int = param(4, "Relearning: rows per step.", min=1)
+                                     "training lr, else 1e-5).", min=0.0, max=MAX_LR)
+    relearn_batch_size: int = param(4, "Relearning: rows per step.", min=1, max=4096)
     benign_text: str | None = param(None, "Benign relearning on this text file (blank-line "
                                     "separated paragraphs) instead of retain rows.")
     quant_group_size: int = param(128, "Quantization: weights per group along the input "
-                                  "dimension.", min=1)
+                                  "dimension.", min=1, max=2**20)
     quant_symmetric: bool = param(True, "Quantization: symmetric absmax (else asymmetric "
                                   "min-max with a zero point).")
-    fewshot_k: int = param(3, "Few-shot: retain QA pairs before each question.", min=1)
+    fewshot_k: int = param(3, "Few-shot: retain QA pairs before each question.", min=1,
+                           max=64)
     templates: str | None = param(None, "Role-play templates YAML (default: "
                                   "assets/attacks/roleplay.yaml).")
     paraphrase_backend: str | None = param(
@@ -50,6 +60,10 @@ class StressSettings:
     paraphrase_base_url: str | None = param(None, "Paraphrases: an OpenAI-compatible "
                                             "server's base URL (openai only; empty = "
                                             "OpenAI).", advanced=True)
+    paraphrase_timeout: float = param(60.0, "Paraphrases: seconds one request to the "
+                                      "server may take in all (openai only); one that "
+                                      "times out is tried once more, then the server is "
+                                      "taken for hung.", min=1.0, max=3600.0, advanced=True)
     paraphrase_template: str | None = param(None, "Paraphrases: the prompt (a normals "
                                             "template YAML; default: "
                                             "assets/attacks/paraphrase.yaml).", advanced=True)
@@ -57,7 +71,11 @@ class StressSettings:
     rouge: bool = param(True, "Generate answers for ROUGE-L (the slow part on a CPU).")
 
     def settings_problem(self) -> str | None:
-        """Settings each valid alone but not together (params.from_dict asks)."""
+        """Settings each valid alone but not together, and the lists' items (params.from_dict
+        asks, so a bad setting is refused before any model loads)."""
+        problem = self.list_problem()
+        if problem:
+            return problem
         if self.paraphrase_backend:
             from sga_core.stress.paraphrases import backend_problem
 
@@ -66,6 +84,31 @@ class StressSettings:
             return ("paraphrase_model/base_url/template: they set how paraphrases are "
                     "generated; choose a paraphrase_backend too (local or openai)")
         return None
+
+
+    def list_problem(self) -> str | None:
+        """What is wrong with ``seeds`` or ``relearn_steps`` (None: nothing)."""
+        for name, items, lo, hi, most in (
+                ("seeds", self.seeds, 0, MAX_SEED, MAX_STRESS_SEEDS),
+                ("relearn_steps", self.relearn_steps, 1, MAX_RELEARN_STEPS, 20)):
+            if not isinstance(items, list) or not items:
+                return f"{name}: give at least one"
+            if len(set(items)) > most:
+                return f"{name}: {len(set(items))} is too many (at most {most})"
+            bad = next((v for v in items if isinstance(v, bool) or not isinstance(v, int)
+                        or not lo <= v <= hi), None)
+            if bad is not None:
+                return f"{name}: {bad!r} is outside {lo}..{hi}"
+        return None
+
+    def check(self) -> None:
+        """ConfigError naming the first bad setting (settings built without from_dict)."""
+        from sga_core.params import ConfigError, validate_fields
+
+        validate_fields(self)
+        problem = self.settings_problem()
+        if problem:
+            raise ConfigError(problem)
 
 
 @dataclass

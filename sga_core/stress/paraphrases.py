@@ -6,7 +6,10 @@ asked once per question with ``assets/attacks/paraphrase.yaml`` (or ``paraphrase
 greedily (temperature 0), so the paraphraser -- a fixed model, never the unlearned one --
 asks every run of a sweep the same questions. A reply is cleaned to one question; one that is
 empty, only repeats the question, or is not a question (a small model often answers it
-instead) is left out, with the reason recorded.
+instead) is left out, with the reason recorded. A paraphrase is at most
+:data:`MAX_PARAPHRASE_CHARS` characters (a longer one is left out), and the backend is asked
+for at most :data:`PARAPHRASE_TOKENS` tokens; the openai backend's own deadline per request
+and reply-size cap bound a slow or flooding server (sga_core.normals.openai_backend).
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+#: the longest paraphrase kept, in characters (a question is a line or two)
+MAX_PARAPHRASE_CHARS = 1000
+#: tokens the paraphraser may write per question
+PARAPHRASE_TOKENS = 96
 #: a label a chat model may put before its reworded question
 _LABEL = re.compile(r"^\s*(?:reworded|rewritten|paraphrased)?\s*(?:question|paraphrase)\s*:\s*",
                     re.IGNORECASE)
@@ -48,12 +55,17 @@ def clean(reply: str, question: str) -> tuple[str | None, str | None]:
     """The question in a backend's reply (its first non-empty line up to its first question
     mark, a "Question:" label and wrapping quotes removed), or None and why it is left
     out."""
+    if len(reply) > 4 * MAX_PARAPHRASE_CHARS:  # never split a flood into lines
+        reply = reply[:4 * MAX_PARAPHRASE_CHARS]
     line = next((ln.strip() for ln in reply.splitlines() if ln.strip()), "")
     text = _LABEL.sub("", line).strip().strip('"\u201c\u201d\'').strip()
     if "?" in text:  # the question, without what a chatty model adds after it
         text = text[:text.index("?") + 1].strip('"\u201c\u201d\' ')
     if not text:
         return None, "the paraphraser gave an empty reply"
+    if len(text) > MAX_PARAPHRASE_CHARS:
+        return None, (f"the paraphrase is too long ({len(text):,} characters or more; at "
+                      f"most {MAX_PARAPHRASE_CHARS:,})")
     if _norm(text) == _norm(question):
         return None, "the paraphraser repeated the question"
     if not text.endswith("?"):  # a small chat model often answers instead
@@ -85,6 +97,11 @@ def generate(rows: list[dict], indices: list[int], settings, progress=None
             opts[key] = value
     if "temperature" in entry.settings():
         opts["temperature"] = 0.0
+    if "timeout" in entry.settings():  # the whole request's deadline (openai)
+        opts["timeout"] = float(settings.paraphrase_timeout)
+    for key in ("max_tokens", "max_new_tokens"):  # a question, not an essay
+        if key in entry.settings():
+            opts[key] = PARAPHRASE_TOKENS
     if progress is not None:
         opts["progress"] = progress
     model = opts.get("model") or next(

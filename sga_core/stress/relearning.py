@@ -23,6 +23,16 @@ from sga_core.stress.base import Attack, Case, StressContext, seeded_rows
 DEFAULT_LR = 1e-5
 
 
+class Diverged(ArithmeticError):
+    """Relearning's loss stopped being a number at ``step`` (the learning rate is too high
+    for this model): the steps from there on have no scores, only this reason."""
+
+    def __init__(self, step: int, lr: float):
+        self.step = step
+        super().__init__(f"relearning diverged at step {step}: the loss is not a number "
+                         f"(NaN or infinite) with learning rate {lr:g}; lower --relearn-lr")
+
+
 def relearn_copy(ctx: StressContext, seqs: list, steps: list[int], lr: float, seed: int,
                  on_step, batch_size: int = 4):
     """Fine-tune a deep copy of ``ctx.model`` on the token sequences ``seqs`` (cycled in
@@ -56,6 +66,8 @@ def relearn_copy(ctx: StressContext, seqs: list, steps: list[int], lr: float, se
                  collate([seqs[i] for i in idx], ctx.enc.pad_id).items()}
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                     labels=batch["labels"], use_cache=False)
+        if not torch.isfinite(out.loss.detach()).all():
+            raise Diverged(step, lr)
         out.loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -109,7 +121,17 @@ class _Relearn(Attack):
                 out[f"{self.name}-{step}"].append(Case(
                     f"seed {seed}", seed, list(evaluated), scores, list(used), attack_set))
 
-            model = relearn_copy(ctx, seqs, steps, lr, seed, on_step, st.relearn_batch_size)
+            try:
+                model = relearn_copy(ctx, seqs, steps, lr, seed, on_step,
+                                     st.relearn_batch_size)
+            except Diverged as exc:  # the steps not reached say why, per seed
+                for n in steps:
+                    if n >= exc.step:
+                        out[f"{self.name}-{n}"].append(Case(
+                            f"seed {seed}", seed, [], [], list(used), attack_set,
+                            reason=str(exc)))
+                free_memory()
+                continue
             try:
                 _keep(ctx, model, f"{self.name}-seed{seed}")
             finally:

@@ -3,7 +3,6 @@ words; no model is loaded here, so the pages may use it."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -16,23 +15,16 @@ def stress_dir(run_dir: str | os.PathLike) -> Path:
 
 def read_results(run_dir: str | os.PathLike, folder: str | os.PathLike | None = None
                  ) -> dict[str, dict]:
-    """Result key -> result of every readable stress file of a run (or of ``folder``);
-    a damaged or foreign file is skipped (it is reported where it is listed)."""
-    d = Path(folder) if folder is not None else stress_dir(run_dir)
-    out: dict[str, dict] = {}
-    try:
-        files = sorted(p for p in d.iterdir() if p.suffix == ".json"
-                       and not p.name.startswith("."))
-    except OSError:
-        return out
-    for p in files:
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and isinstance(data.get("attack"), str):
-            out[data["attack"]] = data
-    return out
+    """Result key -> result of every sound stress file of a run (or of ``folder``), each
+    checked (:func:`sga_core.runs.validate.stress_result`); a damaged file is left out
+    here and reported where the run is listed (``list_runs``' ``damaged``), so one bad
+    file never hides the other results, nor breaks a page."""
+    from sga_core.runs.folder import STRESS_DIR
+    from sga_core.runs.validate import stress_results
+
+    if folder is not None:
+        return stress_results(Path(folder).parent, Path(folder).name)[0]
+    return stress_results(run_dir, STRESS_DIR)[0]
 
 
 def recovery_interval(res: dict) -> dict:
@@ -100,11 +92,20 @@ def attacked_token_tables(run_dir: str | os.PathLike, row: int) -> dict[str, dic
     for key, res in read_results(run_dir).items():
         cases = res.get("cases") or []
         for s in res.get("samples") or []:
-            rec = s.get("tokens") if isinstance(s, dict) else None
-            if s.get("index") != row or not isinstance(rec, dict) or not rec.get("probs"):
+            rec = s.get("tokens")
+            if s.get("index") != row or not drawable(rec):
                 continue
             ci = s.get("case")
             label = cases[ci].get("label") if isinstance(ci, int) and ci < len(cases) else ""
             out[f"{key} {label}".strip() if len(cases) > 1 else key] = rec
             break
     return out
+
+
+def drawable(rec) -> bool:
+    """Whether a token record can be drawn: probabilities and top-k alternatives all
+    numbers (a model whose scores were NaN has them written null)."""
+    if not isinstance(rec, dict) or not rec.get("probs") or "top" not in rec:
+        return False
+    return None not in rec["probs"] and all(p is not None for alts in rec["top"]
+                                            for _, p in alts)

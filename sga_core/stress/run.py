@@ -97,8 +97,9 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     from sga_core.stress.rows import load_rows, text_retain, text_rows
 
     st = settings or StressSettings()
+    st.check()  # before any model loads: a bad setting costs nothing
     proto, es, _ = (eval_settings or EvalSettings()).resolve()
-    device = choose_device(es.device)
+    device = check_device(choose_device(es.device))
     forget_rows, retain_rows, kind = load_rows(forget, retain)
     attacks = parse_attacks(attacks)
     out = Path(out_dir)
@@ -106,6 +107,7 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     new_tokens = generated_tokens(kind, es, verbmem, st.rouge)
     results: dict[str, dict] = {}
     with writer_lock(out):
+        clear_leftovers(out)
         original_part = original_scores is None and bool(original)
         parts = ["original model"] * original_part + ["unlearned model", *attacks]
         if job is not None:
@@ -150,6 +152,57 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
             del m
             free_memory()
     return results
+
+
+def clear_leftovers(out: Path) -> list[str]:
+    """Remove what a stress process killed mid-write left in ``out`` (held: no other writer
+    is there): a result's temporary ``.<key>.json.*.tmp`` and a kept copy's ``.<name>.tmp``
+    folder. Every ``<key>.json`` is written whole or not at all (atomic), so after this no
+    part of a result is left. Returns the names removed."""
+    import shutil
+
+    gone = []
+    for folder in (out, out / _kept()):
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for p in entries:
+            if not (p.name.startswith(".") and p.name.endswith(".tmp")):
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+            gone.append(str(p.relative_to(out)))
+    return gone
+
+
+def check_device(device: str) -> str:
+    """``device`` if this machine has it, else ConfigError saying what it has ("--device
+    cuda:99: this machine has 1 CUDA device (cuda:0)"), never torch's traceback."""
+    import torch
+
+    from sga_core.params import ConfigError
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ConfigError(f"--device {device!r}: not a device (cpu, cuda, cuda:0, mps)") \
+            from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0 or (dev.index is not None and dev.index >= n):
+            have = (f"{n} CUDA device{'s' if n != 1 else ''} (cuda:0..cuda:{n - 1})" if n
+                    else "no CUDA device")
+            raise ConfigError(f"--device {device}: this machine has {have}")
+    elif dev.type == "mps" and not (getattr(torch.backends, "mps", None)
+                                    and torch.backends.mps.is_available()):
+        raise ConfigError(f"--device {device}: MPS is not available on this machine")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"--device {device}: use cpu, cuda, cuda:N or mps")
+    return device
 
 
 def _part(job, index: int) -> None:

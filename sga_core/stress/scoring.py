@@ -92,6 +92,22 @@ def mean_of(scores: Sequence[dict], metric: str) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+def not_a_number(metric: str, sides) -> str | None:
+    """Which model's scores of ``metric`` are not a number (NaN or infinite) on how many
+    rows, in words ("not a number (NaN): the attacked model's probability on 3 of 4 rows;
+    its weights diverged?"), or None. ``sides``: (name, scores) pairs."""
+    key = "prob" if metric == "probability" else metric
+    said = []
+    for name, rows in sides:
+        bad = sum(1 for s in rows if isinstance(s.get(key), float)
+                  and not math.isfinite(s[key]))
+        if bad:
+            said.append(f"the {name} model's {metric} on {bad} of {len(rows)} rows")
+    if not said:
+        return None
+    return "not a number (NaN): " + ", ".join(said) + "; its weights diverged?"
+
+
 def recovery(attacked: float | None, unlearned: float | None,
              original: float | None) -> tuple[float | None, str | None]:
     """``(recovery, why undefined)``: see the module's docstring."""
@@ -117,6 +133,10 @@ def case_metrics(scores: Sequence[dict], unlearned: Sequence[dict],
         rec, why = recovery(a, u, o)
         if why and original is None:
             why = "no Original to compare with (give --original)"
+        nan = not_a_number(m, (("attacked", scores), ("unlearned", unlearned),
+                               ("Original", original or [])))
+        if nan:  # a mean over the other rows would hide it; the file would say null
+            a, rec, why = (None if "attacked" in nan else a), None, nan
         out[m] = {"attacked": a, "unlearned": u, "original": o, "recovery": rec,
                   "reason": why}
     return out

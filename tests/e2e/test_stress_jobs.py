@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def trained_run(runs_dir, tiny_model_dir, demo_dir, run_id="tiny-stress"):
     """A completed run folder whose model is the tiny model (no training needed)."""
     return tiny_run(runs_dir, tiny_model_dir, demo_dir, run_id, max_new_tokens=2,
-                    completed=True)
+                    completed=True, evaluated=True)
 
 
 def wait_stress(run_dir, states, timeout):
@@ -63,13 +63,13 @@ def test_a_queued_stress_test_runs_in_the_runner_and_completes(runs_dir, tiny_mo
 
 def test_cancel_a_running_stress_test_keeps_the_files_written(runs_dir, tiny_model_dir,
                                                               demo_dir):
-    """quant8 is written first, then relearning runs (a million steps: until cancelled);
+    """quant8 is written first, then relearning runs (100,000 steps, the most: until cancelled);
     cancel sends SIGTERM, the stress command records cancelled, quant8.json stays whole. A
     second run's stress test, queued behind it (one slot), is cancelled before it starts."""
     run_dir = trained_run(runs_dir, tiny_model_dir, demo_dir)
     other = trained_run(runs_dir, tiny_model_dir, demo_dir, run_id="tiny-stress-2")
     queue.request_stress(run_dir, ["quant8", "relearn"],
-                         {"rouge": False, "seeds": [0], "relearn_steps": [1000000]})
+                         {"rouge": False, "seeds": [0], "relearn_steps": [100000]})
     assert queue.wait_until(lambda: stress_progress(run_dir)["state"] == "running", 60)
     queue.request_stress(other, ["quant8"], {"rouge": False})
     assert queue.wait_until(

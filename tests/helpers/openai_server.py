@@ -19,6 +19,8 @@ class FakeOpenAI:
         self.auth: set[str] = set()
         self.bodies: list[dict] = []  # every request's JSON body, in arrival order
         self.lock = threading.Lock()
+        self.stop = threading.Event()  # set on close: endless replies end
+        self.sent: dict[str, int] = {}  # bytes each hostile tag sent before the client left
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,6 +40,7 @@ class FakeOpenAI:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
+        self.stop.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -82,6 +85,8 @@ class FakeOpenAI:
         if tag == "timeout":
             time.sleep(1.5)
             return self.send(h, 200, self.completion(n, tag))
+        if tag in HOSTILE:
+            return HOSTILE[tag](self, h, n, tag)
         if tag == "empty":
             return self.send(h, 200, b'{"choices": []}')
         if tag == "nonjson":
@@ -104,3 +109,85 @@ class FakeOpenAI:
             return self.send(h, 500, json.dumps(msg).encode())
         return self.send(h, 200, self.completion(n, tag))
 
+
+
+# --- hostile servers: a reply that never ends, or floods ----------------------------------------
+
+PACE = 0.05  # seconds between the trickled bytes (the client's deadline is what ends them)
+HUGE = 100 * 2**20  # a 100 MB completion
+
+
+def _drip(fake: FakeOpenAI, h, tag: str, piece) -> None:
+    """Write ``piece()`` every PACE seconds until the client hangs up or the server closes."""
+    while not fake.stop.wait(PACE):
+        data = piece()
+        h.wfile.write(data)
+        h.wfile.flush()
+        with fake.lock:
+            fake.sent[tag] = fake.sent.get(tag, 0) + len(data)
+
+
+def _trickle(fake, h, n, tag):
+    """A 200 that promises a megabyte and sends it one byte at a time."""
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(2**20))
+    h.end_headers()
+    _drip(fake, h, tag, lambda: b" ")
+
+
+def _chunked(fake, h, n, tag):
+    """An endless chunked reply, one byte per chunk."""
+    h.protocol_version = "HTTP/1.1"
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Transfer-Encoding", "chunked")
+    h.end_headers()
+    _drip(fake, h, tag, lambda: b"1\r\n \r\n")
+
+
+def _slow_headers(fake, h, n, tag):
+    """Headers that never end: one byte of a header line at a time."""
+    h.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    _drip(fake, h, tag, lambda: b"a")
+
+
+def _huge_parts(n: int, tag: str, content_bytes: int):
+    head, tail = FakeOpenAI.completion(n, tag, text="\x00").split(b"\\u0000")
+    block = b"a" * 2**20
+    yield head
+    for _ in range(content_bytes // len(block)):
+        yield block
+    yield b"?" + tail
+
+
+def _huge(fake, h, n, tag):
+    """A well-formed completion whose answer is 100 MB of text (ending in a question mark)."""
+    parts = list(_huge_parts(n, tag, 0))
+    size = sum(map(len, parts)) + HUGE
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(size))
+    h.end_headers()
+    for part in _huge_parts(n, tag, HUGE):
+        h.wfile.write(part)
+        with fake.lock:
+            fake.sent[tag] = fake.sent.get(tag, 0) + len(part)
+
+
+def _gzip_bomb(fake, h, n, tag):
+    """The same 100 MB completion, gzip-compressed to about 100 KB."""
+    import zlib
+
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    body = b"".join(z.compress(p) for p in _huge_parts(n, tag, HUGE)) + z.flush()
+    fake.send(h, 200, body, headers={"Content-Encoding": "gzip"})
+
+
+def _long_question(fake, h, n, tag):
+    """A well-formed reply whose 'question' is 200,000 characters on one line."""
+    fake.send(h, 200, fake.completion(n, tag, text="Which " + "very " * 40_000 + "book?"))
+
+
+HOSTILE = {"trickle": _trickle, "chunked": _chunked, "slow-headers": _slow_headers,
+           "huge": _huge, "gzip-bomb": _gzip_bomb, "long-question": _long_question}

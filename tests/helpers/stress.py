@@ -10,10 +10,12 @@ from pathlib import Path
 
 
 def tiny_run(runs_dir: Path, tiny_model_dir: Path, demo_dir: Path, run_id: str, *,
-             max_new_tokens: int = 4, completed: bool = False, text: bool = False) -> Path:
+             max_new_tokens: int = 4, completed: bool = False, text: bool = False,
+             evaluated: bool = False) -> Path:
     """A run folder ``run_id`` of a 1-step GA config whose ``model/`` is the tiny model;
     ``completed``: its status says so (what the queue asks of a run it stress-tests);
-    ``text``: on the demo's text passages instead of its QA pairs."""
+    ``text``: on the demo's text passages instead of its QA pairs; ``evaluated``: an
+    (empty) evaluation summary, so that ``stress --queue`` and Results take it."""
     files = ("text_forget.jsonl", "text_retain.jsonl") if text else ("forget.jsonl",
                                                                        "retain.jsonl")
     from sga_core.config import TrainConfig
@@ -31,6 +33,11 @@ def tiny_run(runs_dir: Path, tiny_model_dir: Path, demo_dir: Path, run_id: str, 
     shutil.copytree(tiny_model_dir, RunFolder(run_dir).model_dir)
     if completed:
         write_run(run_dir, "completed")
+    if evaluated:
+        from sga_core.fileio import atomic_write_json
+
+        atomic_write_json(RunFolder(run_dir).summary_path, {"task": "text" if text else "qa",
+                                                            "metrics": {}})
     return run_dir
 
 
