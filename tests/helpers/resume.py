@@ -56,3 +56,29 @@ def snapshot(run_dir: Path) -> dict[str, bytes]:
     changed nothing."""
     return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
             if p.is_file() and p.name != "train.log"}
+
+
+def write_checkpoint(run_dir: Path, step: int) -> Path:
+    """A checkpoint of ``step`` that passes every check made before a resume starts
+    (:func:`sga_core.runs.checkpoints.check_resume`), with empty states: for tests of what
+    offers and queues a resume, which load nothing."""
+    import torch
+    from safetensors.torch import save_file
+
+    from sga_core.fileio import atomic_write_json
+    from sga_core.runs.create import data_hashes
+    from sga_core.runs.folder import CHECKPOINT_INFO, RunFolder
+
+    cfg = RunFolder(run_dir).config()
+    folder = ckpts.checkpoints_dir(run_dir) / ckpts.checkpoint_name(step)
+    folder.mkdir(parents=True)
+    save_file({"w": torch.zeros(1)}, str(folder / ckpts.MODEL_FILE))
+    save_file({"0.exp_avg": torch.zeros(1)}, str(folder / ckpts.OPTIMIZER_FILE))
+    save_file({k: torch.zeros(1) for k in ckpts.RNG_TENSORS}, str(folder / ckpts.rng_file(0)))
+    atomic_write_json(folder / ckpts.TRAINER_FILE, {
+        "step": step, "scheduler": {}, "optimizer": {"param_groups": []}})
+    atomic_write_json(folder / CHECKPOINT_INFO, {
+        "format": ckpts.FORMAT, "step": step, "num_processes": 1, "sharded": False,
+        "settings": ckpts.settings(cfg), "data": data_hashes(cfg),
+        "total_steps": max(step, cfg.training.max_steps or step), "steps_per_epoch": 1})
+    return folder
