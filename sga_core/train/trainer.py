@@ -8,6 +8,7 @@ process writes files. Works unchanged with DDP, DeepSpeed and FSDP accelerate co
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -115,6 +116,14 @@ class Trainer:
         self.exit_code = 0
 
     # -- helpers --------------------------------------------------------------------------
+    @functools.cached_property
+    def data_hashes(self) -> dict[str, str]:
+        """The rows hash of each data file, as the run folder's manifest records them: what
+        a checkpoint says it trained on (computed at a resume or the first save)."""
+        from sga_core.runs.create import data_hashes
+
+        return data_hashes(self.cfg)
+
     def log(self, msg: str) -> None:
         if self.acc.is_main_process:
             print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -139,9 +148,6 @@ class Trainer:
         self.device_choice = resolve(la.device, la.mixed_precision, config_file=la.config_file)
         # where a resume continues: the newest complete checkpoint (None: from step 0),
         # checked against the config before anything of the run is changed
-        from sga_core.runs.create import data_hashes
-
-        self.data_hashes = data_hashes(cfg)  # what a checkpoint records it trained on
         self.resume_from = (ckpts.check_resume(self.run_dir, cfg, None, self.data_hashes)
                             if self.resume else None)
         ckpts.check_tensorboard_dir(self.run_dir, cfg)

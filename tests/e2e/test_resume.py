@@ -245,7 +245,7 @@ def test_a_resume_on_the_gpu_continues_the_loss_curve(tiny_model_dir, demo_dir,
     assert (ckpts.latest(run_dir)[1] / CHECKPOINT_INFO).exists()
 
 
-# ------------------------------------------- a resume trusts nothing it loads (issue 31) -----
+# --------------------------------------------------- a resume trusts nothing it loads -----
 
 class _Boom:
     """A pickle that, loaded, creates a file."""

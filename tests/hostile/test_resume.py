@@ -1,6 +1,6 @@
-"""Hostile run folders given to a resume (issue 31, items 3, 8 and 17): a checkpoint that
-is torn, garbage, of the old pickled format, or that no longer matches its run's config,
-and a config that no longer loads. Each is refused before anything is written, with a
+"""Hostile run folders given to a resume (docs/spec.md#58-checkpoints-and-resume): a
+checkpoint that is torn, garbage, of the old pickled format, or that no longer matches its
+run's config, and a config that no longer loads. Each is refused before anything is written, with a
 reason naming the file at fault; the run stays as it was (failed, resumable once fixed),
 and no pickle is ever loaded.
 

@@ -64,7 +64,7 @@ def test_truncate_log_keeps_one_line_per_step_up_to_the_checkpoint(tmp_path):
 
 def test_every_resumable_state_is_a_state_a_run_can_have(tmp_path):
     """A state offered for resume is one status.json may hold (not shown as damaged), and
-    a run SLURM stopped at its time limit gets one of them (issue 31, item 15)."""
+    a run SLURM stopped at its time limit gets one of them."""
     from sga_core.runs import status as run_status
     from sga_core.runs.slurm.states import ENDED
 
