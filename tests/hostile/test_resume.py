@@ -1,8 +1,8 @@
 """Hostile run folders given to a resume (docs/spec.md#58-checkpoints-and-resume): a
 checkpoint that is torn, garbage, of the old pickled format, or that no longer matches its
-run's config, and a config that no longer loads. Each is refused before anything is written, with a
-reason naming the file at fault; the run stays as it was (failed, resumable once fixed),
-and no pickle is ever loaded.
+run's config, and a config that no longer loads. Each is refused before anything is
+written, with a reason naming the file at fault; the run stays as it was (failed,
+resumable once fixed), and no pickle is ever loaded.
 
 The checks run in :func:`sga_core.runs.launch.request_resume` (what ``train --resume``
 and the Resume button call), which needs no torch; the trainer's own checks are in
