@@ -365,3 +365,39 @@ def test_a_tensorboard_folder_that_is_a_file_is_a_clear_error(tmp_path, tiny_mod
     assert st["state"] == "failed"
     assert "tensorboard is a file, not a folder" in st["error"], st["error"]
     assert "FileExistsError" not in st["error"]
+
+
+def test_a_refused_resume_purges_no_tensorboard_events(tmp_path, tiny_model_dir, demo_dir):
+    """TensorBoard's events after the checkpoint are purged only by a resume that goes
+    ahead: one refused (damaged random states) leaves every step's events; the resume
+    after it logs each later step once."""
+    pytest.importorskip("tensorboard")
+    from safetensors.torch import save_file
+
+    from sga_core.runs.folder import TENSORBOARD_DIR
+    from tests.e2e.test_trackers import scalars
+    from tests.helpers.resume import checkpointed_run
+
+    run_dir = checkpointed_run(tmp_path, tiny_model_dir, demo_dir, "tb-resume",
+                               report_to=["tensorboard"])
+    assert sorted(scalars(run_dir / TENSORBOARD_DIR)["train/loss"]) == [1, 2, 3, 4, 5, 6]
+    import torch
+
+    folder = ckpts.latest(run_dir)[1]
+    info, rng = folder / CHECKPOINT_INFO, folder / ckpts.rng_file(0)
+    kept = {p: p.read_bytes() for p in (info, rng)}
+    for damage in (lambda: info.write_text('{"format": 2, "st'),  # found before the load
+                   lambda: save_file({k: torch.zeros(2, dtype=torch.int64)  # found in it
+                                      for k in ckpts.RNG_TENSORS}, str(rng))):
+        damage()
+        done = trainer_resume(run_dir)
+        assert done.returncode != 0 and run_status.read_run(run_dir)["state"] == "failed"
+        assert sorted(scalars(run_dir / TENSORBOARD_DIR)["train/loss"]) == [1, 2, 3, 4, 5, 6]
+        for p, data in kept.items():
+            p.write_bytes(data)
+    done = resume_cli(run_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    series = scalars(run_dir / TENSORBOARD_DIR)["train/loss"]
+    assert sorted(series) == [1, 2, 3, 4, 5, 6]
+    logged = {r["step"]: r["loss"] for r in runs.metrics(run_dir)}
+    assert all(abs(series[s] - logged[s]) <= 1e-5 * max(1, abs(logged[s])) for s in (5, 6))
