@@ -1,7 +1,9 @@
 """A run's checkpoints on disk (docs/long-runs.md, docs/spec.md#52-files): which exist, which
-one a resume continues from, pruning, and cutting the step logs back to a checkpoint. No
-torch here: the Runs page asks whether a run can be resumed. Saving and loading the states
-themselves is :mod:`sga_core.train.checkpoint`'s (accelerate's ``save_state``/``load_state``).
+one a resume continues from, whether a checkpoint still fits its run (:func:`check_resume`:
+every file and the config, before a resume changes anything), pruning, and cutting the step
+logs back to a checkpoint. No torch here: the Runs page asks whether a run can be resumed.
+Saving and loading the states themselves is :mod:`sga_core.train.checkpoint`'s (safetensors
+and JSON: nothing is unpickled).
 
 ``RUN/checkpoints/step-<step>/`` is complete once it is there: it is built beside its place
 (``.step-<step>.tmp``, a name :mod:`sga_core.runs.leftovers` knows) and renamed in, with
@@ -18,7 +20,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from sga_core.fileio import atomic_write_jsonl, read_json, read_jsonl
+from sga_core.fileio import atomic_write_jsonl, read_jsonl
 from sga_core.runs.folder import CHECKPOINT_INFO, CHECKPOINTS_DIR, TENSORBOARD_DIR
 from sga_core.text import plural
 
@@ -84,12 +86,6 @@ def latest(run_dir: str | os.PathLike) -> tuple[int, Path] | None:
     """The newest complete checkpoint ``(step, folder)``, or None."""
     found = checkpoints(run_dir)
     return found[-1] if found else None
-
-
-def info(folder: str | os.PathLike) -> dict:
-    """A checkpoint's info file ({} when unreadable)."""
-    data = read_json(Path(folder) / CHECKPOINT_INFO, default={})
-    return data if isinstance(data, dict) else {}
 
 
 def resumable(run_dir: str | os.PathLike, status: dict) -> bool:
