@@ -7,11 +7,12 @@
 **Cost.** For each mode (full fine-tuning, LoRA rank 8) one real run through the CLI a
 researcher types (``python -m sga_core train --method ga --save-every 1 ...``, the demo data,
 batch 4, CPU): every step but the last saves a checkpoint. Seconds per save are the train
-log's "checkpoint saved at step k (X s)" (``save_state`` and the swap into place); seconds
-per step come from metrics.jsonl (tokens / tokens_per_s: the step alone). A 100-step run at
-``save_every 25`` saves 3 times (steps 25, 50, 75; none at the last step, where the run
-ends and saves its model anyway), so its share is ``3 save / (100 step + 3 save)``: an
-extrapolation from the few steps measured, not a 100-step run.
+log's "checkpoint saved at step k (X s)" (the safetensors and JSON files, and the swap into
+place); seconds per step come from metrics.jsonl (tokens / tokens_per_s: the step alone).
+A 100-step run at ``save_every 25`` saves 3 times (steps 25, 50, 75; none at the last
+step, where the run ends and saves its model anyway), so its share is
+``3 save / (100 step + 3 save)``: an extrapolation from the few steps measured, not a
+100-step run.
 
 **Identity.** The tiny random model (20 steps, batch 4, seed 7, SGA with IDK normals and
 NPO with a reference model): run uninterrupted; run again with ``save_every 10``, the trainer

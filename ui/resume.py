@@ -1,5 +1,6 @@
-"""The Runs page's Resume button: a failed, cancelled or timed-out run that has a checkpoint
-continues from it in its own folder, queued for the runner (docs/long-runs.md)."""
+"""The Runs page's Resume button: a failed or cancelled run (one stopped at its time limit is
+failed) that has a checkpoint continues from it in its own folder, queued for the runner
+(docs/long-runs.md)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ def resume_button(container, run_dir: Path, root: Path, state: dict) -> None:
     queue the resume when it is pressed; ``state``: the run's progress as shown."""
     offer = wb.resume_offer(run_dir, state)
     why = (f"continue this run from {offer}, in its own folder" if offer else
-           "for a failed, cancelled or timed-out run with a checkpoint (training.save_every,"
-           " or a stop by SIGTERM/SIGUSR1)")
+           "for a failed or cancelled run with a checkpoint (training.save_every, or a "
+           "stop by SIGTERM/SIGUSR1); a run stopped at its time limit is failed")
     if not container.button("Resume", key="runs.resume", disabled=offer is None, help=why):
         return
     try:

@@ -324,9 +324,10 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--notes")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
     s.add_argument("--resume", metavar="RUN",
-                   help="continue a failed, cancelled or timed-out run (its id or folder) "
-                        "from its newest checkpoint, in the same run folder; the other "
-                        "flags are not used (docs/long-runs.md)")
+                   help="continue a failed or cancelled run (its id or folder; a run "
+                        "stopped at its time limit is failed) from its newest checkpoint, "
+                        "in the same run folder, once the checkpoint and config are checked;"
+                        " the other flags are not used (docs/long-runs.md)")
     s.add_argument("--demo", action="store_true",
                    help="use the demo data and the model from `prepare --demo`")
     s.add_argument("--idk-normals", action=argparse.BooleanOptionalAction, default=True,

@@ -50,20 +50,33 @@ def start(run_dir: str | os.PathLike, foreground: bool = False,
 
 
 def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
-    """Make a failed, cancelled or timed-out run with a checkpoint startable again as a
-    resume (its next :func:`start` passes ``--resume``): the cancel request is dropped and
-    the run is queued (``mode`` "queue": the runner starts it; "foreground": its caller
-    does). A run that cannot be resumed is a ValueError saying why."""
+    """Make a failed or cancelled run with a checkpoint startable again as a resume (its
+    next :func:`start` passes ``--resume``): the cancel request is dropped and the run is
+    queued (``mode`` "queue": the runner starts it; "foreground": its caller does).
+
+    Everything is checked before anything is written: the run's state, its config, and its
+    newest checkpoint against that config
+    (:func:`~sga_core.runs.checkpoints.check_resume`). A run that cannot be resumed is a
+    ValueError saying why (naming the file at fault), and the run is left as it was. (A run
+    stopped at its time limit is failed, and resumable.)"""
+    from sga_core.config import ConfigError
     from sga_core.runs import checkpoints
 
     run_dir = Path(run_dir)
     st = run_status.effective_run(run_dir)
     if st.get("state") not in checkpoints.RESUMABLE_STATES:
         raise ValueError(f"run {run_dir.name} is {st.get('state') or 'unknown'}: only a "
-                         "failed, cancelled or timed-out run can be resumed")
+                         "failed, cancelled or timed-out run can be resumed (a run stopped "
+                         "at its time limit is recorded as failed)")
     if checkpoints.latest(run_dir) is None:
         raise ValueError(f"run {run_dir.name} has no checkpoint to resume from (set "
                          "training.save_every, or stop it with SIGTERM/SIGUSR1)")
+    try:
+        cfg = RunFolder(run_dir).config()
+    except ConfigError as exc:
+        raise ValueError(f"cannot resume run {run_dir.name}: its config.yaml: {exc}") from None
+    checkpoints.check_resume(run_dir, cfg, num_processes=cfg.launch.num_processes
+                             if not cfg.launch.config_file else None)
     RunFolder(run_dir).cancel_path.unlink(missing_ok=True)
     return run_status.write_run(run_dir, "queued", resume=True, mode=mode,
                                 queued_ns=time.time_ns(), ended_at=None, exit_code=None)

@@ -105,10 +105,16 @@ def init_kwargs(cfg) -> dict:
                        "tags": {t.split(":", 1)[0]: t.split(":", 1)[1] for t in tags(cfg)}}}
 
 
-def start(acc, cfg) -> None:
-    """Start the run's trackers (main process; nothing when none is asked for)."""
+def start(acc, cfg, tensorboard_dir, resume_step: int | None = None) -> None:
+    """Start the run's trackers (main process; nothing when none is asked for), given to
+    the Accelerator only now (:func:`log_with`): a resume starts them once its checkpoint
+    is loaded, so a resume that fails purges no TensorBoard events."""
     if not chosen(cfg.training.report_to):
         return
+    from accelerate.tracking import filter_trackers
+
+    acc.log_with = filter_trackers(log_with(cfg, tensorboard_dir, resume_step),
+                                   acc.logging_dir)
     acc.init_trackers(PROJECT, config=flat_config(cfg.to_dict()),
                       init_kwargs=init_kwargs(cfg))
 

@@ -8,6 +8,7 @@ process writes files. Works unchanged with DDP, DeepSpeed and FSDP accelerate co
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -115,6 +116,14 @@ class Trainer:
         self.exit_code = 0
 
     # -- helpers --------------------------------------------------------------------------
+    @functools.cached_property
+    def data_hashes(self) -> dict[str, str]:
+        """The rows hash of each data file, as the run folder's manifest records them: what
+        a checkpoint says it trained on (computed at a resume or the first save)."""
+        from sga_core.runs.create import data_hashes
+
+        return data_hashes(self.cfg)
+
     def log(self, msg: str) -> None:
         if self.acc.is_main_process:
             print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -137,14 +146,14 @@ class Trainer:
         cfg, t, la = self.cfg, self.cfg.training, self.cfg.launch
         # the device is decided here, on the machine that runs the command (model/device.py)
         self.device_choice = resolve(la.device, la.mixed_precision, config_file=la.config_file)
-        # where a resume continues: the newest complete checkpoint (None: from step 0)
-        self.resume_from = ckpts.latest(self.run_dir) if self.resume else None
+        # where a resume continues: the newest complete checkpoint (None: from step 0),
+        # checked against the config before anything of the run is changed
+        self.resume_from = (ckpts.check_resume(self.run_dir, cfg, None, self.data_hashes)
+                            if self.resume else None)
+        ckpts.check_tensorboard_dir(self.run_dir, cfg)
         self.acc = Accelerator(cpu=self.device_choice.use_cpu,
                                mixed_precision=self.device_choice.mixed_precision,
-                               gradient_accumulation_steps=t.grad_accum,
-                               log_with=trackers.log_with(cfg, self.run_dir / TENSORBOARD_DIR, (
-                                   self.resume_from[0] if self.resume_from else
-                                   -1 if self.resume else None)))
+                               gradient_accumulation_steps=t.grad_accum)
         for sig in STOP_SIGNALS:
             signal.signal(sig, self._on_signal)
         set_seed(t.seed)
@@ -153,12 +162,9 @@ class Trainer:
         started = prev.get("started_at") if prev.get("state") == "running" else None
         again = {"ended_at": None, "exit_code": None, "traceback": None,
                  "stopped_at_checkpoint": None}
-        if self.resume_from is not None:  # (--resume with no checkpoint yet: a fresh start)
-            again.update(resumes=int(prev.get("resumes") or 0) + 1, resumed_at=now_iso(),
-                         resumed_from=self.resume_from[0])
+        self._resumes = int(prev.get("resumes") or 0) + 1  # recorded once the load worked
         self.status("running", pid=os.getpid(), started_at=started or now_iso(),
                     num_processes=self.acc.num_processes, error=None, **again)
-        trackers.start(self.acc, cfg)
         self.log(f"run {cfg.run_id}: method={cfg.method} args={cfg.method_args} "
                  f"processes={self.acc.num_processes} device={self.acc.device} "
                  f"mixed_precision={self.acc.mixed_precision} "
@@ -228,24 +234,30 @@ class Trainer:
                  f"{self.steps_per_epoch} steps/epoch, {plural(self.total_steps, 'step')}")
 
     def continue_from_checkpoint(self) -> dict | None:
-        """On a resume: load the newest checkpoint and cut the step logs back to its step
-        (this process writes them), so each step keeps one line; None when there is no
-        checkpoint (the run starts again from step 0, its logs emptied)."""
-        step = self.resume_from[0] if self.resume_from else -1
+        """On a resume: load the newest checkpoint (every part checked first), and only
+        then cut the step logs back to its step (this process writes them), so each step
+        keeps one line, and remove what a save cut short; None when there is no checkpoint
+        (the run starts again from step 0, its logs emptied). A checkpoint that cannot be
+        loaded is a ResumeError naming the file, with the logs and checkpoints untouched."""
+        pos = None
+        if self.resume_from is not None:
+            step, folder = self.resume_from
+            pos = self.checkpointer.load(step, folder)
+            self.method.load_state_dict(pos.get("method") or {})
+            if self.step_eval is not None and pos.get("step_eval"):
+                self.step_eval.load_state_dict(pos["step_eval"])
+        step = pos["step"] if pos is not None else -1
         if self.acc.is_main_process:
             for name in (METRICS, PROBES, EVAL_STEPS):
                 ckpts.truncate_log(self.run_dir / name, step)
             # what a save cut short left (this process writes checkpoints/ from now on)
             ckpts.prune(self.run_dir, self.cfg.training.keep_checkpoints)
-        if self.resume_from is None:
+        if pos is None:
             self.log("resume: no checkpoint yet; starting from step 0")
             return None
-        pos = self.checkpointer.load(self.resume_from[1])
-        self.method.load_state_dict(pos.get("method") or {})
-        if self.step_eval is not None and pos.get("step_eval"):
-            self.step_eval.load_state_dict(pos["step_eval"])
-        self.status(step=pos["step"], epoch=round(pos["step"] / self.steps_per_epoch, 4))
-        self.log(f"resumed from the checkpoint at step {pos['step']}")
+        self.status(step=step, epoch=round(step / self.steps_per_epoch, 4),
+                    resumes=self._resumes, resumed_at=now_iso(), resumed_from=step)
+        self.log(f"resumed from the checkpoint at step {step}")
         return pos
 
     def save_checkpoint(self, step: int, elapsed: float) -> None:
@@ -493,6 +505,10 @@ class Trainer:
         t0 = time.time()
         step, state, reason = 0, "completed", None
         pos = self.continue_from_checkpoint() if self.resume else None
+        # the trackers start once the checkpoint is loaded: a resume purges TensorBoard's
+        # events after its step only when it goes ahead
+        trackers.start(self.acc, self.cfg, self.run_dir / TENSORBOARD_DIR,
+                       pos["step"] if pos is not None else -1 if self.resume else None)
         if pos is not None:
             step = pos["step"]
             t0 -= float(pos.get("elapsed_s") or 0.0)

@@ -243,3 +243,161 @@ def test_a_resume_on_the_gpu_continues_the_loss_curve(tiny_model_dir, demo_dir,
     # GPU kernels need not be bitwise reproducible: the curve continues, to float noise
     assert max(abs(a - b) for (_, a), (_, b) in zip(got, want)) <= 1e-3
     assert (ckpts.latest(run_dir)[1] / CHECKPOINT_INFO).exists()
+
+
+# --------------------------------------------------- a resume trusts nothing it loads -----
+
+class _Boom:
+    """A pickle that, loaded, creates a file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory, tiny_model_dir, demo_dir):
+    from tests.helpers.resume import checkpointed_run
+
+    return checkpointed_run(tmp_path_factory.mktemp("stopped"), tiny_model_dir, demo_dir)
+
+
+@pytest.fixture
+def stopped(stopped_run, tmp_path):
+    from tests.helpers.resume import copy_run
+
+    return copy_run(stopped_run, tmp_path)
+
+
+def trainer_resume(run_dir: Path) -> subprocess.CompletedProcess:
+    """The trainer's own --resume (a requeued SLURM job's way), which no request_resume
+    checked first."""
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "sga_core.train", "--config",
+                           str(run_dir / "config.yaml"), "--resume"], capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "SGA_TRAIN_DIRECT": "1"})
+
+
+def test_a_crafted_pickle_in_a_checkpoint_never_runs_and_resume_works(stopped, tmp_path):
+    """Pickles where accelerate's save_state kept the states (the scheduler, the position,
+    the random states, the optimizer) are never loaded: the marker their loading would
+    create never appears, and the run resumes from the safe files."""
+    import pickle
+
+    marker = tmp_path / "PWNED"
+    folder = ckpts.latest(stopped)[1]
+    for name in ("custom_checkpoint_0.pkl", "custom_checkpoint_1.pkl", "random_states_0.pkl",
+                 "scheduler.bin", "pytorch_model.bin", "scaler.pt"):
+        (folder / name).write_bytes(pickle.dumps(_Boom(marker)))
+    done = resume_cli(stopped)
+    assert not marker.exists(), "a pickle in the checkpoint was loaded"
+    assert done.returncode == 0, done.stdout + done.stderr
+    st = run_status.read_run(stopped)
+    assert st["state"] == "completed" and st["resumed_from"] == 4 and st["step"] == 6
+    assert [r["step"] for r in runs.metrics(stopped)] == list(range(1, 7))
+
+
+def test_the_trainer_refuses_garbage_random_states_before_changing_anything(stopped):
+    """Random states that are a safetensors file but not random states: the trainer
+    refuses naming the file, before it cuts logs, prunes checkpoints or counts a resume;
+    with keep_checkpoints 1, the older good checkpoint is still there."""
+    import torch
+    from safetensors.torch import save_file
+
+    from tests.helpers.resume import snapshot
+
+    text = (stopped / "config.yaml").read_text()
+    (stopped / "config.yaml").write_text(text.replace("keep_checkpoints: 2",
+                                                      "keep_checkpoints: 1"))
+    with open(stopped / "metrics.jsonl", "a") as fh:  # steps a killed run logged after it
+        fh.write('{"step": 5, "loss": 1.0}\n')
+    save_file({"torch": torch.zeros(7, dtype=torch.uint8),
+               "python": torch.zeros(3, dtype=torch.int64),
+               "numpy": torch.zeros(3, dtype=torch.int64)},
+              str(ckpts.latest(stopped)[1] / ckpts.rng_file(0)))
+    before = {k: v for k, v in snapshot(stopped).items() if k != "status.json"}
+    done = trainer_resume(stopped)
+    assert done.returncode != 0
+    st = run_status.read_run(stopped)
+    assert st["state"] == "failed" and "random_states_0.safetensors" in st["error"], st
+    assert "resumes" not in st or not st["resumes"]
+    assert {k: v for k, v in snapshot(stopped).items() if k != "status.json"} == before
+    assert [s for s, _ in ckpts.checkpoints(stopped)] == [2, 4]
+
+
+def test_a_max_steps_below_the_checkpoint_is_refused_by_the_trainer(stopped):
+    text = (stopped / "config.yaml").read_text()
+    (stopped / "config.yaml").write_text(text.replace("max_steps: 6", "max_steps: 3"))
+    done = trainer_resume(stopped)
+    st = run_status.read_run(stopped)
+    assert done.returncode != 0 and st["state"] == "failed"
+    assert "max_steps is 3" in st["error"] and "step 4" in st["error"], st
+    assert [r["step"] for r in runs.metrics(stopped)] == list(range(1, 7))
+
+
+def test_a_failed_resume_leaves_the_run_resumable(stopped):
+    """A resume refused for its config leaves the run failed (not queued for good): once
+    the config is fixed, it resumes."""
+    good = (stopped / "config.yaml").read_text()
+    (stopped / "config.yaml").write_text("training: [unclosed\n")
+    done = resume_cli(stopped)
+    assert done.returncode != 0 and "config.yaml" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert run_status.effective_run(stopped)["state"] == "failed"
+    (stopped / "config.yaml").write_text(good)
+    done = resume_cli(stopped)
+    assert done.returncode == 0, done.stdout + done.stderr
+    st = run_status.read_run(stopped)
+    assert st["state"] == "completed" and st["resumed_from"] == 4 and st["resumes"] == 1
+
+
+def test_a_tensorboard_folder_that_is_a_file_is_a_clear_error(tmp_path, tiny_model_dir,
+                                                               demo_dir, normals_file):
+    cfg = make_cfg(tiny_model_dir, demo_dir, normals_file, "sga", "tb-file", max_steps=2,
+                   report_to=["tensorboard"])
+    run_dir = create_run(cfg, tmp_path / "runs")
+    (run_dir / "tensorboard").write_text("a file where the events go")
+    st = finish(run_dir, launch.start(run_dir))
+    assert st["state"] == "failed"
+    assert "tensorboard is a file, not a folder" in st["error"], st["error"]
+    assert "FileExistsError" not in st["error"]
+
+
+def test_a_refused_resume_purges_no_tensorboard_events(tmp_path, tiny_model_dir, demo_dir):
+    """TensorBoard's events after the checkpoint are purged only by a resume that goes
+    ahead: one refused (damaged random states) leaves every step's events; the resume
+    after it logs each later step once."""
+    pytest.importorskip("tensorboard")
+    from safetensors.torch import save_file
+
+    from sga_core.runs.folder import TENSORBOARD_DIR
+    from tests.e2e.test_trackers import scalars
+    from tests.helpers.resume import checkpointed_run
+
+    run_dir = checkpointed_run(tmp_path, tiny_model_dir, demo_dir, "tb-resume",
+                               report_to=["tensorboard"])
+    assert sorted(scalars(run_dir / TENSORBOARD_DIR)["train/loss"]) == [1, 2, 3, 4, 5, 6]
+    import torch
+
+    folder = ckpts.latest(run_dir)[1]
+    info, rng = folder / CHECKPOINT_INFO, folder / ckpts.rng_file(0)
+    kept = {p: p.read_bytes() for p in (info, rng)}
+    for damage in (lambda: info.write_text('{"format": 2, "st'),  # found before the load
+                   lambda: save_file({k: torch.zeros(2, dtype=torch.int64)  # found in it
+                                      for k in ckpts.RNG_TENSORS}, str(rng))):
+        damage()
+        done = trainer_resume(run_dir)
+        assert done.returncode != 0 and run_status.read_run(run_dir)["state"] == "failed"
+        assert sorted(scalars(run_dir / TENSORBOARD_DIR)["train/loss"]) == [1, 2, 3, 4, 5, 6]
+        for p, data in kept.items():
+            p.write_bytes(data)
+    done = resume_cli(run_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    series = scalars(run_dir / TENSORBOARD_DIR)["train/loss"]
+    assert sorted(series) == [1, 2, 3, 4, 5, 6]
+    logged = {r["step"]: r["loss"] for r in runs.metrics(run_dir)}
+    assert all(abs(series[s] - logged[s]) <= 1e-5 * max(1, abs(logged[s])) for s in (5, 6))

@@ -1,17 +1,17 @@
-"""The Runs page's Resume button (docs/long-runs.md): offered for a failed, cancelled or
-timed-out run with a checkpoint, and it queues that run to continue in its own folder."""
+"""The Runs page's Resume button (docs/long-runs.md): offered for a failed or cancelled run
+with a checkpoint, and it queues that run to continue in its own folder."""
 
 from __future__ import annotations
 
 import fcntl
 
 from sga_core.config import TrainConfig
-from sga_core.fileio import atomic_write_json
 from sga_core.runs import checkpoints as ckpts
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import CHECKPOINT_INFO
 from sga_core.runs.queue import RUNNER_LOCK
 from sga_core.runs.status import read_run, write_run
+from tests.helpers.resume import write_checkpoint
 from tests.helpers.ui import open_page, shown
 
 
@@ -22,9 +22,7 @@ def _run(ui_env, run_id: str, state: str, checkpoint: int | None):
         "run_id": run_id, "method": "ga", "data": {"forget": str(forget)},
         "eval": {"enabled": False}}), ui_env / "runs")
     if checkpoint is not None:
-        folder = ckpts.checkpoints_dir(run_dir) / ckpts.checkpoint_name(checkpoint)
-        folder.mkdir(parents=True)
-        atomic_write_json(folder / CHECKPOINT_INFO, {"step": checkpoint})
+        write_checkpoint(run_dir, checkpoint)
     write_run(run_dir, state, step=checkpoint or 0, total_steps=20,
               error="stopped" if state != "completed" else None)
     return run_dir
@@ -52,6 +50,21 @@ def test_resume_queues_a_cancelled_run_that_has_a_checkpoint(ui_env):
     assert st["state"] == "queued" and st["resume"] is True and st["mode"] == "queue"
     assert any("Queued cut to resume from the checkpoint at step 10" in shown(s.value)
                for s in at.success)
+
+
+def test_a_refused_resume_says_which_file_and_leaves_the_run_failed(ui_env):
+    """A checkpoint torn since the page offered it: the button says why, naming the file,
+    and the run stays failed (resumable once fixed), not queued for good."""
+    run_dir = _run(ui_env, "torn", "failed", 10)
+    (ckpts.latest(run_dir)[1] / CHECKPOINT_INFO).write_text('{"format": 2, "st')
+    with open(ui_env / "runs" / RUNNER_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        at = _page_on("torn")
+        at.button(key="runs.resume").click().run()
+        assert not at.exception, at.exception
+    assert any("checkpoint.json" in shown(e.value) for e in at.error), \
+        [e.value for e in at.error]
+    assert read_run(run_dir)["state"] == "failed"
 
 
 def test_resume_is_not_offered_without_a_checkpoint_or_for_a_completed_run(ui_env):

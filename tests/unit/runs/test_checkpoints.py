@@ -42,10 +42,10 @@ def test_prune_keeps_the_newest_and_removes_cut_short_saves(tmp_path):
 def test_resumable_needs_a_resumable_state_and_a_checkpoint(tmp_path):
     assert not ckpts.resumable(tmp_path, {"state": "failed"})
     _checkpoint(tmp_path, 3)
-    for state in ("failed", "cancelled", "timed_out"):
+    for state in ("failed", "cancelled"):
         assert ckpts.resumable(tmp_path, {"state": state})
         assert ckpts.resume_offer(tmp_path, {"state": state}) == "the checkpoint at step 3"
-    for state in ("completed", "running", "queued", "diverged", None):
+    for state in ("completed", "running", "queued", "diverged", "timed_out", None):
         assert not ckpts.resumable(tmp_path, {"state": state})
         assert ckpts.resume_offer(tmp_path, {"state": state}) is None
 
@@ -60,3 +60,18 @@ def test_truncate_log_keeps_one_line_per_step_up_to_the_checkpoint(tmp_path):
     assert [r["step"] for r in read_jsonl(path)] == list(range(1, 11))
     assert ckpts.truncate_log(tmp_path / "none.jsonl", 10) == 0
     assert ckpts.truncate_log(path, -1) == 10 and read_jsonl(path) == []
+
+
+def test_every_resumable_state_is_a_state_a_run_can_have(tmp_path):
+    """A state offered for resume is one status.json may hold (not shown as damaged), and
+    a run SLURM stopped at its time limit gets one of them."""
+    from sga_core.runs import status as run_status
+    from sga_core.runs.slurm.states import ENDED
+
+    _checkpoint(tmp_path, 3)
+    for state in ckpts.RESUMABLE_STATES:
+        run_status.write_run(tmp_path, state)
+        shown = run_status.effective_run(tmp_path)
+        assert shown["state"] == state, shown
+        assert ckpts.resume_offer(tmp_path, shown) == "the checkpoint at step 3"
+    assert ENDED["TIMEOUT"][0] in ckpts.RESUMABLE_STATES
