@@ -333,10 +333,17 @@ class TrainConfig:
             parse_seeds(self.training.seeds, self.training.seed)
         except ValueError as exc:
             raise ConfigError(f"training.{exc}") from None
-        for key in ("sweep", "group"):  # names that go into job names, scripts, folders
-            problem = name_problem(getattr(self, key))
-            if problem:
-                raise ConfigError(f"{key}: {problem}")
+        problem = name_problem(self.group)  # goes into job names, scripts, folders
+        if problem:
+            raise ConfigError(f"group: {problem}")
+        # a sweep name is held to the group rule where a new run is made
+        # (runs.create.create_run); on reading, only what no file may hold is refused, so
+        # the runs of an older sweep named "my sweep" still load, resume and evaluate (every
+        # generated script quotes it)
+        if self.sweep is not None and (not isinstance(self.sweep, str) or any(
+                ord(c) < 32 or ord(c) == 127 for c in self.sweep) or len(self.sweep) > 200):
+            raise ConfigError(f"sweep: {str(self.sweep)[:80]!r} must be text of at most 200 "
+                              "characters without line breaks or control characters")
 
     def _resolve_data_paths(self) -> None:
         """The data files as :meth:`resolve` finds them (relative to the config file's

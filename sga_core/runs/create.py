@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from sga_core.config import ConfigError, TrainConfig, dump_config
+from sga_core.config import ConfigError, TrainConfig, dump_config, name_problem
 from sga_core.fileio import atomic_write_json, atomic_write_text, now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.command import write_command_sh
@@ -143,6 +143,9 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
     cfg.validate()
+    problem = name_problem(cfg.sweep)  # a new run's sweep: the group rule (job names)
+    if problem:
+        raise ConfigError(f"sweep: {problem}")
     if cfg.launch.num_processes > 1 and not cfg.launch.config_file and \
             not cfg.launch.main_process_port:
         cfg.launch.main_process_port = free_port()  # so parallel runs never clash

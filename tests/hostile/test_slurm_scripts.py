@@ -200,10 +200,31 @@ def test_eval_stress_and_array_scripts_quote_or_refuse_every_value(tmp_path, stu
 
 @pytest.mark.parametrize("value", ["x\ntouch FILE #", "a\rb", "my sweep", "x;y", "$(id)",
                                    "`id`", "a'b", 'a"b', "100%", "é" * 3, "-x", "x" * 101])
-def test_sweep_and_group_names_are_refused_where_they_are_read(value):
-    for key in ("sweep", "group"):
-        with pytest.raises(ConfigError, match=f"^{key}: .*letters, digits"):
-            TrainConfig.from_dict({"method": "ga", "data": {"forget": "f.jsonl"}, key: value})
+def test_sweep_and_group_names_are_refused_where_they_are_read(tmp_path, value):
+    """A group where any config is read; a sweep where a new run is made (create_run: the
+    CLI, the pages, SLURM all make runs there), before any run folder exists."""
+    from sga_core.runs.create import create_run
+
+    with pytest.raises(ConfigError, match="^group: .*letters, digits"):
+        TrainConfig.from_dict({"method": "ga", "data": {"forget": "f.jsonl"}, "group": value})
+    try:
+        cfg = TrainConfig.from_dict({"method": "ga", "data": {"forget": "f.jsonl"},
+                                     "sweep": value})
+    except ConfigError as exc:  # a line break or control character: refused on reading
+        assert str(exc).startswith("sweep: ") and any(ord(c) < 32 for c in value)
+        return
+    with pytest.raises(ConfigError, match="^sweep: .*letters, digits"):
+        create_run(cfg, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists() or not any(
+        p for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))
+
+
+def test_an_older_runs_sweep_name_with_a_space_still_loads():
+    """Runs made before sweep names were checked ("my sweep-...", which the Train page
+    took) still load, resume and evaluate: every generated script quotes the name."""
+    cfg = TrainConfig.from_dict({"method": "ga", "data": {"forget": "f.jsonl"},
+                                 "sweep": "my sweep-20261101-0900"})
+    assert cfg.sweep == "my sweep-20261101-0900"
 
 
 @pytest.mark.parametrize("value", ["x\ntouch FILE #", "my sweep", "x" * 90])

@@ -27,7 +27,7 @@ from sga_core.runs.folder import (
 from sga_core.runs.slurm import client
 from sga_core.runs.slurm.profile import ClusterProfile, load_profile
 from sga_core.runs.slurm.script import array_script, check_path, eval_script, run_script
-from sga_core.runs.slurm.states import inferred
+from sga_core.runs.slurm.states import UNSEEN_FIELDS, inferred
 
 MODE = "slurm"
 #: what sbatch says when no node has what the job asks for (CPUs, memory, GPUs, nodes)
@@ -273,7 +273,8 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,
                                  started_at=None, ended_at=None, slurm_state_final=None,
-                                 slurm_reason=None, cancel_requested_at=None)
+                                 slurm_reason=None, cancel_requested_at=None,
+                                 **dict.fromkeys(UNSEEN_FIELDS))  # a new job: no misses yet
 
 
 def _submit(script: Path, text: str, *sbatch_args: str,
@@ -335,7 +336,7 @@ def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict
                                    stage_total=None, results=[], pid=None, pid_start=None,
                                    started_at=None, ended_at=None, slurm_state_final=None,
                                    slurm_reason=None, cancel_requested_at=None,
-                                   exit_code=None)
+                                   exit_code=None, **dict.fromkeys(UNSEEN_FIELDS))
 
 
 def cancel_stress(run_dir: str | os.PathLike) -> dict:

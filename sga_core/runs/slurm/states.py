@@ -171,6 +171,12 @@ def run_view(run_dir: str | os.PathLike, status: dict, write) -> dict:
     (:func:`sga_core.runs.slurm.backend.cancel`)."""
     run_dir = Path(run_dir)
     final = status.get("slurm_state_final")
+    if final == INFERRED and status.get("state") not in FINAL:
+        # inferred gone, then its job started after all (an evaluation or stress job writes
+        # "running" itself; only a training job's `job start` clears the inference): no
+        # longer settled, and its misses count afresh
+        status = {**status, "slurm_state_final": None, **dict.fromkeys(UNSEEN_FIELDS)}
+        final = None
     cancel_asked = bool(status.get("cancel_requested_at"))
     if final and not inferred(status):  # settled: SLURM has nothing more to say
         if status.get("state") == "cancelled" and final in SLURM_STOPPED and \

@@ -246,3 +246,54 @@ def test_ended_runs_whose_jobs_slurm_forgot_cost_no_call_each(stub, tmp_path):
     rows = list_runs(tmp_path / "runs")
     assert sorted(r["state"] for r in rows) == ["completed"] * 5 + ["failed"] * 5
     assert len(stub.calls("squeue")) == 1 and not stub.calls("sacct"), stub.calls()
+
+
+# --- where the miss count and the inference meet a new job --------------------------------------
+
+def test_a_job_started_after_an_inferred_failure_counts_its_misses_afresh(stub, tmp_path,
+                                                                        monkeypatch):
+    """An evaluation or stress job writes "running" itself (only a training job's `job
+    start` clears the inference): a record "running" with the stale UNKNOWN and a spent miss
+    count is looked up as usual, and one miss does not fail it."""
+    monkeypatch.setattr(states, "GONE_S", 0.0)
+    run_dir = slurm_run(tmp_path, state="running", slurm_state_final="UNKNOWN",
+                        slurm_started_at="2026-11-24T08:00:09Z", slurm_unseen=7,
+                        slurm_unseen_since=1.0, slurm_unseen_at=2.0)
+    stub.answer("squeue", out=squeue_line(JOB, "RUNNING"))
+    shown = run_status.effective_run(run_dir)
+    assert shown["state"] == "running" and not shown.get("slurm_state_final"), shown
+    stub.answer("squeue", out=b"")  # one miss: a doubt, not an end
+    shown = run_status.effective_run(run_dir)
+    assert shown["state"] == "running" and shown.get("slurm_problem"), shown
+    assert run_status.read_run(run_dir)["slurm_unseen"] == 1
+
+
+def test_a_new_evaluation_job_starts_with_no_misses(stub, tmp_path, monkeypatch):
+    """Re-evaluating after an evaluation job was inferred gone: the new job's status has
+    none of the old job's misses, so its first miss is only a doubt."""
+    from sga_core.runs.slurm import backend
+    from sga_core.runs.slurm.profile import ClusterProfile
+
+    run_dir = slurm_run(tmp_path, state="completed")
+    run_status.write_eval(run_dir, "failed", slurm_job_id="17", slurm_state_final="UNKNOWN",
+                          slurm_unseen=5, slurm_unseen_since=1.0, slurm_unseen_at=2.0)
+    stub.answer("sbatch", out=f"{JOB}\n".encode())
+    import sga_core.runs.launch as launch
+    monkeypatch.setattr(launch, "eval_argv", lambda *a, **k: ["python", "-c", "pass"])
+    backend.submit_eval(run_dir, profile=ClusterProfile())
+    written = run_status.read_eval(run_dir)
+    assert written["state"] == "queued" and written["slurm_job_id"] == JOB
+    assert all(written.get(k) is None for k in states.UNSEEN_FIELDS), written
+
+
+def test_a_run_only_inferred_gone_is_not_resumed_until_cancelled(stub, tmp_path):
+    """SLURM may still hold the job of a run the workbench only inferred gone: resuming it
+    would train twice in one folder, so Resume says to cancel first."""
+    from sga_core.runs import launch
+
+    run_dir = slurm_run(tmp_path, state="failed", slurm_state_final="UNKNOWN",
+                        error=f"SLURM no longer knows job {JOB}")
+    stub.answer("squeue", out=b"")
+    with pytest.raises(ValueError, match="cancel the run first"):
+        launch.request_resume(run_dir, "queue")
+    assert run_status.read_run(run_dir)["state"] == "failed"
