@@ -24,6 +24,9 @@ def cmd_runs(args) -> int:
             if r.get("slurm_job_id"):
                 print(f"  slurm job {r['slurm_job_id']}"
                       + (f": {r['slurm_reason']}" if r.get("slurm_reason") else ""))
+            waits = queue.wait_reason(r["path"], root) if r["state"] == "queued" else None
+            if waits:
+                print(f"  waiting: {waits}")
             if r.get("damaged"):
                 print(f"  damaged: {r['damaged']}")
         return 0
@@ -35,6 +38,9 @@ def cmd_runs(args) -> int:
     if args.action == "show":
         # the run's effective status with its evaluation's (eval_state, eval_error, ...)
         print(json.dumps(run_status.run_view(run_dir), indent=2))
+        waits = queue.wait_reason(run_dir, root)
+        if waits:
+            print(f"waiting: {waits}")
         for d in folder.damage(run_dir):
             print(f"damaged: {d}")
         try:
