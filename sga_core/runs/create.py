@@ -139,8 +139,9 @@ def snapshot_eval_sets(cfg: TrainConfig, run_dir: Path) -> None:
     target = RunFolder(run_dir).eval_sets_dir
     target.mkdir(parents=True, exist_ok=True)
     sets = {}
-    for name, path in cfg.eval.sets.items():  # names checked by cfg.validate: no paths
-        src = Path(cfg.resolve(path))
+    # names checked by cfg.validate (no paths), which made each file's path absolute
+    for name, path in cfg.eval.sets.items():
+        src = Path(path)
         if not src.is_file():
             raise ConfigError(f"eval.sets.{name}: file {src} does not exist")
         dst = target / f"{name}{src.suffix}"

@@ -325,16 +325,13 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
 
 def eval_refusal(run_dir: str | os.PathLike) -> str | None:
     """Why the evaluation of this run cannot start (None: it can): its config no longer
-    loads, it has no saved model, or an evaluation set its config names is gone (runs made
-    before evaluation sets were snapshotted name the project's file, which a removed set
-    takes away)."""
+    loads, or an evaluation set its config names is gone (runs made before evaluation sets
+    were snapshotted name the project's file, which a removed set takes away)."""
     run = RunFolder(run_dir)
     try:
         cfg = run.config()
     except Exception as exc:  # noqa: BLE001 - a damaged or changed config, said as it is
         return f"its config.yaml does not load: {exc}"
-    if not run.has_model():
-        return "it has no saved model"
     gone = {k: str(cfg.resolve(v)) for k, v in cfg.eval.sets.items()
             if not Path(cfg.resolve(v)).is_file()}
     if gone:

@@ -57,13 +57,16 @@ def _epoch(stamp) -> float | None:
 
 
 def folder_ident(run_dir: Path) -> tuple | None:
-    """Which folder ``run_dir`` is now (its inode and creation stamp): another value later
-    means it was deleted or replaced (``prepare`` again); None when it is gone."""
+    """Which folder ``run_dir`` is now: its inode and its creation stamps (``created_at``,
+    ``queued_ns``: a resume rewrites the latter, but only of a run that has ended, never
+    while one of its jobs runs); None when it is gone. Another value later means it was
+    deleted or replaced (``prepare`` again, by hand)."""
     try:
         ino = os.stat(run_dir).st_ino
     except OSError:
         return None
-    return ino, run_status.read_run(run_dir).get("created_at")
+    st = run_status.read_run(run_dir)
+    return ino, (st.get("created_at"), st.get("queued_ns")) if st.get("created_at") else None
 
 
 class Runner:
@@ -98,8 +101,10 @@ class Runner:
         stopped (its process group SIGTERM, SIGKILL after the grace period; only while proven
         ours) and dropped once it ended, and nothing is written into the folder there now."""
         key = (job, run_dir)
-        if key not in self.idents or folder_ident(run_dir) == self.idents[key]:
-            return False
+        was, now = self.idents.get(key), folder_ident(run_dir)
+        if was is None or (now is not None and now[0] == was[0] and
+                           (now[1] == was[1] or None in (now[1], was[1]))):
+            return False  # the same folder (a status being rewritten is no other folder)
         if proc.poll() is None:
             since = self.orphaned.setdefault(key, time.time())
             level = 2 if time.time() - since > self.grace_s else 1
