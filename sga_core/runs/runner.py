@@ -35,7 +35,7 @@ from sga_core.runs.folder import (
     eval_request_sets,
     list_runs,
 )
-from sga_core.runs.procs import is_ours, kill_group, recorded
+from sga_core.runs.procs import is_ours, kill_group, recorded, signal_ours
 from sga_core.runs.queue import (
     RUNNER_INFO,
     RUNNER_LOCK,
@@ -306,6 +306,35 @@ class Runner:
             kill_group(proc, signal.SIGTERM)
             self.escalated[key] = 1
 
+    def escalate_recorded(self) -> None:
+        """Cancelled evaluations and stress tests this runner does not hold (started by a
+        runner before it, or a foreground ``eval``) that still run twice the grace period
+        after the cancel: SIGKILL to the process their status records (its group when it
+        leads one), only while proven ours (its recorded start time). Shown cancelled from
+        then on (:func:`sga_core.runs.procs.derive`)."""
+        mine = set(self.active) | set(self.evals) | set(self.stresses)
+        for r in list_runs(self.root):
+            run_dir = Path(r["path"])
+            if run_dir in mine:
+                continue
+            for job, read in ((EVALUATION, run_status.read_eval),
+                              (STRESS, run_status.read_stress)):
+                st = read(run_dir)
+                asked = _epoch(st.get("cancel_requested_at"))
+                if st.get("state") != "running" or asked is None or \
+                        st.get("host") not in (None, os.uname().nodename) or \
+                        time.time() - asked <= 2 * self.grace_s:
+                    continue
+                rec = recorded(st)
+                key = (run_dir, job, "recorded")
+                if self.escalated.get(key) == rec:
+                    continue
+                if signal_ours(rec, signal.SIGKILL, group=True) or \
+                        signal_ours(rec, signal.SIGKILL):
+                    self.log(f"{run_dir.name}: its {job} still running after cancel, SIGKILL "
+                             f"(pid {rec['pid']})")
+                self.escalated[key] = rec
+
     def start_queued(self) -> None:
         queue = queued_runs(self.root)
         for run_dir in queue:  # a cancelled queued run ends now, not when its turn comes
@@ -349,6 +378,7 @@ class Runner:
         idle_since = time.time()
         while not self.stop:
             self.reap()
+            self.escalate_recorded()
             self.start_queued()
             self.start_requested_evals()
             self.start_requested_stress()

@@ -238,6 +238,21 @@ def test_an_in_process_evaluation_cancel_escalates_its_trainer(tmp_path, kids):
     assert read_eval(run)["state"] == "cancelled"
 
 
+def test_a_cancelled_evaluation_another_runner_started_is_killed_too(tmp_path, kids):
+    """The runner that started it is gone (or it is a foreground eval): the runner that
+    serves the folder now kills it from its record, after twice the grace period."""
+    run = prepare_like(tmp_path / "runs")
+    proc = stand_in(tmp_path / "eval.log", kids, stubborn=True)
+    write_eval(run, "running", pid=proc.pid, pid_start=proc.sga_record["start"],
+               host=os.uname().nodename)
+    queue.cancel_eval(run)
+    runner = Runner(run.parent, grace_s=0.3)  # holds none of it
+    wait_for(lambda: (runner.escalate_recorded(), proc.poll() is not None)[1],
+             what="killed from its record")
+    assert proc.returncode == -signal.SIGKILL
+    assert effective_eval(run)["state"] == "cancelled"
+
+
 def test_a_stranger_given_the_pid_is_never_escalated(tmp_path, kids):
     """The record's start time does not match (the pid was reused): no signal is sent."""
     run = prepare_like(tmp_path / "runs")
@@ -245,6 +260,8 @@ def test_a_stranger_given_the_pid_is_never_escalated(tmp_path, kids):
     write_eval(run, "running", pid=stranger.pid, pid_start=stranger.sga_record["start"] + 7,
                host=os.uname().nodename)
     queue.cancel_eval(run)
+    write_eval(run, cancel_requested_at="2020-01-01T00:00:00Z")  # long ago
+    Runner(run.parent, grace_s=0.0).escalate_recorded()
     assert stranger.poll() is None
 
 
