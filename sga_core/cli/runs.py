@@ -58,8 +58,10 @@ def cmd_runs(args) -> int:
                 st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
             except RuntimeError as exc:  # it runs on another machine
                 raise ConfigError(str(exc)) from None
-            print(f"evaluation of {args.run_id}: {st.get('state')} (a running evaluation "
-                  "stops at its next batch; the trained model stays)")
+            state = "cancelling" if st.get("state") == "running" else st.get("state")
+            print(f"evaluation of {args.run_id}: {state} (a running evaluation stops at its "
+                  "next batch, or is killed after the runner's grace period; the trained "
+                  "model stays)")
             return 0
         state = run_status.effective_run(run_dir).get("state")
         if state in run_status.FINAL_STATES:
@@ -85,6 +87,8 @@ def cancel_said(run_id: str, st: dict) -> str:
                 "a trainer still running stops at its next step")
     if state == "queued":
         return f"cancel requested for {run_id}: queued, dropped before it starts"
+    if state == "running":
+        return f"cancel requested for {run_id}: cancelling (it stops at its next step)"
     return f"cancel requested for {run_id}: {state} (a running run stops at its next step)"
 
 
