@@ -311,8 +311,11 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
         if isinstance(info.get("slots"), list) else []
     most = info.get("max_parallel")
     most = most if type(most) is int and most > 0 else 1
-    ahead = [p.name for p in queued_runs(root)]
-    ahead = ahead[:ahead.index(run_dir.name)] if run_dir.name in ahead else []
+    # the queue's order as the runner last read it: a page asks this of every queued run
+    # each second, so it never lists the runs folder itself
+    seen = info.get("queue") if isinstance(info.get("queue"), list) else []
+    seen = [q for q in seen if isinstance(q, str)]
+    ahead = seen[:seen.index(run_dir.name)] if run_dir.name in seen else seen
     before = f"; {len(ahead)} queued before it" if ahead else ""
     if len(slots) >= most:
         held = ", ".join(f"{str(s.get('run_id'))[:80]} ({str(s.get('job'))[:20]})"

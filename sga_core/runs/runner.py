@@ -86,7 +86,8 @@ class Runner:
         self.escalated: dict = {}  # run_dir (training) or (run_dir, job) -> 1 SIGTERM, 2 KILL
         self.idents: dict[tuple[str, Path], tuple | None] = {}  # (job, run_dir) -> its folder
         self.orphaned: dict[tuple[str, Path], float] = {}  # since when it is stopped
-        self.slots_said: list | None = None
+        self.slots_said: tuple | None = None
+        self.queue_seen: list[str] = []  # the queued runs' ids, in order, as last read
         self.stop = False
 
     def jobs(self) -> tuple[tuple[str, dict], ...]:
@@ -143,18 +144,21 @@ class Runner:
         return min(times) if times else None
 
     def say_slots(self) -> None:
-        """Write which jobs hold the slots into .runner.json when that changed (a queued
-        run says why it waits: :func:`sga_core.runs.queue.wait_reason`)."""
+        """Write which jobs hold the slots, and the queue's order as last seen, into
+        .runner.json when that changed (a queued run says why it waits:
+        :func:`sga_core.runs.queue.wait_reason`, which so reads one small file)."""
         slots = [{"run_id": d.name, "job": job} for job, table in self.jobs() for d in table]
-        if slots == self.slots_said:
+        said = (slots, self.queue_seen)
+        if said == self.slots_said:
             return
         try:
             atomic_write_json(self.root / RUNNER_INFO, {**runner_info(self.root),
                                                         "max_parallel": self.max_parallel,
-                                                        "slots": slots})
+                                                        "slots": slots,
+                                                        "queue": self.queue_seen})
         except OSError:
             return
-        self.slots_said = slots
+        self.slots_said = said
 
     def log(self, msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -337,6 +341,7 @@ class Runner:
 
     def start_queued(self) -> None:
         queue = queued_runs(self.root)
+        self.queue_seen = [d.name for d in queue]
         for run_dir in queue:  # a cancelled queued run ends now, not when its turn comes
             if run_dir not in self.active and (run_dir / CANCEL_FILE).exists():
                 run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
@@ -382,6 +387,7 @@ class Runner:
             self.start_queued()
             self.start_requested_evals()
             self.start_requested_stress()
+            self.say_slots()
             if self.active or self.evals or self.stresses:
                 idle_since = time.time()
             elif time.time() - idle_since > self.idle_exit_s:

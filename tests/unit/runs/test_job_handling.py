@@ -170,20 +170,27 @@ def test_the_runner_never_writes_into_a_replaced_folder(tmp_path, kids):
 def test_a_queued_run_says_why_it_waits(tmp_path, kids, no_runner):
     root = tmp_path / "runs"
     busy = prepare_like(root, "demo-original", notes="prepare: original")
+    first = prepare_like(root, "zz-queued-first", notes="mine")
     waiting = prepare_like(root, "demo-retain-ref")
-    write_run(waiting, "queued", mode="queue")
+    for d in (first, waiting):
+        write_run(d, "queued", mode="queue")
     assert "no queue runner" in queue.wait_reason(waiting)
     with open(root / queue.RUNNER_LOCK, "a") as lock:  # a runner holds the queue
         fcntl.flock(lock, fcntl.LOCK_EX)
         runner = Runner(root, max_parallel=1)
         runner.evals[busy] = stand_in(tmp_path / "e.log", kids)
+        runner.start_queued()  # every slot taken: it reads the queue, starts nothing
         runner.say_slots()
+        assert read_run(first)["state"] == "queued"
         said = queue.wait_reason(waiting)
-        assert said == "waiting for a free slot: 1 of 1 in use by demo-original (evaluation)"
+        assert said == ("waiting for a free slot: 1 of 1 in use by demo-original (evaluation);"
+                        " 1 queued before it")
         assert progress(waiting)["text"] == f"queued: {said}"
+        assert queue.wait_reason(first).endswith("(evaluation)")
         del runner.evals[busy]
         runner.say_slots()
-        assert queue.wait_reason(waiting) == "starting"
+        assert queue.wait_reason(waiting) == "waiting for 1 run(s) queued before it"
+        assert queue.wait_reason(first) == "starting"
     assert queue.wait_reason(busy) is None  # not queued
 
 
