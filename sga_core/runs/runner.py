@@ -88,6 +88,7 @@ class Runner:
         self.orphaned: dict[tuple[str, Path], float] = {}  # since when it is stopped
         self.slots_said: tuple | None = None
         self.queue_seen: list[str] = []  # the queued runs' ids, in order, as last read
+        self.recorded_at = 0.0  # when escalate_recorded last looked
         self.stop = False
 
     def jobs(self) -> tuple[tuple[str, dict], ...]:
@@ -316,6 +317,9 @@ class Runner:
         after the cancel: SIGKILL to the process their status records (its group when it
         leads one), only while proven ours (its recorded start time). Shown cancelled from
         then on (:func:`sga_core.runs.procs.derive`)."""
+        if time.time() - self.recorded_at < min(5.0, self.grace_s):
+            return  # a look at every run folder: not at every poll
+        self.recorded_at = time.time()
         mine = set(self.active) | set(self.evals) | set(self.stresses)
         for r in list_runs(self.root):
             run_dir = Path(r["path"])
