@@ -183,8 +183,9 @@ class RunFolder:
         return _read_status(self.path, rel(STATUS), validate.RUN_STATUS_FIELDS)
 
     def status(self) -> dict:
-        """status.json as shown: a running run whose processes are all gone is failed; a
-        run sent to SLURM is shown as its job is (:func:`shown_status`)."""
+        """status.json as shown: a running run whose processes are all gone is failed (or
+        cancelled, once its CANCEL file asked for that); a run sent to SLURM is shown as its
+        job is (:func:`shown_status`)."""
         return shown_status(self.path, self.read_status(), RUN_PIDS, "training",
                             SETTLE.get("run"), self.cancel_requested())
 
