@@ -124,10 +124,18 @@ if pending:
             st.rerun()  # done: show the new rows
 
     pending_evaluations()
+    blocked = {i: wb.eval_refusal(root / i) for i in waiting}  # an evaluation that would fail
+    for run_id, why in blocked.items():
+        if why:
+            st.warning(plain(f"{run_id} cannot be evaluated: {why}."))
+    waiting = [i for i in waiting if not blocked[i]]
     if waiting:
         st.caption(f"Not evaluated yet: {', '.join(waiting)}")
         project_note(project, "evaluates runs of")
         if st.button("Evaluate them now (queued jobs)", key="results.eval"):
             for run_id in waiting:
-                wb.request_eval(root / run_id)
+                try:
+                    wb.request_eval(root / run_id)
+                except ValueError as exc:  # changed since the page was drawn
+                    st.warning(plain(str(exc)))
             st.rerun()

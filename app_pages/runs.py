@@ -12,6 +12,7 @@ from ui.cluster import profile_section
 from ui.context import current_project
 from ui.damaged import warn_damaged
 from ui.forms import kept
+from ui.rerun import rerun_button
 from ui.resume import resume_button
 from ui.run_detail import eta
 from ui.show import plain, show_error, state_text
@@ -58,7 +59,14 @@ def evaluating_now(p: dict, ev: dict) -> bool:
 
 
 def shown_state(p: dict, ev: dict) -> str:
-    return p["state"] + (" · evaluating" if evaluating_now(p, ev) else "")
+    """A run's state as the table and the picker say it: "cancelling" from the cancel on
+    (of the run, or of its evaluation) until it has stopped."""
+    if p.get("cancelling"):
+        return "cancelling"
+    if evaluating_now(p, ev):
+        return p["state"] + (" · cancelling evaluation" if ev.get("cancelling") else
+                             " · evaluating")
+    return state_text(p["state"])
 
 
 def busy(rows: list[dict], states: dict | None = None) -> bool:
@@ -83,8 +91,7 @@ def runs_table(rows: list[dict], states: dict) -> None:
     table = []
     for r in rows:
         p, ev = states[r["run_id"]]
-        table.append({"run": r["run_id"], "state": state_text(p["state"]) +
-                      (" · evaluating" if evaluating_now(p, ev) else ""),
+        table.append({"run": r["run_id"], "state": shown_state(p, ev),
                       "project": owners.get(r["run_id"], "-"),
                       "method": r["method"], "r": cell(r["r"]), "K": cell(r["k"]),
                       "sweep": cell(r["sweep"]),
@@ -150,21 +157,15 @@ def actions(selected: str, p: dict, ev: dict) -> None:
     if c1.button("Cancel", key="runs.cancel", disabled=not sel_active,
                  help="stops the run, or its evaluation (the trained model stays)"):
         if p["state"] in ("queued", "running"):
-            st.toast(f"cancel requested: {wb.cancel(run_dir).get('state')}")
+            state = wb.cancel(run_dir).get("state")
+            st.toast(f"cancel requested: {'cancelling' if state == 'running' else state}")
         else:
             try:
-                st.toast(f"evaluation: {wb.cancel_eval(run_dir).get('state')} (stopping)")
+                state = wb.cancel_eval(run_dir).get("state")
+                st.toast(f"evaluation: {'cancelling' if state == 'running' else state}")
             except RuntimeError as exc:  # it runs on another machine
                 show_error(exc)
-    if c2.button("Re-run with the same config", key="runs.rerun"):
-        try:
-            new = wb.rerun(run_dir, root)
-            st.session_state["runs.selected"] = st.session_state["runs.want"] = new.name
-            st.session_state["runs.done"] = (f"Queued {new.name}, a re-run of {selected} with "
-                                             "the same config; it is the run shown above now.")
-            st.rerun()
-        except Exception as exc:  # shown, never a crash
-            show_error(exc, "cannot re-run")
+    rerun_button(c2, run_dir, root, selected)
     resume_button(c2, run_dir, root, p)
 
     def delete_selected() -> None:

@@ -30,7 +30,10 @@ if without:  # evaluated before text evaluations wrote token tables
                "before they were written for text).")
     if st.button("Re-evaluate them (queued jobs)", key="tokens.reeval"):
         for run_id in without:
-            wb.request_eval(root / run_id)
+            try:
+                wb.request_eval(root / run_id)
+            except ValueError as exc:  # its evaluation could only fail: said, not queued
+                st.warning(str(exc))
         st.rerun()
 if not runs:
     st.info("No evaluated runs with token tables yet: runs are evaluated when they complete "

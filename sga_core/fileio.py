@@ -186,14 +186,40 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+_DIR_LOCKS: dict[tuple[int, int], tuple[int, int]] = {}  # (dev, inode) -> (thread, depth)
+_DIR_LOCKS_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def dir_lock(directory: str | os.PathLike) -> Iterator[None]:
     """An exclusive lock between processes on a folder itself (``flock`` on the folder, so
-    no lock file is left in it), for a read-change-write of a file inside it."""
+    no lock file is left in it), for a read-change-write of a file inside it. Re-entrant in
+    the thread that holds it: a claim made under a run folder's lock may write that folder's
+    status files, whose writes take the same lock."""
     fd = os.open(directory, os.O_RDONLY)
+    st = os.fstat(fd)
+    key, me = (st.st_dev, st.st_ino), threading.get_ident()
+    with _DIR_LOCKS_GUARD:
+        owner, depth = _DIR_LOCKS.get(key, (None, 0))
+        if owner == me:
+            _DIR_LOCKS[key] = (me, depth + 1)
+    if owner == me:
+        os.close(fd)
+        try:
+            yield
+        finally:
+            with _DIR_LOCKS_GUARD:
+                _DIR_LOCKS[key] = (me, _DIR_LOCKS[key][1] - 1)
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        with _DIR_LOCKS_GUARD:
+            _DIR_LOCKS[key] = (me, 1)
+        try:
+            yield
+        finally:
+            with _DIR_LOCKS_GUARD:
+                _DIR_LOCKS.pop(key, None)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

@@ -134,7 +134,9 @@ def _reevaluate(project, root) -> None:
                      f"{', '.join(list(missing)[:6])}{' ...' if len(missing) > 6 else ''}."))
     if st.button("Re-evaluate them with every evaluation set (queued jobs)",
                  key="data.reevaluate"):
-        wb.reevaluate(project, list(missing), root)
-        st.session_state[DONE] = (f"Queued the evaluation of {wb.plural(len(missing), 'run')}; "
-                                  "progress on the Runs page.")
+        skipped = wb.reevaluate(project, list(missing), root)
+        st.session_state[DONE] = (f"Queued the evaluation of "
+                                  f"{wb.plural(len(missing) - len(skipped), 'run')}; "
+                                  "progress on the Runs page." +
+                                  "".join(f" {why}." for why in skipped.values()))
         st.rerun()

@@ -51,7 +51,9 @@ def protocol_section(project, root) -> None:
                      (" ..." if len(other) > 6 else "") + "; their numbers do not compare."))
     if st.button(f"Re-evaluate them under {current} (queued jobs)",
                  key="data.protocol_reevaluate"):
-        wb.reevaluate(project, list(other), root)
-        st.session_state[DONE] = (f"Queued the evaluation of {wb.plural(len(other), 'run')} "
-                                  f"under {current}; progress on the Runs page.")
+        skipped = wb.reevaluate(project, list(other), root)
+        st.session_state[DONE] = (f"Queued the evaluation of "
+                                  f"{wb.plural(len(other) - len(skipped), 'run')} "
+                                  f"under {current}; progress on the Runs page." +
+                                  "".join(f" {why}." for why in skipped.values()))
         st.rerun()

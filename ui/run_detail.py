@@ -24,8 +24,11 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
     """The run's state, progress, evaluation progress, losses, probe answers and log, from
     the state the page read for this refresh (``p``: its progress, ``ev``: its
     evaluation's)."""
-    st.markdown(f"**{selected}** — {state_badge(p['state'])}")
+    shown = "cancelling" if p.get("cancelling") else p["state"]
+    st.markdown(f"**{selected}** — {state_badge(shown)}")
     job_caption(p["status"])  # a SLURM run: its job, node and wait
+    if p.get("waits"):  # a run queued here: why it has not started
+        st.caption(plain(f"waiting: {p['waits']}"))
     st.progress(p["fraction"], text=f"{p['text']} · elapsed {wb.fmt_seconds(p['elapsed_s'])}"
                                     f" · ETA {wb.fmt_seconds(p['eta_s'])}")
     if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:

@@ -12,6 +12,7 @@ from sga_core.text import plural
 STATES = {  # text first, so a state reads right even where an icon cannot be drawn
     "queued": ("queued", ":material/schedule:"),
     "running": ("running", ":material/play_circle:"),
+    "cancelling": ("cancelling", ":material/hourglass_top:"),  # asked to stop, not stopped yet
     "completed": ("completed", ":material/check_circle:"),
     "failed": ("failed", ":material/error:"),
     "cancelled": ("cancelled", ":material/cancel:"),

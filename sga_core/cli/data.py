@@ -197,9 +197,11 @@ def _protocol_runs(project, reevaluate: bool) -> None:
               f"{project.protocol}: {listed}; add --reevaluate to queue their evaluation "
               f"under {project.protocol}")
         return
-    wb.reevaluate(project, list(other))
-    print(f"  queued the evaluation of {plural(len(other), 'run')} under "
+    skipped = wb.reevaluate(project, list(other))
+    print(f"  queued the evaluation of {plural(len(other) - len(skipped), 'run')} under "
           f"{project.protocol}: {listed}")
+    for why in skipped.values():
+        print(f"  not queued: {why}")
 
 
 def add_parsers(sub, argv: list[str] | None = None) -> None:

@@ -24,6 +24,9 @@ def cmd_runs(args) -> int:
             if r.get("slurm_job_id"):
                 print(f"  slurm job {r['slurm_job_id']}"
                       + (f": {r['slurm_reason']}" if r.get("slurm_reason") else ""))
+            waits = queue.wait_reason(r["path"], root) if r["state"] == "queued" else None
+            if waits:
+                print(f"  waiting: {waits}")
             if r.get("damaged"):
                 print(f"  damaged: {r['damaged']}")
         return 0
@@ -35,6 +38,9 @@ def cmd_runs(args) -> int:
     if args.action == "show":
         # the run's effective status with its evaluation's (eval_state, eval_error, ...)
         print(json.dumps(run_status.run_view(run_dir), indent=2))
+        waits = queue.wait_reason(run_dir, root)
+        if waits:
+            print(f"waiting: {waits}")
         for d in folder.damage(run_dir):
             print(f"damaged: {d}")
         try:
@@ -52,8 +58,10 @@ def cmd_runs(args) -> int:
                 st = queue.cancel_eval(run_dir)  # a trained run: stop its evaluation
             except RuntimeError as exc:  # it runs on another machine
                 raise ConfigError(str(exc)) from None
-            print(f"evaluation of {args.run_id}: {st.get('state')} (a running evaluation "
-                  "stops at its next batch; the trained model stays)")
+            state = "cancelling" if st.get("state") == "running" else st.get("state")
+            print(f"evaluation of {args.run_id}: {state} (a running evaluation stops at its "
+                  "next batch, or is killed after the runner's grace period; the trained "
+                  "model stays)")
             return 0
         state = run_status.effective_run(run_dir).get("state")
         if state in run_status.FINAL_STATES:
@@ -79,6 +87,8 @@ def cancel_said(run_id: str, st: dict) -> str:
                 "a trainer still running stops at its next step")
     if state == "queued":
         return f"cancel requested for {run_id}: queued, dropped before it starts"
+    if state == "running":
+        return f"cancel requested for {run_id}: cancelling (it stops at its next step)"
     return f"cancel requested for {run_id}: {state} (a running run stops at its next step)"
 
 

@@ -64,13 +64,20 @@ def runs_other_protocol(project: Project, root=None) -> dict[str, str]:
     return out
 
 
-def reevaluate(project: Project, run_ids: list[str], root=None) -> None:
+def reevaluate(project: Project, run_ids: list[str], root=None) -> dict[str, str]:
     """Queue the evaluation of these runs again, with the project's current evaluation
-    sets besides their own, under the project's evaluation protocol."""
+    sets besides their own, under the project's evaluation protocol. A run whose evaluation
+    could only fail (an evaluation set of its own gone, no model:
+    :func:`sga_core.runs.queue.eval_refusal`) is skipped; returns them, run id -> why."""
     root = runs_root(root)
     sets = {name: str(path) for name, path in project.eval_sets().items()}
+    skipped = {}
     for run_id in run_ids:
-        request_eval(root / run_id, root, sets=sets, protocol=project.protocol)
+        try:
+            request_eval(root / run_id, root, sets=sets, protocol=project.protocol)
+        except ValueError as exc:
+            skipped[run_id] = str(exc)
+    return skipped
 
 
 def probe_models(project: Project, root=None) -> dict[str, str]:

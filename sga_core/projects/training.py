@@ -177,14 +177,18 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
 
     root = runs_root(root)
     cfgs = []
+    pair = ((reference_run_id(project), False), (original_run_id(project), True))
+    # neither folder is touched while anything of either still runs or waits: its processes
+    # would write into the new run, and hold the queue's slot (sga_core.runs.queue.live_jobs)
+    busy = {run_id: jobs.live_jobs(root / run_id) for run_id, _ in pair}
+    busy = {k: v for k, v in busy.items() if v}
+    if busy:
+        raise ConfigError("cannot prepare again now: " + "; ".join(
+            f"{run_id}: {', '.join(why)}" for run_id, why in busy.items()) +
+            " (cancel it, or wait for it to end)")
     # the reference first: the original's Forget Quality compares against it
-    for run_id, include_forget in ((reference_run_id(project), False),
-                                   (original_run_id(project), True)):
+    for run_id, include_forget in pair:
         if (root / run_id).exists():
-            from sga_core.runs.status import effective_run
-
-            if effective_run(root / run_id).get("state") in ("queued", "running"):
-                raise ConfigError(f"{run_id} is already queued or running")
             shutil.rmtree(root / run_id)
         cfg = build_config(project, method="finetune",
                            method_args={"include_forget": include_forget},

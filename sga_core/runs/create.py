@@ -17,7 +17,14 @@ from sga_core.config import ConfigError, TrainConfig, dump_config, name_problem
 from sga_core.fileio import atomic_write_json, atomic_write_text, now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.command import write_command_sh
-from sga_core.runs.folder import DATA_DIR, RunFolder, free_port, rel, runs_root
+from sga_core.runs.folder import (
+    DATA_DIR,
+    EVAL_SETS_DIR,
+    RunFolder,
+    free_port,
+    rel,
+    runs_root,
+)
 
 
 def base_run_id(cfg: TrainConfig) -> str:
@@ -117,8 +124,32 @@ def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
         if mapped:
             manifest[name]["field_map"] = field_map
     cfg.data.field_map = {}  # applied: the config now names the renamed snapshot
+    snapshot_eval_sets(cfg, run_dir)
     atomic_write_json(RunFolder(run_dir).manifest_path, manifest)
     return manifest
+
+
+def snapshot_eval_sets(cfg: TrainConfig, run_dir: Path) -> None:
+    """Copy the evaluation sets ``cfg`` names (``eval.sets``) into the run folder, and point
+    the config at the copies: a set removed from its project later (or a folder moved to a
+    cluster) still evaluates as the run was made. A set that is not there is a ConfigError
+    before any run folder exists."""
+    if not cfg.eval.sets:
+        return
+    target = RunFolder(run_dir).eval_sets_dir
+    target.mkdir(parents=True, exist_ok=True)
+    sets = {}
+    # names checked by cfg.validate (no paths), which made each file's path absolute
+    for name, path in cfg.eval.sets.items():
+        src = Path(path)
+        if not src.is_file():
+            raise ConfigError(f"eval.sets.{name}: file {src} does not exist")
+        dst = target / f"{name}{src.suffix}"
+        tmp = dst.with_name(f".{dst.name}.tmp")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+        sets[name] = rel(DATA_DIR, EVAL_SETS_DIR, dst.name)
+    cfg.eval.sets = sets
 
 
 class RunIdTaken(ConfigError):

@@ -31,6 +31,7 @@ TRAIN_LOG = "train.log"
 ENV = "env.json"  # what a result was computed with (sga_core.runs.envrecord)
 DATA_DIR = "data"  # the snapshot of the data used
 MANIFEST_FILE = "manifest.json"  # in data/: each file's row count and rows hash
+EVAL_SETS_DIR = "eval_sets"  # in data/: the snapshot of the evaluation sets (eval.sets)
 MODEL_DIR = "model"
 MERGED_MODEL_DIR = "model-merged"  # a LoRA run's adapter merged into its base
 BEST_MODEL_DIR = "best_model"  # with keep_best: the model of the best evaluated step
@@ -67,7 +68,7 @@ MANIFEST = Path(DATA_DIR) / MANIFEST_FILE
 
 #: every name above, for the check that no other module spells one
 NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, DATA_DIR,
-         MANIFEST_FILE, MODEL_DIR, MERGED_MODEL_DIR, BEST_MODEL_DIR, REINFORCED_DIR,
+         MANIFEST_FILE, EVAL_SETS_DIR, MODEL_DIR, MERGED_MODEL_DIR, BEST_MODEL_DIR, REINFORCED_DIR,
          CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
          PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST, STRESS_DIR,
          SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, STRESS_REQUEST,
@@ -81,17 +82,19 @@ NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, D
 SETTLE: dict = {}
 
 
-def shown_status(path: Path, status: dict, pids, kind: str, write=None) -> dict:
+def shown_status(path: Path, status: dict, pids, kind: str, write=None,
+                 cancel_asked: bool = False) -> dict:
     """``status`` as shown: for a run sent to SLURM, as its job is
     (:func:`sga_core.runs.slurm.states.run_view`, which records SLURM's verdict on an ended
     job with ``write``); where SLURM cannot be asked, or for a local run, from its processes
-    (:func:`sga_core.runs.procs.derive`)."""
+    (:func:`sga_core.runs.procs.derive`; ``cancel_asked``: a cancel was requested, so a
+    record whose processes are gone is cancelled, not failed)."""
     if status.get("slurm_job_id"):
         shown = slurm_states.run_view(path, status, write)
         if not shown.get("slurm_problem"):
             return shown
         status = shown  # SLURM cannot be asked: the processes on this machine can
-    return derive(status, pids, kind)
+    return derive(status, pids, kind, cancel_asked)
 
 
 def rel(*parts: str) -> str:
@@ -140,6 +143,7 @@ class RunFolder:
     env_path = property(lambda self: self.path / ENV)
     data_dir = property(lambda self: self.path / DATA_DIR)
     manifest_path = property(lambda self: self.path / MANIFEST)
+    eval_sets_dir = property(lambda self: self.data_dir / EVAL_SETS_DIR)
     model_dir = property(lambda self: self.path / MODEL_DIR)
     merged_model_dir = property(lambda self: self.path / MERGED_MODEL_DIR)
     best_model_dir = property(lambda self: self.path / BEST_MODEL_DIR)
@@ -179,10 +183,11 @@ class RunFolder:
         return _read_status(self.path, rel(STATUS), validate.RUN_STATUS_FIELDS)
 
     def status(self) -> dict:
-        """status.json as shown: a running run whose processes are all gone is failed; a
-        run sent to SLURM is shown as its job is (:func:`shown_status`)."""
+        """status.json as shown: a running run whose processes are all gone is failed (or
+        cancelled, once its CANCEL file asked for that); a run sent to SLURM is shown as its
+        job is (:func:`shown_status`)."""
         return shown_status(self.path, self.read_status(), RUN_PIDS, "training",
-                            SETTLE.get("run"))
+                            SETTLE.get("run"), self.cancel_requested())
 
     def read_eval_status(self) -> dict:
         """eval/status.json as written (as :meth:`read_status`)."""

@@ -309,9 +309,12 @@ RUN_PIDS = ("launcher_pid", "pid")
 EVAL_PIDS = ("pid",)
 
 
-def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
+def derive(status: dict, pid_keys: tuple[str, ...], what: str,
+           cancel_asked: bool = False) -> dict:
     """``status`` as it should be shown: "running" while any of its processes lives (on this
-    host), "failed" once all of them are gone. Pure: nothing is written."""
+    host), "failed" once all of them are gone, or "cancelled" when a cancel was asked
+    (``cancel_asked``, or ``cancel_requested_at`` in the record): what its writer records
+    once it notices, shown at once. Pure: nothing is written."""
     if status.get("state") != "running":
         return status
     host = status.get("host")
@@ -322,6 +325,9 @@ def derive(status: dict, pid_keys: tuple[str, ...], what: str) -> dict:
     # record without one, a command line that runs sga_core (a stranger given the pid is not)
     if not procs or any(is_ours(p) for p in procs):
         return status
+    if cancel_asked or status.get("cancel_requested_at"):
+        return {**status, "state": "cancelled", "vanished": True,
+                "error": "cancelled by request"}
     return {**status, "state": "failed", "vanished": True,
             "error": status.get("error") or f"the {what} process vanished (killed or the "
                                             "machine restarted)"}

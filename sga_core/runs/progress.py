@@ -31,10 +31,31 @@ def progress(run_dir: str | Path) -> dict:
     eta = None
     if st.get("state") == "running" and elapsed and step and total:
         eta = elapsed / step * (total - step)
+    cancelling = st.get("state") in ("queued", "running") and \
+        RunFolder(run_dir).cancel_requested()
+    text = f"step {step}/{total}" if total else st.get("state", "")
+    waits = None
+    if st.get("state") == "queued":
+        from sga_core.runs.queue import wait_reason
+
+        waits = wait_reason(run_dir)
+        text = f"queued: {waits}" if waits else text
+    if cancelling and st.get("state") == "running":
+        text = f"cancelling (asked {_ago(RunFolder(run_dir).cancel_path)}) · {text}"
     return {"state": st.get("state"), "step": step, "total": total,
             "fraction": min(1.0, step / total) if total else 0.0, "elapsed_s": elapsed,
-            "eta_s": eta, "error": st.get("error"), "status": st,
-            "text": f"step {step}/{total}" if total else st.get("state", "")}
+            "eta_s": None if cancelling else eta, "error": st.get("error"), "status": st,
+            "cancelling": cancelling, "waits": waits, "text": text}
+
+
+def _ago(path: Path) -> str:
+    """How long ago ``path`` was last written ("12s ago")."""
+    import time
+
+    try:
+        return f"{fmt_seconds(max(0.0, time.time() - path.stat().st_mtime))} ago"
+    except OSError:
+        return "just now"
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -69,14 +90,19 @@ def eval_progress(run_dir: str | Path, typical_s: float | None = None) -> dict:
     if running and typical_s and elapsed is not None:
         fraction = min(0.99, elapsed / typical_s)
         eta = max(typical_s - elapsed, stage_eta or 0.0)
-    if running:
+    cancelling = running and bool(ev.get("cancel_requested_at"))
+    if cancelling:
+        text = f"cancelling the evaluation (asked at {str(ev['cancel_requested_at'])[11:19]})"
+    elif running:
         text = f"evaluating: {stage or 'starting'}" + (f" {done}/{total}" if total else "")
     else:
         text = {"queued": "evaluation queued", None: "not evaluated"}.get(
             state, f"evaluation {state}")
     return {"state": state, "stage": stage, "done": done, "total": total,
-            "fraction": fraction, "elapsed_s": elapsed, "eta_s": eta if running else None,
-            "whole": bool(running and typical_s), "error": ev.get("error"), "text": text}
+            "fraction": fraction, "elapsed_s": elapsed,
+            "eta_s": eta if running and not cancelling else None,
+            "whole": bool(running and typical_s), "error": ev.get("error"),
+            "cancelling": cancelling, "text": text}
 
 
 def stress_fraction(st: dict) -> float:
@@ -124,7 +150,10 @@ def stress_progress(run_dir: str | Path) -> dict:
     eta = stress_eta(elapsed, fraction) if running else None
     done, total = int(st.get("done") or 0), int(st.get("total") or 0)
     stage = st.get("stage")
-    if running:
+    cancelling = running and bool(st.get("cancel_requested_at"))
+    if cancelling:
+        text = f"cancelling the stress test (asked at {str(st['cancel_requested_at'])[11:19]})"
+    elif running:
         s_done, s_total = int(st.get("stage_done") or 0), int(st.get("stage_total") or 0)
         text = f"stress test{f' {min(done + 1, total)}/{total}' if total else ''}: " + \
             f"{stage or 'starting'}" + (f" {s_done}/{s_total}" if s_total else "")
@@ -136,7 +165,8 @@ def stress_progress(run_dir: str | Path) -> dict:
     return {"state": state, "attacks": attacks, "stage": stage, "done": done, "total": total,
             "fraction": fraction, "elapsed_s": elapsed, "eta_s": eta,
             "eta_text": ("ETA unknown" if eta is None else f"ETA {fmt_seconds(eta)}")
-            if running else "", "error": st.get("error"),
+            if running and not cancelling else "", "error": st.get("error"),
+            "cancelling": cancelling,
             "results": st.get("results") or [], "text": text, "status": st}
 
 

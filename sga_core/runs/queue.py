@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import socket
 import time
 from pathlib import Path
 
-from sga_core.fileio import now_iso, read_json
+from sga_core.fileio import dir_lock, now_iso, read_json
 from sga_core.runs import status as run_status
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
@@ -27,7 +28,7 @@ from sga_core.runs.folder import (
     runs_root,
     stress_state,
 )
-from sga_core.runs.procs import recorded, signal_ours, spawn
+from sga_core.runs.procs import RUN_PIDS, is_ours, recorded, signal_ours, spawn
 from sga_core.runs.status import FINAL_STATES
 
 RUNNER_LOCK = ".runner.lock"
@@ -105,7 +106,9 @@ def preview(cfg, root: str | os.PathLike | None = None) -> tuple[str, str, str]:
 
 def cancel(run_dir: str | os.PathLike) -> dict:
     """Ask a run to stop. A queued run is cancelled by the runner before it starts; a running
-    one stops at its next step boundary (escalated by the runner if it does not)."""
+    one stops at its next step boundary (escalated by the runner if it does not). The
+    request and the runner's start of a queued run are made under the run folder's lock, so
+    a run is either started before the request (and stops at its first step) or never."""
     run_dir = Path(run_dir)
     st = run_status.effective_run(run_dir)
     if st.get("state") in FINAL_STATES:
@@ -114,10 +117,12 @@ def cancel(run_dir: str | os.PathLike) -> dict:
         from sga_core.runs.slurm.backend import cancel as slurm_cancel
 
         return slurm_cancel(run_dir)
-    request_cancel(run_dir)
-    if st.get("state") == "queued" and not runner_alive(run_dir.parent):
-        return run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
-                                    error="cancelled before it started")
+    with dir_lock(run_dir):
+        request_cancel(run_dir)
+        st = run_status.effective_run(run_dir)
+        if st.get("state") == "queued" and not runner_alive(run_dir.parent):
+            return run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
+                                        error="cancelled before it started")
     return run_status.effective_run(run_dir)
 
 
@@ -125,7 +130,10 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
     """Stop a run's evaluation (the run and its model stay as they are). One asked for and
     not started yet is dropped; a running one is sent SIGTERM: the ``eval`` process, or the
     training process evaluating in-process, stops at its next progress tick and records the
-    evaluation as cancelled (a pid that no longer names that process is not signalled).
+    evaluation as cancelled (a pid that no longer names that process is not signalled); the
+    runner kills it if it has not stopped after its grace period. Dropping a request and the
+    runner's claim of it (:meth:`sga_core.runs.runner.Runner.launch_eval`) hold the run
+    folder's lock, so an evaluation is either never started or started and then stopped.
     Returns the evaluation's status."""
 
     run_dir = Path(run_dir)
@@ -134,15 +142,17 @@ def cancel_eval(run_dir: str | os.PathLike) -> dict:
         from sga_core.runs.slurm.backend import cancel_eval as slurm_cancel_eval
 
         return slurm_cancel_eval(run_dir)
-    requested = (run_dir / EVAL_REQUEST).exists()
-    (run_dir / EVAL_REQUEST).unlink(missing_ok=True)  # no evaluation starts after this one
-    if ev.get("state") != "running":
-        if requested and not ev.get("state"):  # never evaluated: say it was cancelled
-            return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
-                                         error="cancelled before it started", stage=None)
-        return ev  # an earlier evaluation's record (and its summary) stays as it was
-    return _stop_recorded(run_dir, ev, "the evaluation", run_status.write_eval,
-                          run_status.effective_eval)
+    with dir_lock(run_dir):
+        ev = run_status.effective_eval(run_dir)
+        requested = (run_dir / EVAL_REQUEST).exists()
+        (run_dir / EVAL_REQUEST).unlink(missing_ok=True)  # no evaluation starts after this
+        if ev.get("state") != "running":
+            if requested and not ev.get("state"):  # never evaluated: say it was cancelled
+                return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
+                                             error="cancelled before it started", stage=None)
+            return ev  # an earlier evaluation's record (and its summary) stays as it was
+        return _stop_recorded(run_dir, ev, "the evaluation", run_status.write_eval,
+                              run_status.effective_eval)
 
 
 def _stop_recorded(run_dir: Path, st: dict, what: str, write, effective) -> dict:
@@ -160,16 +170,178 @@ def _stop_recorded(run_dir: Path, st: dict, what: str, write, effective) -> dict
     return effective(run_dir)
 
 
-def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
-    """Queue a new run with the same config as ``run_dir`` (data from its snapshot)."""
+#: a prepared model's run id (:mod:`sga_core.runs.prepared_ids`): ``<name>-<role>``, or for
+#: a name without a plain id ``<stem>-<role>-<10 hex digits>``
+_PREPARED_ID = re.compile(r"-(original|retain-ref)(-[0-9a-f]{10})?$")
+PREPARED_ROLES = {"original": "Original", "retain-ref": "Retained"}
+
+
+def prepared_role(run_dir: str | os.PathLike) -> str | None:
+    """"Original" or "Retained" for a project's prepared model (a ``prepare`` run: its id is
+    a prepared id and its config a prepare fine-tune), None for any other run. The project
+    finds these by their run id, so a re-run must keep it (:func:`rerun`)."""
+    m = _PREPARED_ID.search(Path(run_dir).name)
+    if m is None:
+        return None
+    try:
+        cfg = RunFolder(run_dir).config_dict()
+    except Exception:  # noqa: BLE001 - a damaged config is no prepared model we can re-run
+        return None
+    notes = cfg.get("notes")
+    if cfg.get("method") != "finetune" or not (isinstance(notes, str)
+                                               and notes.startswith("prepare:")):
+        return None
+    return PREPARED_ROLES[m.group(1)]
+
+
+def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
+          replace: bool = False) -> Path:
+    """Queue a new run with the same config as ``run_dir`` (data from its snapshot). A
+    project's prepared model (:func:`prepared_role`) is re-run in place, under its own run
+    id, so that the project still finds it as its Original or Retained model: that replaces
+    the folder, so it needs ``replace`` (ValueError saying so without it), and is refused
+    while anything of the run still runs or waits (:func:`live_jobs`)."""
+    run_dir = Path(run_dir)
+    role = prepared_role(run_dir)
     cfg = RunFolder(run_dir).config()
     for name in ("forget", "retain", "normals"):
         p = cfg.resolve(getattr(cfg.data, name))
         if p is not None:
             setattr(cfg.data, name, str(p))
-    cfg.run_id = ""
+    cfg.eval.sets = {k: str(cfg.resolve(v)) for k, v in cfg.eval.sets.items()}
     cfg.base_dir = ""
-    return submit(cfg, root or Path(run_dir).parent)
+    if role is None:
+        cfg.run_id = ""
+        return submit(cfg, root or run_dir.parent)
+    if not replace:
+        raise ValueError(f"{run_dir.name} is the project's {role} model: re-running it "
+                         "replaces it in place (the same run id, which the project uses); "
+                         "confirm the replacement to go on")
+    return replace_run(run_dir, cfg, root)
+
+
+def replace_run(run_dir: str | os.PathLike, cfg, root: str | os.PathLike | None = None
+                ) -> Path:
+    """Queue ``cfg`` in ``run_dir``'s place, under the same run id (a prepared model run
+    again). Refused (RuntimeError naming what) while anything of the run still runs or waits
+    (:func:`live_jobs`): its processes would write into the new folder. The old folder is
+    moved aside first (its data snapshot is what ``cfg`` reads) and put back if the new one
+    cannot be made; removed once it is."""
+    run_dir = Path(run_dir)
+    root = runs_root(root or run_dir.parent)
+    why = live_jobs(run_dir)
+    if why:
+        raise RuntimeError(f"{run_dir.name} cannot be replaced now: {'; '.join(why)}")
+    aside = run_dir.with_name(f".{run_dir.name}.old")  # put back by clean_leftovers on a crash
+    shutil.rmtree(aside, ignore_errors=True)
+    os.rename(run_dir, aside)
+
+    def moved(path):
+        p = Path(path)
+        return str(aside / p.relative_to(run_dir)) if p.is_relative_to(run_dir) else path
+
+    for name in ("forget", "retain", "normals"):
+        if getattr(cfg.data, name):
+            setattr(cfg.data, name, moved(getattr(cfg.data, name)))
+    cfg.eval.sets = {k: moved(v) for k, v in cfg.eval.sets.items()}
+    cfg.run_id = run_dir.name
+    try:
+        new = create_run(cfg, root, state="queued", mode="queue")
+    except BaseException:
+        if not run_dir.exists():
+            os.rename(aside, run_dir)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    ensure_runner(root)
+    return new
+
+
+def live_jobs(run_dir: str | os.PathLike) -> list[str]:
+    """What still runs in, or waits for, a run folder (empty: nothing): its training queued
+    or running, its evaluation or stress test queued or running (one cancelled and still
+    stopping included), or a process it records that still runs on this machine. A folder
+    with a live job must not be replaced (``prepare``, :func:`replace_run`): its processes
+    would go on writing into the new folder, and the runner's slot stay taken by them."""
+    run_dir = Path(run_dir)
+    run = RunFolder(run_dir)
+    if not run_dir.is_dir():
+        return []
+    out = []
+    st = run.status()
+    if st.get("state") in ("queued", "running"):
+        out.append(f"its training is {st['state']}")
+    for what, shown, requested in (("evaluation", run.eval_status(), run.eval_requested()),
+                                   ("stress test", run.stress_status(),
+                                    run.stress_requested())):
+        if shown.get("state") == "running":
+            out.append(f"its {what} is " + ("still stopping (cancel requested)"
+                                            if shown.get("cancel_requested_at") else "running"))
+        elif requested or shown.get("state") == "queued":
+            out.append(f"its {what} is queued")
+    if out:
+        return out
+    for status, keys, what in ((run.read_status(), RUN_PIDS, "training"),
+                               (run.read_eval_status(), ("pid",), "evaluation"),
+                               (run.read_stress_status(), ("pid",), "stress test")):
+        if status.get("host") not in (None, socket.gethostname()):
+            continue
+        alive = [status[k] for k in keys if status.get(k) and is_ours(recorded(status, k))]
+        if alive:
+            out.append(f"its {what} process (pid {alive[0]}) still runs")
+    return out
+
+
+def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = None
+                ) -> str | None:
+    """Why a run queued on this machine's queue has not started (None for any other run):
+    no runner serves the queue, every slot is taken (by which runs, doing what), runs
+    queued before it go first, or a cancel drops it before it starts."""
+    run_dir = Path(run_dir)
+    root = runs_root(root or run_dir.parent)
+    st = run_status.effective_run(run_dir)
+    if st.get("state") != "queued" or st.get("mode") != "queue" or st.get("slurm_job_id"):
+        return None
+    if RunFolder(run_dir).cancel_requested():
+        return "cancel requested: it is dropped before it starts"
+    if not runner_alive(root):
+        return ("no queue runner is running (it is started by the Runs page, a launch, or "
+                "python -m sga_core.runs.runner)")
+    info = runner_info(root)
+    slots = [s for s in info.get("slots") or [] if isinstance(s, dict)] \
+        if isinstance(info.get("slots"), list) else []
+    most = info.get("max_parallel")
+    most = most if type(most) is int and most > 0 else 1
+    # the queue's order as the runner last read it: a page asks this of every queued run
+    # each second, so it never lists the runs folder itself
+    seen = info.get("queue") if isinstance(info.get("queue"), list) else []
+    seen = [q for q in seen if isinstance(q, str)]
+    ahead = seen[:seen.index(run_dir.name)] if run_dir.name in seen else seen
+    before = f"; {len(ahead)} queued before it" if ahead else ""
+    if len(slots) >= most:
+        held = ", ".join(f"{str(s.get('run_id'))[:80]} ({str(s.get('job'))[:20]})"
+                         for s in slots[:5])
+        return f"waiting for a free slot: {len(slots)} of {most} in use by {held}{before}"
+    if ahead:
+        return f"waiting for {len(ahead)} run(s) queued before it"
+    return "starting"
+
+
+def eval_refusal(run_dir: str | os.PathLike) -> str | None:
+    """Why the evaluation of this run cannot start (None: it can): its config no longer
+    loads, or an evaluation set its config names is gone (runs made before evaluation sets
+    were snapshotted name the project's file, which a removed set takes away)."""
+    run = RunFolder(run_dir)
+    try:
+        cfg = run.config()
+    except Exception as exc:  # noqa: BLE001 - a damaged or changed config, said as it is
+        return f"its config.yaml does not load: {exc}"
+    gone = {k: str(cfg.resolve(v)) for k, v in cfg.eval.sets.items()
+            if not Path(cfg.resolve(v)).is_file()}
+    if gone:
+        names = ", ".join(f"{k} ({v})" for k, v in gone.items())
+        return (f"its evaluation set {names} no longer exists (removed after the run was "
+                "made); add it again under the same name, or delete the run")
+    return None
 
 
 def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> dict:
@@ -194,7 +366,13 @@ def delete(run_dir: str | os.PathLike) -> None:
 
 
 def runner_info(root: str | os.PathLike | None = None) -> dict:
-    return read_json(runs_root(root) / RUNNER_INFO, default={}) or {}
+    """What the runner of ``root`` says of itself: pid, max_parallel, and ``slots`` (the
+    jobs holding its slots: run_id, job); {} when there is none or it cannot be read."""
+    try:
+        data = read_json(runs_root(root) / RUNNER_INFO, default={})
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def wait_until(pred, timeout: float, interval: float = 0.2) -> bool:
@@ -212,10 +390,14 @@ def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = No
     slot is free. ``sets`` (name -> file) are evaluated besides the run's own eval.sets (a
     project's evaluation set added after the run: ``eval --set``); ``protocol``: under this
     evaluation protocol instead of the run's eval.protocol (``eval --protocol``: the
-    project's protocol was changed)."""
+    project's protocol was changed). ValueError saying why when it cannot be evaluated
+    (:func:`eval_refusal`): a request that would only fail is never queued."""
     from sga_core.fileio import atomic_write_json
 
     run_dir = Path(run_dir)
+    why = eval_refusal(run_dir)
+    if why:
+        raise ValueError(f"cannot evaluate {run_dir.name}: {why}")
     if run_status.read_run(run_dir).get("slurm_job_id"):  # a SLURM run: its evaluation too
         from sga_core.runs.slurm.backend import submit_eval
         from sga_core.runs.slurm.client import unavailable
@@ -325,18 +507,20 @@ def cancel_stress(run_dir: str | os.PathLike) -> dict:
         from sga_core.runs.slurm.backend import cancel_stress as slurm_cancel_stress
 
         return slurm_cancel_stress(run_dir)
-    request = run.stress_request()
-    run.stress_request_path.unlink(missing_ok=True)  # no stress test starts after this
-    if sst.get("state") != "running":
-        if request is not None:  # asked for, never started: this request is what ended
-            return run_status.write_stress(
-                run_dir, "cancelled", ended_at=now_iso(), started_at=None, stage=None,
-                error="cancelled before it started", attacks=request["attacks"], done=0,
-                total=None, stage_done=0, stage_total=None, results=[], pid=None,
-                pid_start=None, exit_code=None)
-        return sst
-    return _stop_recorded(run_dir, sst, "the stress test", run_status.write_stress,
-                          run_status.effective_stress)
+    with dir_lock(run_dir):  # against the runner's claim of the request
+        sst = run_status.effective_stress(run_dir)
+        request = run.stress_request()
+        run.stress_request_path.unlink(missing_ok=True)  # no stress test starts after this
+        if sst.get("state") != "running":
+            if request is not None:  # asked for, never started: this request is what ended
+                return run_status.write_stress(
+                    run_dir, "cancelled", ended_at=now_iso(), started_at=None, stage=None,
+                    error="cancelled before it started", attacks=request["attacks"], done=0,
+                    total=None, stage_done=0, stage_total=None, results=[], pid=None,
+                    pid_start=None, exit_code=None)
+            return sst
+        return _stop_recorded(run_dir, sst, "the stress test", run_status.write_stress,
+                              run_status.effective_stress)
 
 
 def queue_stress_tests(run_dirs, attacks=None, settings: dict | None = None,
@@ -404,8 +588,9 @@ def stress_originals(rows: list[dict], root: str | os.PathLike | None = None
 
 
 __all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
-           "ensure_runner", "eval_requested", "preview", "queued_runs", "request_eval",
-           "rerun", "resume", "runner_alive", "runner_info", "submit", "wait_until",
+           "ensure_runner", "eval_refusal", "eval_requested", "live_jobs", "prepared_role",
+           "preview", "queued_runs", "replace_run", "request_eval", "rerun", "resume",
+           "runner_alive", "runner_info", "submit", "wait_reason", "wait_until",
            "cancel_stress", "check_stress", "default_attacks", "queue_stress_tests",
            "request_stress", "stress_candidates", "stress_originals", "stress_refusal",
            "stress_requested"]

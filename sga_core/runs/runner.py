@@ -2,9 +2,15 @@
 
 One runner per runs folder (an exclusive lock); it starts queued runs in submission order, at
 most ``--max-parallel`` at a time, records how each ended, escalates cancels (CANCEL file ->
-SIGTERM to the process group after ``--grace`` seconds -> SIGKILL after twice that), evaluates
-completed runs, stress-tests those asked for (``STRESS_REQUESTED``), and exits after
+SIGTERM to the process group after ``--grace`` seconds -> SIGKILL after twice that; the same
+for a cancelled evaluation or stress test, from the SIGTERM the cancel sent), evaluates
+completed runs, stress-tests those asked for (``STRESS_REQUESTED``), says in ``.runner.json``
+which jobs hold its slots (:func:`sga_core.runs.queue.wait_reason`), and exits after
 ``--idle-exit`` seconds with nothing to do (the UI starts it again when needed).
+
+Each request is claimed under its run folder's lock, as the cancel of it is
+(:mod:`sga_core.runs.queue`). A job whose run folder was deleted or replaced under it is
+stopped, and nothing is recorded for it: the folder there now is another run's.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ import os
 import signal
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-from sga_core.fileio import atomic_write_json, now_iso
+from sga_core.fileio import atomic_write_json, dir_lock, now_iso
 from sga_core.runs import launch
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import (
@@ -28,8 +35,38 @@ from sga_core.runs.folder import (
     eval_request_sets,
     list_runs,
 )
-from sga_core.runs.procs import kill_group
-from sga_core.runs.queue import RUNNER_INFO, RUNNER_LOCK, queued_runs
+from sga_core.runs.procs import is_ours, kill_group, recorded, signal_ours
+from sga_core.runs.queue import (
+    RUNNER_INFO,
+    RUNNER_LOCK,
+    eval_refusal,
+    queued_runs,
+    runner_info,
+)
+
+#: what each table of the runner's jobs holds, as a slot and a cancel call it
+TRAINING, EVALUATION, STRESS = "training", "evaluation", "stress test"
+
+
+def _epoch(stamp) -> float | None:
+    """An ISO time stamp of a status file (``now_iso``) as seconds since the epoch."""
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def folder_ident(run_dir: Path) -> tuple | None:
+    """Which folder ``run_dir`` is now: its inode and its creation stamps (``created_at``,
+    ``queued_ns``: a resume rewrites the latter, but only of a run that has ended, never
+    while one of its jobs runs); None when it is gone. Another value later means it was
+    deleted or replaced (``prepare`` again, by hand)."""
+    try:
+        ino = os.stat(run_dir).st_ino
+    except OSError:
+        return None
+    st = run_status.read_run(run_dir)
+    return ino, (st.get("created_at"), st.get("queued_ns")) if st.get("created_at") else None
 
 
 class Runner:
@@ -46,26 +83,116 @@ class Runner:
         self.evals: dict[Path, object] = {}  # run_dir -> Popen
         # stress tests asked for (python -m sga_core stress RUN_DIR): a slot each too
         self.stresses: dict[Path, object] = {}  # run_dir -> Popen
-        self.escalated: dict[Path, int] = {}
+        self.escalated: dict = {}  # run_dir (training) or (run_dir, job) -> 1 SIGTERM, 2 KILL
+        self.idents: dict[tuple[str, Path], tuple | None] = {}  # (job, run_dir) -> its folder
+        self.orphaned: dict[tuple[str, Path], float] = {}  # since when it is stopped
+        self.slots_said: tuple | None = None
+        self.queue_seen: list[str] = []  # the queued runs' ids, in order, as last read
+        self.recorded_at = 0.0  # when escalate_recorded last looked
         self.stop = False
+
+    def jobs(self) -> tuple[tuple[str, dict], ...]:
+        return ((TRAINING, self.active), (EVALUATION, self.evals), (STRESS, self.stresses))
+
+    def claim(self, job: str, run_dir: Path) -> None:
+        """Remember which folder a job just started in was (:func:`folder_ident`)."""
+        self.idents[(job, run_dir)] = folder_ident(run_dir)
+
+    def orphan(self, job: str, run_dir: Path, proc, table: dict) -> bool:
+        """Whether this job's folder was deleted or replaced since it started: it is then
+        stopped (its process group SIGTERM, SIGKILL after the grace period; only while proven
+        ours) and dropped once it ended, and nothing is written into the folder there now."""
+        key = (job, run_dir)
+        was, now = self.idents.get(key), folder_ident(run_dir)
+        if was is None or (now is not None and now[0] == was[0] and
+                           (now[1] == was[1] or None in (now[1], was[1]))):
+            return False  # the same folder (a status being rewritten is no other folder)
+        if proc.poll() is None:
+            since = self.orphaned.setdefault(key, time.time())
+            level = 2 if time.time() - since > self.grace_s else 1
+            if self.escalated.get(key, 0) < level:
+                self.log(f"{run_dir.name}: its folder was replaced or deleted; stopping its "
+                         f"{job} (pid {proc.pid})")
+                kill_group(proc, signal.SIGKILL if level == 2 else signal.SIGTERM)
+                self.escalated[key] = level
+            return True
+        self.log(f"{run_dir.name}: the {job} of a folder since replaced or deleted ended "
+                 f"(exit {proc.returncode}); nothing recorded")
+        del table[run_dir]
+        self.idents.pop(key, None)
+        self.orphaned.pop(key, None)
+        self.escalated.pop(key, None)
+        return True
+
+    def cancel_asked(self, job: str, run_dir: Path) -> float | None:
+        """When a cancel of this running job was asked (seconds since the epoch), None when
+        none was: training, its CANCEL file, or the cancel of the evaluation its trainer
+        runs in-process; an evaluation or a stress test, ``cancel_requested_at``."""
+        times = []
+        if job == TRAINING:
+            try:
+                times.append((run_dir / CANCEL_FILE).stat().st_mtime)
+            except OSError:
+                pass
+            ev, trainer = run_status.read_eval(run_dir), run_status.read_run(run_dir).get("pid")
+            if ev.get("state") == "running" and trainer and ev.get("pid") == trainer:
+                times.append(_epoch(ev.get("cancel_requested_at")))
+        else:
+            st = (run_status.read_eval if job == EVALUATION else run_status.read_stress)(run_dir)
+            if st.get("state") == "running":
+                times.append(_epoch(st.get("cancel_requested_at")))
+        times = [t for t in times if t is not None]
+        return min(times) if times else None
+
+    def say_slots(self) -> None:
+        """Write which jobs hold the slots, and the queue's order as last seen, into
+        .runner.json when that changed (a queued run says why it waits:
+        :func:`sga_core.runs.queue.wait_reason`, which so reads one small file)."""
+        slots = [{"run_id": d.name, "job": job} for job, table in self.jobs() for d in table]
+        said = (slots, self.queue_seen)
+        if said == self.slots_said:
+            return
+        try:
+            atomic_write_json(self.root / RUNNER_INFO, {**runner_info(self.root),
+                                                        "max_parallel": self.max_parallel,
+                                                        "slots": slots,
+                                                        "queue": self.queue_seen})
+        except OSError:
+            return
+        self.slots_said = said
 
     def log(self, msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
     def reap(self) -> None:
         for run_dir, proc in list(self.active.items()):
-            cancel_file = run_dir / CANCEL_FILE
-            if proc.poll() is None and cancel_file.exists():
-                self.escalate(run_dir, proc, time.time() - cancel_file.stat().st_mtime)
+            if self.orphan(TRAINING, run_dir, proc, self.active):
+                continue
+            asked = self.cancel_asked(TRAINING, run_dir)
+            if proc.poll() is None and asked is not None:
+                self.escalate(run_dir, proc, time.time() - asked)
             if not launch.reap(run_dir, proc):
                 continue
             launch.cancelled_after_exit(run_dir)
+            self.evaluation_ended_with(run_dir, proc.returncode)
             self.log(f"{run_dir.name}: {run_status.read_run(run_dir).get('state')} "
                      f"(exit {proc.returncode})")
             del self.active[run_dir]
+            self.idents.pop((TRAINING, run_dir), None)
             self.start_eval(run_dir)
         self.reap_evals()
         self.reap_stresses()
+        self.say_slots()
+
+    @staticmethod
+    def evaluation_ended_with(run_dir: Path, returncode: int) -> None:
+        """An evaluation its trainer ran in-process that the trainer's end left "running"
+        (killed, e.g. after a cancel) is recorded as it ended: cancelled when a cancel was
+        asked, else failed (:func:`sga_core.runs.launch.finish_eval`)."""
+        ev = run_status.read_eval(run_dir)
+        if ev.get("state") == "running" and not is_ours(recorded(ev)) and \
+                ev.get("host") in (None, os.uname().nodename):
+            launch.finish_eval(run_dir, returncode or -signal.SIGKILL)
 
     def busy(self) -> int:
         return len(self.active) + len(self.evals) + len(self.stresses)
@@ -75,51 +202,87 @@ class Runner:
         if launch.should_evaluate(run_dir):
             self.launch_eval(run_dir)
 
-    def launch_eval(self, run_dir: Path) -> None:
-        sets, protocol = eval_request_sets(run_dir), eval_request_protocol(run_dir)
-        (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
+    def launch_eval(self, run_dir: Path, requested: bool = False) -> None:
+        """Start a run's evaluation; ``requested``: the one its EVAL_REQUESTED marker asks
+        for, claimed under the run folder's lock (a cancel that dropped the marker first
+        means nothing starts). One that cannot start (a set gone, no model) is failed,
+        saying why (:func:`sga_core.runs.queue.eval_refusal`)."""
         try:
-            self.evals[run_dir] = launch.start_eval(run_dir, sets, protocol=protocol)
-        except Exception as exc:  # evaluation problems never stop the queue
-            run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
-                                  error=f"cannot start the evaluation: {exc}")
+            with dir_lock(run_dir):
+                if requested and not (run_dir / EVAL_REQUEST).exists():
+                    return  # cancelled meanwhile
+                sets, protocol = eval_request_sets(run_dir), eval_request_protocol(run_dir)
+                (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
+                why = eval_refusal(run_dir)
+                if why:
+                    run_status.write_eval(run_dir, "failed", ended_at=now_iso(), stage=None,
+                                          error=f"cannot start the evaluation: {why}")
+                    return
+                try:
+                    self.evals[run_dir] = launch.start_eval(run_dir, sets, protocol=protocol)
+                except Exception as exc:  # evaluation problems never stop the queue
+                    run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
+                                          error=f"cannot start the evaluation: {exc}")
+                    return
+        except FileNotFoundError:  # the run folder was deleted meanwhile
             return
+        self.claim(EVALUATION, run_dir)
         self.log(f"{run_dir.name}: evaluating (pid {self.evals[run_dir].pid})")
 
     def reap_evals(self) -> None:
         for run_dir, proc in list(self.evals.items()):
+            if self.orphan(EVALUATION, run_dir, proc, self.evals):
+                continue
             if proc.poll() is None:
+                asked = self.cancel_asked(EVALUATION, run_dir)
+                if asked is not None:
+                    self.escalate(run_dir, proc, time.time() - asked, EVALUATION)
                 continue
             st = launch.finish_eval(run_dir, proc.returncode)
             self.log(f"{run_dir.name}: evaluation {st.get('state')} "
                      f"(exit {proc.returncode})")
             del self.evals[run_dir]
+            self.idents.pop((EVALUATION, run_dir), None)
+            self.escalated.pop((run_dir, EVALUATION), None)
 
     def launch_stress(self, run_dir: Path) -> None:
-        """Start the stress test a run's ``STRESS_REQUESTED`` asks for (the marker goes: a
-        cancel from now on signals the process)."""
+        """Start the stress test a run's ``STRESS_REQUESTED`` asks for, claimed under the run
+        folder's lock (the marker goes: a cancel from now on signals the process; one that
+        dropped it first means nothing starts)."""
         run = RunFolder(run_dir)
-        request = run.stress_request()
-        run.stress_request_path.unlink(missing_ok=True)
-        if request is None:  # cancelled (dropped) meanwhile, or unreadable
-            return
         try:
-            self.stresses[run_dir] = launch.start_stress(
-                run_dir, request["attacks"], request["settings"], request["options"])
-        except Exception as exc:  # stress-test problems never stop the queue
-            run_status.write_stress(run_dir, "failed", ended_at=now_iso(),
-                                    error=f"cannot start the stress test: {exc}")
+            with dir_lock(run_dir):
+                request = run.stress_request()
+                run.stress_request_path.unlink(missing_ok=True)
+                if request is None:  # cancelled (dropped) meanwhile, or unreadable
+                    return
+                try:
+                    self.stresses[run_dir] = launch.start_stress(
+                        run_dir, request["attacks"], request["settings"], request["options"])
+                except Exception as exc:  # stress-test problems never stop the queue
+                    run_status.write_stress(run_dir, "failed", ended_at=now_iso(),
+                                            error=f"cannot start the stress test: {exc}")
+                    return
+        except FileNotFoundError:  # the run folder was deleted meanwhile
             return
+        self.claim(STRESS, run_dir)
         self.log(f"{run_dir.name}: stress-testing (pid {self.stresses[run_dir].pid})")
 
     def reap_stresses(self) -> None:
         for run_dir, proc in list(self.stresses.items()):
+            if self.orphan(STRESS, run_dir, proc, self.stresses):
+                continue
             if proc.poll() is None:
+                asked = self.cancel_asked(STRESS, run_dir)
+                if asked is not None:
+                    self.escalate(run_dir, proc, time.time() - asked, STRESS)
                 continue
             st = launch.finish_stress(run_dir, proc.returncode)
             self.log(f"{run_dir.name}: stress test {st.get('state')} "
                      f"(exit {proc.returncode})")
             del self.stresses[run_dir]
+            self.idents.pop((STRESS, run_dir), None)
+            self.escalated.pop((run_dir, STRESS), None)
 
     def start_requested_stress(self) -> None:
         """Stress tests asked for (queue.request_stress: a STRESS_REQUESTED marker), of
@@ -132,19 +295,57 @@ class Runner:
                     RunFolder(run_dir).stress_requested():
                 self.launch_stress(run_dir)
 
-    def escalate(self, run_dir: Path, proc, waited: float) -> None:
-        level = self.escalated.get(run_dir, 0)
+    def escalate(self, run_dir: Path, proc, waited: float, job: str = TRAINING) -> None:
+        """A job still running ``waited`` seconds after its cancel was asked: its process
+        group is sent SIGTERM after the grace period and SIGKILL after twice that, each once
+        and only while the group is proven ours (:func:`sga_core.runs.procs.kill_group`)."""
+        key = run_dir if job == TRAINING else (run_dir, job)
+        what = "" if job == TRAINING else f"its {job} "
+        level = self.escalated.get(key, 0)
         if waited > 2 * self.grace_s and level < 2:
-            self.log(f"{run_dir.name}: still running after cancel, SIGKILL")
+            self.log(f"{run_dir.name}: {what}still running after cancel, SIGKILL")
             kill_group(proc, signal.SIGKILL)
-            self.escalated[run_dir] = 2
+            self.escalated[key] = 2
         elif waited > self.grace_s and level < 1:
-            self.log(f"{run_dir.name}: still running after cancel, SIGTERM")
+            self.log(f"{run_dir.name}: {what}still running after cancel, SIGTERM")
             kill_group(proc, signal.SIGTERM)
-            self.escalated[run_dir] = 1
+            self.escalated[key] = 1
+
+    def escalate_recorded(self) -> None:
+        """Cancelled evaluations and stress tests this runner does not hold (started by a
+        runner before it, or a foreground ``eval``) that still run twice the grace period
+        after the cancel: SIGKILL to the process their status records (its group when it
+        leads one), only while proven ours (its recorded start time). Shown cancelled from
+        then on (:func:`sga_core.runs.procs.derive`)."""
+        if time.time() - self.recorded_at < min(5.0, self.grace_s):
+            return  # a look at every run folder: not at every poll
+        self.recorded_at = time.time()
+        mine = set(self.active) | set(self.evals) | set(self.stresses)
+        for r in list_runs(self.root):
+            run_dir = Path(r["path"])
+            if run_dir in mine:
+                continue
+            for job, read in ((EVALUATION, run_status.read_eval),
+                              (STRESS, run_status.read_stress)):
+                st = read(run_dir)
+                asked = _epoch(st.get("cancel_requested_at"))
+                if st.get("state") != "running" or asked is None or \
+                        st.get("host") not in (None, os.uname().nodename) or \
+                        time.time() - asked <= 2 * self.grace_s:
+                    continue
+                rec = recorded(st)
+                key = (run_dir, job, "recorded")
+                if self.escalated.get(key) == rec:
+                    continue
+                if signal_ours(rec, signal.SIGKILL, group=True) or \
+                        signal_ours(rec, signal.SIGKILL):
+                    self.log(f"{run_dir.name}: its {job} still running after cancel, SIGKILL "
+                             f"(pid {rec['pid']})")
+                self.escalated[key] = rec
 
     def start_queued(self) -> None:
         queue = queued_runs(self.root)
+        self.queue_seen = [d.name for d in queue]
         for run_dir in queue:  # a cancelled queued run ends now, not when its turn comes
             if run_dir not in self.active and (run_dir / CANCEL_FILE).exists():
                 run_status.write_run(run_dir, "cancelled", ended_at=now_iso(),
@@ -152,16 +353,24 @@ class Runner:
         for run_dir in queue:
             if self.busy() >= self.max_parallel:
                 return
-            if run_dir in self.active or (run_dir / CANCEL_FILE).exists():
+            if run_dir in self.active:
                 continue
             try:
-                proc = launch.start(run_dir)
-            except Exception as exc:  # a broken run folder must not stop the queue
-                run_status.write_run(run_dir, "failed", ended_at=now_iso(),
-                                     error=f"cannot start: {exc}")
+                with dir_lock(run_dir):  # the start is atomic with a cancel of the run
+                    if (run_dir / CANCEL_FILE).exists() or \
+                            run_status.read_run(run_dir).get("state") != "queued":
+                        continue
+                    try:
+                        proc = launch.start(run_dir)
+                    except Exception as exc:  # a broken run folder must not stop the queue
+                        run_status.write_run(run_dir, "failed", ended_at=now_iso(),
+                                             error=f"cannot start: {exc}")
+                        continue
+                    run_status.write_run(run_dir, runner_pid=os.getpid())
+            except FileNotFoundError:  # deleted meanwhile
                 continue
-            run_status.write_run(run_dir, runner_pid=os.getpid())
             self.active[run_dir] = proc
+            self.claim(TRAINING, run_dir)
             self.log(f"{run_dir.name}: started (pid {proc.pid})")
 
     def start_requested_evals(self) -> None:
@@ -172,15 +381,17 @@ class Runner:
             run_dir = Path(r["path"])
             if r["state"] == "completed" and run_dir not in self.evals and \
                     (run_dir / EVAL_REQUEST).exists():
-                self.launch_eval(run_dir)
+                self.launch_eval(run_dir, requested=True)
 
     def run(self) -> int:
         idle_since = time.time()
         while not self.stop:
             self.reap()
+            self.escalate_recorded()
             self.start_queued()
             self.start_requested_evals()
             self.start_requested_stress()
+            self.say_slots()
             if self.active or self.evals or self.stresses:
                 idle_since = time.time()
             elif time.time() - idle_since > self.idle_exit_s:
