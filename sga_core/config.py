@@ -121,7 +121,9 @@ class TrainingArgs:
                                     "scored tokens, one cross-entropy), 'chunked' (head + "
                                     "cross-entropy per chunk, recomputed in the backward "
                                     "pass), 'liger' (liger-kernel, GPU), 'auto' (liger on a "
-                                    "GPU where installed, else off).", choices=FUSED_MODES,
+                                    "GPU where installed, else off below 64 Mi logits a "
+                                    "batch and chunked above: text batches).",
+                            choices=FUSED_MODES,
                             advanced=True)
     # evaluation during training (sga_core.train.eval_steps): a cheap subset every N steps
     eval_every: int = param(0, "Evaluate a cheap subset every N steps (and at steps 0 and the "

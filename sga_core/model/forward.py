@@ -85,6 +85,39 @@ def forward_batch(model, seqs: list[Sequence], pad_id: int, device="cpu", *,
     return batch, forward_labels(model, batch, stash)
 
 
+def logits_budget(model) -> int | None:
+    """How many scored tokens one inference forward may hold logits for: None where the
+    head is applied chunk by chunk (stash mode); else (the head runs inside the model's
+    forward on every scored token) as many as keep ``tokens x vocabulary`` within
+    :data:`~sga_core.model.fusedloss.LOSS_BOUND`, the training loss's bound."""
+    from sga_core.model import fusedloss
+    from sga_core.model.labelhead import can_stash, has_head, output_head
+
+    if has_head(model) and can_stash(model):
+        return None
+    try:
+        vocab = int(output_head(model).weight.shape[0])
+    except (AttributeError, ValueError):
+        vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+    return max(1, fusedloss.LOSS_BOUND // vocab) if vocab else None
+
+
+def within_budget(part: list[int], seqs: list[Sequence], budget: int | None) -> list[list[int]]:
+    """``part`` cut into consecutive pieces of at most ``budget`` scored tokens (a sequence
+    above it alone); ``[part]`` without a budget."""
+    if budget is None:
+        return [part]
+    pieces, cur, n = [], [], 0
+    for i in part:
+        k = seqs[i].n_scored
+        if cur and n + k > budget:
+            pieces.append(cur)
+            cur, n = [], 0
+        cur.append(i)
+        n += k
+    return pieces + ([cur] if cur else [])
+
+
 def per_sequence(model, seqs: list[Sequence], pad_id: int, reduce: Callable, device="cpu",
                  batch_size: int = 16, batches: list[list[int]] | None = None,
                  on_batch: OnBatch = None) -> list:
@@ -94,21 +127,24 @@ def per_sequence(model, seqs: list[Sequence], pad_id: int, reduce: Callable, dev
 
     ``batches`` (lists of indices into ``seqs``) fixes which sequences share a forward;
     by default :func:`length_batches` of ``batch_size``. A batch of more than ``batch_size``
-    sequences is cut, so memory is bounded by ``batch_size`` whatever the grouping. Inside a
-    batch the sequences are ordered by length (a stable sort).
+    sequences is cut, so memory is bounded by ``batch_size`` whatever the grouping; and where
+    the head computes every scored token's logits at once, cut again so that they stay
+    within the training loss's bound (:func:`logits_budget`: a text batch scores every
+    token). Inside a batch the sequences are ordered by length (a stable sort).
     """
     out: list = [None] * len(seqs)
     if batches is None:
         batches = length_batches([len(s) for s in seqs], batch_size)
     step = max(1, batch_size)
+    budget = logits_budget(model)
     with inference(model):
         for group in batches:
             idx = sorted(group, key=lambda i: len(seqs[i]))
             for s in range(0, len(idx), step):
-                part = idx[s:s + step]
-                _, res = forward_batch(model, [seqs[i] for i in part], pad_id, device)
-                for i, v in zip(part, reduce(res)):
-                    out[i] = v
+                for part in within_budget(idx[s:s + step], seqs, budget):
+                    _, res = forward_batch(model, [seqs[i] for i in part], pad_id, device)
+                    for i, v in zip(part, reduce(res)):
+                        out[i] = v
             if on_batch is not None:
                 on_batch(idx)
     return out

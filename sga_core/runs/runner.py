@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, now_iso
-from sga_core.runs import launch
+from sga_core.runs import launch, memory
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import (
     CANCEL_FILE,
@@ -153,6 +153,8 @@ class Runner:
             if self.busy() >= self.max_parallel:
                 return
             if run_dir in self.active or (run_dir / CANCEL_FILE).exists():
+                continue
+            if not memory.admit(run_dir, self.busy()):  # it would not fit: waits or fails
                 continue
             try:
                 proc = launch.start(run_dir)

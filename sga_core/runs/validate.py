@@ -171,6 +171,8 @@ RUN_STATUS_FIELDS = {
     "backend": STAMP, "slurm_job_id": STAMP, "slurm_submitted_at": STAMP,
     "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
     "slurm_state_final": STAMP, "slurm_started_at": STAMP, "cancel_requested_at": STAMP,
+    # the local queue holds a run that would not fit in the memory left (runs/memory.py)
+    "waiting_for": STAMP,
 }
 EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
