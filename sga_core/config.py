@@ -210,6 +210,12 @@ class EvalConfig:
                                      "an evenly spaced, deterministic subset; 0 = all. The "
                                      "benchmark protocols evaluate all.", min=0,
                                  max=10_000_000)
+    max_rows: int = param(0, "Text (MUSE) evaluation: evaluate at most this many rows of "
+                             "every set (forget, holdout, retain, KnowMem questions, extra "
+                             "sets), an evenly spaced, deterministic subset: quicker on a "
+                             "CPU, with intervals as wide as the rows allow; the results "
+                             "say 'n of N rows'. 0 = all (the protocol's).", min=0,
+                         max=10_000_000)
     prompt_format: str = param("protocol", "How QA questions are wrapped: 'protocol' (its "
                                            "own: the chat template), 'chat' (the tokenizer's "
                                            "template), 'llama2' ([INST] q [/INST], TOFU's "

@@ -182,9 +182,10 @@ def _logprob_lists(res) -> list[list[float]]:
 
 
 def sequence_logprobs(model, seqs: list[Sequence], pad_id: int, device="cpu",
-                      batch_size: int = 16) -> list[list[float]]:
+                      batch_size: int = 16, on_batch: OnBatch = None) -> list[list[float]]:
     """The log-probability of each scored token of each sequence, in input order."""
-    return per_sequence(model, seqs, pad_id, _logprob_lists, device, batch_size)
+    return per_sequence(model, seqs, pad_id, _logprob_lists, device, batch_size,
+                        on_batch=on_batch)
 
 
 def _records(enc: Encoder, top_k: int, res) -> list[dict]:

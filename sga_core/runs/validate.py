@@ -201,7 +201,8 @@ METRIC_ENTRY = opt(lambda v: fields(v, {"value": NUM, "reason": STAMP,
 FQ_ENTRY = opt(lambda v: fields(v, {"per_sample": opt(list_of(NUM))}))
 SUMMARY_FIELDS = {
     "task": one_of(("qa", "text")), "metrics": map_of(METRIC_ENTRY), "elapsed_s": NUM,
-    "rows": opt(map_of(COUNT)), "forget_truth_ratios": opt(list_of(NUM)),
+    "rows": opt(map_of(COUNT)), "rows_of": opt(map_of(COUNT)),
+    "forget_truth_ratios": opt(list_of(NUM)),
     "protocol": opt(lambda v: fields(v, {"name": STAMP})),
     "reference": opt(lambda v: fields(v, {"path": STAMP, "n_truth_ratios": COUNT})),
     "data": opt(lambda v: fields(v, {"sets": opt(mapping)})),
