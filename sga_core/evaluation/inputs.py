@@ -184,7 +184,7 @@ def prompt_ids(enc: Encoder, prompt: str, kind: str) -> list[int]:
 def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int = 64,
                      kind: str = "qa", device="cpu", batch_size: int = 8,
                      max_prompt_tokens: int | None = None, *, progress: Progress = None,
-                     stage: str = "generating") -> list[str]:
+                     stage: str = "generating", stop_strings: Sequence[str] = ()) -> list[str]:
     """Greedy generations for ``prompts``, batched by length with LEFT padding, in input order.
 
     ``kind='qa'``: each prompt is a question, wrapped like training prompts (chat template
@@ -192,6 +192,8 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
     token). ``encoder`` is an :class:`~sga_core.model.encoding.Encoder` or a tokenizer.
     Prompts longer than ``max_prompt_tokens`` (default: the encoder's ``max_length``) keep
     their end. Returns the new text only, decoded without special tokens and stripped.
+    ``stop_strings``: a row stops generating once its text holds one (the caller cuts
+    there: :func:`cut_at`), so a batch of short answers ends early.
     """
     from sga_core.model.forward import greedy_generate
 
@@ -208,7 +210,8 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
 
     report(progress, stage, 0, len(ids))
     new = greedy_generate(model, ids, enc.pad_id, enc.eos_id, max_new_tokens, device,
-                          batch_size, on_batch)
+                          batch_size, on_batch, stop_strings=stop_strings,
+                          decode=lambda t: enc.tok.decode(t, skip_special_tokens=True))
     return [enc.tok.decode(n, skip_special_tokens=True).strip() for n in new]
 
 

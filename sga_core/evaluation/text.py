@@ -205,7 +205,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
             d.prompts = knowmem_prompts(d.rows, (icl or {}).get(n) or [])
             new = int(opt.get("knowmem_new_tokens") or max_new_tokens)
             raw = generate_answers(model, enc, d.prompts, new, "text", device, batch_size,
-                                   progress=progress, stage=f"answering {n}")
+                                   progress=progress, stage=f"answering {n}",
+                                   stop_strings=opt.get("stop_strings") or ())
             d.generated = [cut_at(g, opt.get("stop_strings") or ()).strip() for g in raw]
         else:
             d.prompts = [r["question"] for r in d.rows]

@@ -244,16 +244,38 @@ def _greedy_config(model, max_new_tokens: int, pad_id: int, eos_id: int):
     return cfg
 
 
+class _StopAtStrings:
+    """A stopping criterion: a row is done once its new tokens, decoded, hold one of
+    ``stops`` (the answer is cut there anyway: MUSE's KnowMem), so a batch stops when every
+    row is, instead of running to ``max_new_tokens``."""
+
+    def __init__(self, stops, decode, width: int):
+        self.stops, self.decode, self.width = [s for s in stops if s], decode, width
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        done = [any(s in self.decode(row[self.width:].tolist()) for s in self.stops)
+                for row in input_ids]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
 def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
                     max_new_tokens: int, device="cpu", batch_size: int = 8,
-                    on_batch: OnBatch = None) -> list[list[int]]:
+                    on_batch: OnBatch = None, stop_strings=(), decode=None
+                    ) -> list[list[int]]:
     """Greedy continuations of token-id prompts, batched by length with LEFT padding.
 
     Returns, in input order, each prompt's new token ids up to (not including) the first EOS.
+    With ``stop_strings`` (and ``decode``, token ids -> text) a row stops once its text
+    holds one of them: what comes after is cut by the caller, so the text before the first
+    stop string is the same, only sooner.
     """
     import torch
+    from transformers import StoppingCriteriaList
 
     cfg = _greedy_config(model, max_new_tokens, pad_id, eos_id)
+    stops = [s for s in stop_strings or () if s] if decode is not None else []
     out: list[list[int]] = [[] for _ in prompts]
     with inference(model):
         for idx in length_batches([len(p) for p in prompts], batch_size):
@@ -264,11 +286,17 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
                 n = len(prompts[i])
                 input_ids[j, width - n:] = torch.tensor(prompts[i])
                 mask[j, width - n:] = 1
+            extra = {"stopping_criteria": StoppingCriteriaList(
+                [_StopAtStrings(stops, decode, width)])} if stops else {}
             gen = model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                                 generation_config=cfg)
+                                 generation_config=cfg, **extra)
             for j, i in enumerate(idx):
                 new = gen[j, width:].tolist()
-                out[i] = new[:new.index(eos_id)] if eos_id in new else new
+                new = new[:new.index(eos_id)] if eos_id in new else new
+                if stops and pad_id != eos_id:  # a row that stopped early is padded after
+                    while new and new[-1] == pad_id:
+                        new.pop()
+                out[i] = new
             if on_batch is not None:
                 on_batch(idx)
     return out
