@@ -10,7 +10,7 @@ from ui import forms
 from ui.cluster import backend_choice, show_batch_script
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
-from ui.protocol import protocol_line
+from ui.protocol import eval_rows_input, protocol_line
 from ui.show import plain, show_error
 from ui.train_model import OTHER, model_section
 from ui.train_sweep import sweep_panel
@@ -124,12 +124,7 @@ evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run co
                 "(TOFU/MUSE metrics, token tables; on a CPU often several times as long as "
                 "a short run: the benchmark protocols generate up to 128 tokens per row)")
 st.caption(plain(protocol_line(project) + " The Data page changes it."))
-eval_rows = 0
-if project.kind == "text":
-    eval_rows = int(kept(st.number_input, "train.eval_rows", 0, min_value=0, step=10,
-                         label="evaluate at most this many rows of each set (0 = all)",
-                         help="An evenly spaced subset of every evaluation set: quicker on "
-                              "a CPU, with wider intervals; the results say 'n of N rows'."))
+eval_rows = eval_rows_input(project)  # text: a row limit for every evaluation set
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
 backend = backend_choice()  # this machine's queue, or the SLURM cluster
 

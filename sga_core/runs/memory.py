@@ -47,13 +47,15 @@ def model_dims(spec: str) -> dict | None:
         c = c.get("text_config", c) if isinstance(c, dict) else {}
         h = int(c["hidden_size"])
         heads = int(c.get("num_attention_heads") or 1)
-        return {"vocab": int(c["vocab_size"]), "hidden": h,
+        dims = {"vocab": int(c["vocab_size"]), "hidden": h,
                 "layers": int(c["num_hidden_layers"]),
                 "intermediate": int(c.get("intermediate_size") or 4 * h),
-                "kv": int(c.get("num_key_value_heads") or heads) * (h // heads),
-                "tied": bool(c.get("tie_word_embeddings", False))}
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+                "kv": int(c.get("num_key_value_heads") or heads) * (h // heads)}
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError):
         return None
+    if any(v <= 0 for v in dims.values()):
+        return None  # nonsense sizes: no estimate
+    return {**dims, "tied": bool(c.get("tie_word_embeddings", False))}
 
 
 def n_params(d: dict) -> int:
