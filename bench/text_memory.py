@@ -13,8 +13,8 @@ peak resident set (``ru_maxrss``) is reported, with the resident set after loadi
 Variants are ``training.fused_loss`` modes: ``off`` (the head on all scored tokens at once:
 what ``auto`` chose on the CPU before), ``chunked``, ``auto`` (what a run gets by default),
 each optionally with ``+gc`` (gradient checkpointing asked for) or ``+nogc`` (never, not
-even where the trainer turns it on by itself for a large micro-batch). The default before
-issue 31 was ``off+nogc``.
+even where the trainer turns it on by itself for a large micro-batch). The old default (before the
+bounded loss) was ``off+nogc``.
 
 The last line is machine-readable: ``<variant>_peak_gb=<x> ...``.
 """
@@ -101,7 +101,7 @@ def child(args) -> dict:
     tr.units = units
     # as the trainer does: gradient checkpointing by itself for a micro-batch over
     # CHECKPOINT_TOKENS tokens (and always with '+gc')
-    # ('+nogc': never, as before issue 31: the old default is 'off+nogc')
+    # ('+nogc': never, as before the bounded loss: the old default is 'off+nogc')
     model = for_training(load_model(spec, dtype="float32"), t,
                          0 if extra == "nogc" else
                          micro_batch_tokens(units, t.batch_size, t.grad_accum))

@@ -1,8 +1,9 @@
-"""Hostile inputs to the memory check and the evaluation's row limit (issue 31, items 5 and
-22): a run that asks for more memory than any machine has is failed with the reason before
-any process starts; a model folder whose config.json is damaged, empty, a list, or holds
-nonsense sizes gives no estimate (the run is started as before), never a traceback in the
-queue; a row limit that is negative, fractional or text is refused naming the setting."""
+"""Hostile inputs to the memory check and the evaluation's row limit
+(docs/large-models.md, docs/text-unlearning.md): a run that asks for more memory than any
+machine has is failed with the reason before any process starts; a model folder whose
+config.json is damaged, empty, a list, or holds nonsense sizes gives no estimate (the run is
+started as before), never a traceback in the queue; a row limit that is negative,
+fractional or text is refused naming the setting."""
 
 from __future__ import annotations
 

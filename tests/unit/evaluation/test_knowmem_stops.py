@@ -1,5 +1,5 @@
 """KnowMem's generation stops a batch once every answer holds a stop string (MUSE cuts its
-answers there anyway): the same answers, fewer forward passes (issue 31, item 22)."""
+answers there anyway): the same answers, fewer forward passes (docs/text-unlearning.md)."""
 
 from __future__ import annotations
 

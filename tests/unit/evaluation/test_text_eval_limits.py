@@ -1,4 +1,4 @@
-"""The MUSE protocol within reach on a CPU (issue 31, item 22): a row limit for every
+"""The MUSE protocol within reach on a CPU (docs/text-unlearning.md): a row limit for every
 evaluation set, recorded as "n of N rows" with each row's own index, and progress after
 every batch of every stage, so each stage can show an ETA."""
 

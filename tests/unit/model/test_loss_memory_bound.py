@@ -1,7 +1,7 @@
 """A text batch scores every token, so its full-vocabulary logits can be gigabytes: the
 default loss (``training.fused_loss: auto``) chunks the head and cross-entropy wherever the
 scored tokens x vocabulary exceed a bound, on the CPU too, and keeps the plain loss's numbers
-below it (issue 31, item 5)."""
+below it (docs/large-models.md)."""
 
 from __future__ import annotations
 

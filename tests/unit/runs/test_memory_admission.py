@@ -1,6 +1,6 @@
 """The local queue starts a run only when it fits in the memory left, and says why it does
 not; a run the kernel killed says out of memory, with what it needed, not a bare signal
-(issue 31, item 5)."""
+(docs/large-models.md)."""
 
 from __future__ import annotations
 
