@@ -151,6 +151,11 @@ def gb(n: float) -> str:
 
 def run_need(run_dir: str | os.PathLike) -> int | None:
     """About how many bytes the run in ``run_dir`` needs (None: unknown)."""
+    return run_estimate(run_dir)[0]
+
+
+def run_estimate(run_dir: str | os.PathLike) -> tuple[int | None, str | None]:
+    """``(bytes, data task)`` of the run in ``run_dir``; ``(None, None)`` when unknown."""
     from sga_core.runs.folder import RunFolder
 
     try:
@@ -158,17 +163,20 @@ def run_need(run_dir: str | os.PathLike) -> int | None:
         device = str(cfg.launch.device)
         if cfg.launch.num_processes > 1 or device.startswith("cuda") or \
                 (device == "auto" and Path("/dev/nvidia0").exists()):
-            return None  # GPU memory and multi-process runs are not estimated here
-        return training_bytes(cfg)
+            return None, None  # GPU memory and multi-process runs are not estimated here
+        return training_bytes(cfg), cfg.data.task
     except Exception:  # noqa: BLE001 - a broken config fails when the run starts
-        return None
+        return None, None
 
 
 def admission(run_dir: str | os.PathLike, others_running: int) -> tuple[str, str] | None:
     """Whether a queued run may start now: None (yes), ``("wait", why)`` (not while other
     jobs hold the memory it needs) or ``("refuse", why)`` (it cannot fit: it is failed with
-    the reason instead of being started and killed by the kernel)."""
-    need = run_need(run_dir)
+    the reason instead of being started and killed by the kernel). A QA run's estimate
+    assumes rows of up to 128 tokens, which most are far below, so only a text run (its
+    sequences fill ``max_length``) waits or is refused for the memory free now; any run is
+    refused when it needs more than the machine has."""
+    need, task = run_estimate(run_dir)
     total, avail = machine_bytes()
     if need is None or total is None:
         return None
@@ -177,7 +185,7 @@ def admission(run_dir: str | os.PathLike, others_running: int) -> tuple[str, str
     if need > total:
         return "refuse", (f"not started: it needs about {gb(need)} of memory and this "
                           f"machine has {gb(total)}; {hint}")
-    if avail is not None and need > avail:
+    if avail is not None and need > avail and task == "text":
         if others_running:
             return "wait", (f"waiting for memory: it needs about {gb(need)}, "
                             f"{gb(avail)} is free while other jobs run")
