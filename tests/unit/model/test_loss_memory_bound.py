@@ -112,3 +112,21 @@ def test_text_scoring_holds_at_most_the_bound_of_logits_where_the_head_is_not_ch
     assert sum(seen) == sum(len(s) - 1 for s in seqs)
     for a, b in zip(got, want):
         assert a == pytest.approx(b, abs=1e-4)
+
+
+def test_training_checkpoints_a_micro_batch_over_the_token_bound(tiny_model_dir):
+    from sga_core.config import TrainingArgs
+    from sga_core.methods.base import Unit
+    from sga_core.model.lora import CHECKPOINT_TOKENS, for_training, micro_batch_tokens
+
+    units = [Unit(index=i, seqs=[Sequence([1] * n, [1] * n) for _ in range(4)])
+             for i, n in enumerate((1024, 512, 1024, 256, 1024))]
+    # the 4 largest units, 4 sequences each, padded to their longest: 3 x 4,096 + 2,048
+    assert micro_batch_tokens(units, 4) == 14336
+    assert micro_batch_tokens(units, 4, grad_accum=4) == 4096
+    plain = TrainingArgs()
+    assert not plain.gradient_checkpointing
+    big = for_training(load_model(str(tiny_model_dir)), plain, CHECKPOINT_TOKENS + 1)
+    assert big.is_gradient_checkpointing
+    small = for_training(load_model(str(tiny_model_dir)), plain, CHECKPOINT_TOKENS)
+    assert not small.is_gradient_checkpointing
