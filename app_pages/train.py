@@ -10,7 +10,7 @@ from ui import forms
 from ui.cluster import backend_choice, show_batch_script
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
-from ui.protocol import protocol_line
+from ui.protocol import eval_rows_input, protocol_line
 from ui.show import panel, plain, show_error
 from ui.train_model import OTHER, model_section
 from ui.train_sweep import sweep_panel
@@ -122,8 +122,10 @@ with panel("Accelerate (processes, precision, DeepSpeed/FSDP config)",
     launch = dataclass_form(wb.LaunchConfig, loaded.get("launch"), key="train.f.l")
 st.caption(wb.device_note(launch))  # decided when the run starts, on the machine running it
 evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "
-                "(TOFU/MUSE metrics, token tables; takes about as long as a short run)")
+                "(TOFU/MUSE metrics, token tables; on a CPU often several times as long as "
+                "a short run: the benchmark protocols generate up to 128 tokens per row)")
 st.caption(plain(protocol_line(project) + " The Data page changes it."))
+eval_rows = eval_rows_input(project)  # text: a row limit for every evaluation set
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
 backend = backend_choice()  # this machine's queue, or the SLURM cluster
 
@@ -134,7 +136,9 @@ def make_cfg(run_id_value: str, sweep=None, value=None):
         args[cls.sweep_param] = value
     return wb.build_config(project, method=method, method_args=args, training=training,
                            launch=launch, model=model, run_id=run_id_value, sweep=sweep,
-                           normals=normals, eval_cfg=wb.default_eval(project, root, evaluate))
+                           normals=normals,
+                           eval_cfg={**wb.default_eval(project, root, evaluate),
+                                     **({"max_rows": eval_rows} if eval_rows else {})})
 
 
 if save_preset:

@@ -133,7 +133,9 @@ class TrainingArgs:
                                     "scored tokens, one cross-entropy), 'chunked' (head + "
                                     "cross-entropy per chunk, recomputed in the backward "
                                     "pass), 'liger' (liger-kernel, GPU), 'auto' (liger on a "
-                                    "GPU where installed, else off).", choices=FUSED_MODES,
+                                    "GPU where installed, else off below 64 Mi logits a "
+                                    "batch and chunked above: text batches).",
+                            choices=FUSED_MODES,
                             advanced=True)
     # evaluation during training (sga_core.train.eval_steps): a cheap subset every N steps
     eval_every: int = param(0, "Evaluate a cheap subset every N steps (and at steps 0 and the "
@@ -227,6 +229,12 @@ class EvalConfig:
                                      "an evenly spaced, deterministic subset; 0 = all. The "
                                      "benchmark protocols evaluate all.", min=0,
                                  max=10_000_000)
+    max_rows: int = param(0, "Text (MUSE) evaluation: evaluate at most this many rows of "
+                             "every set (forget, holdout, retain, KnowMem questions, extra "
+                             "sets), an evenly spaced, deterministic subset: quicker on a "
+                             "CPU, with intervals as wide as the rows allow; the results "
+                             "say 'n of N rows'. 0 = all (the protocol's).", min=0,
+                         max=10_000_000)
     prompt_format: str = param("protocol", "How QA questions are wrapped: 'protocol' (its "
                                            "own: the chat template), 'chat' (the tokenizer's "
                                            "template), 'llama2' ([INST] q [/INST], TOFU's "

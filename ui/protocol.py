@@ -18,6 +18,19 @@ def protocol_line(project) -> str:
     return f"Evaluation protocol: {proto.describe()}. Settings: {proto.summary()}."
 
 
+def eval_rows_input(project) -> int:
+    """A text project's row limit for every evaluation set (``eval.max_rows``; 0 = all),
+    on the Train page; QA projects: 0."""
+    if project.kind != "text":
+        return 0
+    from ui.forms import kept
+
+    return int(kept(st.number_input, "train.eval_rows", 0, min_value=0, step=10,
+                    label="evaluate at most this many rows of each set (0 = all)",
+                    help="An evenly spaced subset of every evaluation set: quicker on a "
+                         "CPU, with wider intervals; the results say 'n of N rows'."))
+
+
 def protocol_section(project, root) -> None:
     """Choose the project's protocol; offer to re-evaluate runs evaluated under another."""
     st.subheader("Evaluation protocol")

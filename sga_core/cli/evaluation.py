@@ -74,7 +74,8 @@ def _evaluate(args) -> int:
                               "(its config); give a model folder to evaluate other data")
         overrides = {"sets": sets, "reference": args.reference,
                      "max_new_tokens": args.max_new_tokens,
-                     "max_retain_rows": args.max_retain_rows, "batch_size": args.batch_size,
+                     "max_retain_rows": args.max_retain_rows, "max_rows": args.max_rows,
+                     "batch_size": args.batch_size,
                      "device": args.device, **protocol_overrides(args)}
         summary = evaluate_run(target, _progress(), overrides=overrides, out_dir=args.out)
         out = Path(args.out) if args.out else RunFolder(target).eval_dir
@@ -85,7 +86,8 @@ def _evaluate(args) -> int:
         ov = protocol_overrides(args)
         settings = EvalSettings(
             max_new_tokens=args.max_new_tokens, max_retain_rows=args.max_retain_rows,
-            batch_size=args.batch_size or 16, max_length=args.max_length or 256,
+            max_rows=args.max_rows or 0, batch_size=args.batch_size or 16,
+            max_length=args.max_length or 256,
             system_prompt=args.system_prompt, dtype=args.dtype, device=args.device or "auto",
             protocol=ov.get("protocol") or "demo", prompt_format=ov.get("prompt_format"),
             lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ()),
@@ -133,6 +135,10 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--max-new-tokens", type=int, help="tokens per QA answer (default 48)")
     s.add_argument("--max-retain-rows", type=int,
                    help="evaluate at most N retain rows, evenly spaced (default 40; 0 = all)")
+    s.add_argument("--max-rows", type=int,
+                   help="text (MUSE): evaluate at most N rows of every set, evenly spaced; "
+                        "the results say 'n of N rows' (default: the run's eval.max_rows; "
+                        "0 = all)")
     s.add_argument("--batch-size", type=int, help="sequences per batch (default 16)")
     s.add_argument("--max-length", type=int, help="a model only: truncate to N tokens "
                                                   "(default 256)")

@@ -132,20 +132,37 @@ def _text_sequence(enc: Encoder, row, full_text: bool, include_eos: bool) -> Tok
 
 def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], device="cpu",
                         batch_size: int = 8, full_text: bool = True,
-                        include_eos: bool = False) -> list[list[float]]:
+                        include_eos: bool = False, *, progress: Progress = None,
+                        stage: str = "scoring texts") -> list[list[float]]:
     """Log-probability of each scored token of each text row, in input order.
 
     With ``full_text`` (default) a row's whole ``text`` field is scored from a start token
     (as MUSE / open-unlearning score MIA texts); otherwise only the ``continuation`` given its
     ``prompt``. A plain string is scored whole. The appended EOS is left out unless
     ``include_eos``. For Min-K% (:func:`~sga_core.metrics.min_k_percent_score`) and perplexity
-    (:func:`~sga_core.metrics.perplexity_from_logprobs`).
+    (:func:`~sga_core.metrics.perplexity_from_logprobs`). ``progress`` hears ``stage``
+    after each batch (done / total rows), so the stage shows an ETA.
     """
     from sga_core.model.forward import sequence_logprobs
 
     enc = as_encoder(encoder)
     seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
-    return sequence_logprobs(model, seqs, enc.pad_id, device, batch_size)
+    report(progress, stage, 0, len(seqs))
+    return sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
+                             on_batch=counter(progress, stage, len(seqs)))
+
+
+def counter(progress: Progress, stage: str, total: int):
+    """An ``on_batch`` callback that reports ``stage`` done / ``total`` to ``progress``."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def on_batch(idx: list[int]) -> None:
+        done[0] += len(idx)
+        report(progress, stage, min(done[0], total), total)
+
+    return on_batch
 
 
 # ------------------------------------------------------------------------------------------
@@ -167,7 +184,7 @@ def prompt_ids(enc: Encoder, prompt: str, kind: str) -> list[int]:
 def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int = 64,
                      kind: str = "qa", device="cpu", batch_size: int = 8,
                      max_prompt_tokens: int | None = None, *, progress: Progress = None,
-                     stage: str = "generating") -> list[str]:
+                     stage: str = "generating", stop_strings: Sequence[str] = ()) -> list[str]:
     """Greedy generations for ``prompts``, batched by length with LEFT padding, in input order.
 
     ``kind='qa'``: each prompt is a question, wrapped like training prompts (chat template
@@ -175,6 +192,8 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
     token). ``encoder`` is an :class:`~sga_core.model.encoding.Encoder` or a tokenizer.
     Prompts longer than ``max_prompt_tokens`` (default: the encoder's ``max_length``) keep
     their end. Returns the new text only, decoded without special tokens and stripped.
+    ``stop_strings``: a row stops generating once its text holds one (the caller cuts
+    there: :func:`cut_at`), so a batch of short answers ends early.
     """
     from sga_core.model.forward import greedy_generate
 
@@ -191,7 +210,8 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
 
     report(progress, stage, 0, len(ids))
     new = greedy_generate(model, ids, enc.pad_id, enc.eos_id, max_new_tokens, device,
-                          batch_size, on_batch)
+                          batch_size, on_batch, stop_strings=stop_strings,
+                          decode=lambda t: enc.tok.decode(t, skip_special_tokens=True))
     return [enc.tok.decode(n, skip_special_tokens=True).strip() for n in new]
 
 
@@ -228,10 +248,13 @@ def _hit_lists(res) -> list[list[bool]]:
 
 
 def answer_token_hits(model, encoder, seqs: Sequence[TokSeq], device="cpu",
-                      batch_size: int = 16) -> list[list[bool]]:
+                      batch_size: int = 16, *, progress: Progress = None,
+                      stage: str = "scoring answer tokens") -> list[list[bool]]:
     """:func:`_hit_lists` of each sequence (its labelled tokens are the answer), in input
     order; the input of exact memorization and extraction strength."""
     from sga_core.model.forward import per_sequence
 
     enc = as_encoder(encoder)
-    return per_sequence(model, list(seqs), enc.pad_id, _hit_lists, device, batch_size)
+    report(progress, stage, 0, len(seqs))
+    return per_sequence(model, list(seqs), enc.pad_id, _hit_lists, device, batch_size,
+                        on_batch=counter(progress, stage, len(seqs)))

@@ -35,6 +35,7 @@ from sga_core.evaluation.common import (
     free_memory,
     is_qa_rows,
     report,
+    retain_subset,
 )
 from sga_core.evaluation.qa import evaluate_qa, reference_truth_ratios
 from sga_core.evaluation.reference import (
@@ -56,6 +57,7 @@ from sga_core.evaluation.text import (
 from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso
 from sga_core.metrics.catalog import MIN_K
 from sga_core.protocols import (
+    ICL_SUFFIX,
     PROMPT_FORMATS,
     SET_ROLES,
     WIKITEXT_TASK,
@@ -110,6 +112,7 @@ class EvalSettings:
 
     max_new_tokens: int | None = None
     max_retain_rows: int | None = None
+    max_rows: int = 0  # text: at most this many rows of every set (0 = all)
     batch_size: int = 16
     max_length: int = 256
     system_prompt: str | None = None
@@ -188,7 +191,7 @@ def _reference(kind: str, reference: str | None, model: str, forget_rows: list[d
 
         def compute(m, tok):
             return reference_auc(m, st.encoder(tok, m), forget_rows, holdout, st.batch_size,
-                                 device)
+                                 device, progress)
 
         if not self_ref and not holdout:
             return ({"value": None, "source": None, "path": reference,
@@ -237,6 +240,17 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             forget_rows = set_rows.pop(name)
         elif role.replaces == "retain" and set_rows.get(name):
             retain_rows = set_rows.pop(name)
+    row_ids, rows_of = {}, {}
+    if kind == "text" and st.max_rows:  # a subset of every set, the same for the reference
+        forget_rows, row_ids["forget"], rows_of["forget"] = _subset(forget_rows, st.max_rows)
+        retain_rows, row_ids["retain"], rows_of["retain"] = _subset(retain_rows or [],
+                                                                    st.max_rows)
+        for name in list(set_rows):
+            if not name.endswith(ICL_SUFFIX):
+                set_rows[name], row_ids[name], rows_of[name] = _subset(set_rows[name],
+                                                                       st.max_rows)
+        rows_of = {n: total for n, total in rows_of.items()
+                   if total > len(row_ids[n])}
     device = choose_device(st.device)
     timings: dict[str, float] = {}
 
@@ -251,6 +265,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     report(progress, "loading the model", 0, 1)
     m, tok = loaded or load_model_and_tokenizer(model, dtype=st.dtype, device=device)
     enc = st.encoder(tok, m)
+    report(progress, "loading the model", 1, 1)
     timings["load_s"] = round(time.time() - ts, 3)
     try:
         if kind == "qa":
@@ -270,7 +285,10 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
-                verbmem_new_tokens=proto.verbmem_new_tokens, options=options)
+                verbmem_new_tokens=proto.verbmem_new_tokens, options=options,
+                row_ids=row_ids)
+            if rows_of:  # what the limit left out: the results say "n of N rows"
+                summary["rows_of"] = rows_of
             # the same token table for text: each forget passage's continuation, cut to the
             # tokens VerbMem compares (docs/token-probabilities.md)
             from sga_core.evaluation.text import drop_end_token, token_rows
@@ -278,7 +296,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
 
             ts_tok = time.time()
             rows = token_rows(enc.tok, forget_rows, proto.verbmem_new_tokens)
-            tokens = [{**t, "prompt": r["prompt"]} for t, r in zip(
+            ids = row_ids.get("forget") or list(range(len(rows)))
+            tokens = [{**t, "index": ids[t["index"]], "prompt": r["prompt"]} for t, r in zip(
                 drop_end_token(row_token_table(m, enc, rows, "text", "forget", device)), rows)]
             timings["tokens_s"] = round(time.time() - ts_tok, 3)
     finally:
@@ -320,7 +339,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         "data": {"forget": forget_path, "retain": retain_path, "sets": set_paths},
         "settings": {"max_new_tokens": st.max_new_tokens,
                      "verbmem_new_tokens": proto.verbmem_new_tokens if kind == "text" else None,
-                     "max_retain_rows": st.max_retain_rows, "batch_size": st.batch_size,
+                     "max_retain_rows": st.max_retain_rows, "max_rows": st.max_rows,
+                     "batch_size": st.batch_size,
                      "max_length": st.max_length, "system_prompt": st.system_prompt,
                      "dtype": st.dtype, "device": device, "min_k": MIN_K},
         "timings": timings,
@@ -333,6 +353,13 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         atomic_write_jsonl(out / TOKENS_FILE, tokens)
     atomic_write_json(out / SUMMARY_FILE, full)
     return full
+
+
+def _subset(rows: list[dict], max_rows: int) -> tuple[list[dict], list[int], int]:
+    """At most ``max_rows`` of ``rows``, evenly spaced (as the retain subset): ``(rows
+    kept, their indices, how many there were)``."""
+    keep = retain_subset(len(rows), max_rows)
+    return [rows[i] for i in keep], keep, len(rows)
 
 
 def _kind_key(kind: str, options: dict) -> str:
@@ -355,6 +382,8 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
     return EvalSettings(
         max_new_tokens=None if new is None else int(new),
         max_retain_rows=None if rows is None else int(rows),
+        max_rows=int(ov["max_rows"] if ov.get("max_rows") is not None
+                     else getattr(ev, "max_rows", 0) or 0),
         batch_size=int(ov.get("batch_size") or ev.batch_size),
         max_length=cfg.training.max_length,
         system_prompt=cfg.training.system_prompt,

@@ -18,7 +18,6 @@ from sga_core.evaluation.common import (
     EvalError,
     Progress,
     is_qa_rows,
-    report,
     retain_subset,
 )
 from sga_core.evaluation.compute import (
@@ -119,12 +118,13 @@ def knowmem_prompts(rows: Sequence[dict], icl: Sequence[dict]) -> list[str]:
 
 def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
               sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0,
-              lm_tasks: Sequence[str] = ()
+              lm_tasks: Sequence[str] = (), row_ids: Mapping[str, list[int]] | None = None
               ) -> tuple[dict[str, SetData], list[str], list[str]]:
     """The evaluated sets (forget, holdout, the retain subset, then the extra sets in their
     order, then the utility "set" of lm-eval tasks when there are any), and the names of the
     extra QA sets and extra text sets (the catalog's families run over them). Few-shot
-    example sets (``<set>_icl``) are not evaluated themselves."""
+    example sets (``<set>_icl``) are not evaluated themselves. ``row_ids``: the rows' own
+    indices in a set of which only a subset is given (``eval.max_rows``)."""
     forget_rows = list(forget_rows or [])
     retain_all = list(retain_rows or [])
     keep = retain_subset(len(retain_all), max_retain_rows)
@@ -135,16 +135,24 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
     for name in ("forget_qa", "retain_qa"):
         if given.get(name) and not is_qa_rows(given[name]):
             raise EvalError(f"eval set {name!r} must be QA rows (question + answer)")
-    out = {"forget": SetData("forget", forget_rows, list(range(len(forget_rows)))),
-           "holdout": SetData("holdout", holdout, list(range(len(holdout)))),
-           "retain": SetData("retain", [retain_all[i] for i in keep], keep)}
+    ids = dict(row_ids or {})
+
+    def own(name: str, rows: list) -> list[int]:
+        given = ids.get(name)
+        return list(given) if given is not None and len(given) == len(rows) \
+            else list(range(len(rows)))
+
+    base = own("retain", retain_all)
+    out = {"forget": SetData("forget", forget_rows, own("forget", forget_rows)),
+           "holdout": SetData("holdout", holdout, own("holdout", holdout)),
+           "retain": SetData("retain", [retain_all[i] for i in keep], [base[i] for i in keep])}
     extra_qa, extra_text = [], []
     for name, rows in given.items():
         if name in ("forget", "retain", UTILITY_SET):
             raise EvalError(f"eval set name {name!r} is reserved")
         if name == "holdout" or not rows:
             continue
-        out[name] = SetData(name, rows, list(range(len(rows))))
+        out[name] = SetData(name, rows, own(name, rows))
         if is_qa_rows(rows):
             if name not in TEXT_SETS:
                 extra_qa.append(name)
@@ -197,7 +205,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
             d.prompts = knowmem_prompts(d.rows, (icl or {}).get(n) or [])
             new = int(opt.get("knowmem_new_tokens") or max_new_tokens)
             raw = generate_answers(model, enc, d.prompts, new, "text", device, batch_size,
-                                   progress=progress, stage=f"answering {n}")
+                                   progress=progress, stage=f"answering {n}",
+                                   stop_strings=opt.get("stop_strings") or ())
             d.generated = [cut_at(g, opt.get("stop_strings") or ()).strip() for g in raw]
         else:
             d.prompts = [r["question"] for r in d.rows]
@@ -217,16 +226,15 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     ts = time.time()
     names = sets_needing(instances, sets, TOKEN_LOGPROBS)
     texts = [full_text(r) for r in flat_rows(sets, names)]
-    report(progress, "scoring texts", 0, len(texts))
-    lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size) \
-        if texts else []
-    report(progress, "scoring texts", len(texts), len(texts))
+    lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size,
+                              progress=progress) if texts else []
     scatter(sets, names, lps, "logprobs")
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):
         seqs = [enc.text(*prompt_and_continuation(r), role="eval") for r in sets[n].rows]
-        sets[n].hits = answer_token_hits(model, enc, seqs, device, batch_size)
+        sets[n].hits = answer_token_hits(model, enc, seqs, device, batch_size,
+                                         progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, opt, batch_size, progress))
     return timings
@@ -249,7 +257,8 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
                   reference_reason: str | None = None,
                   verbmem_new_tokens: int = VERBMEM_NEW_TOKENS,
                   self_reference: bool = False,
-                  options: dict | None = None) -> tuple[dict, list[dict]]:
+                  options: dict | None = None,
+                  row_ids: Mapping[str, list[int]] | None = None) -> tuple[dict, list[dict]]:
     """MUSE-style metrics of a loaded model on text rows.
 
     ``sets``: ``holdout`` (text, never trained on: Min-K% AUC, PrivLeak, perplexity),
@@ -262,12 +271,13 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
     ``forget_perplexity``, ``retain_perplexity`` and the families; under the copyright
     protocol ``forget_bleu``, ``forget_completion_rouge``, ``fq_gap`` and the lm-eval
     utility, with ``reference_auc`` the retained model's ``{"bleu", "rouge"}``).
-    ``options``: the evaluation protocol's settings (default: the demo's).
+    ``options``: the evaluation protocol's settings (default: the demo's). ``row_ids``:
+    the rows' own indices where only a subset of a set is given (``eval.max_rows``).
     """
     options = dict(options or {})
     tasks, extra = utility_tasks(options)
     data, extra_qa, extra_text = text_sets(forget_rows, retain_rows, sets, max_retain_rows,
-                                           tasks)
+                                           tasks, row_ids)
     _, summary, per_sample = evaluate_catalog(
         TEXT, data, expand(TEXT, qa_sets=extra_qa, text_sets=extra_text, lm_tasks=extra,
                            protocol=options.get("name")),
@@ -284,12 +294,14 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
 
 
 def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dict],
-                  batch_size: int = 16, device="cpu") -> float | None:
+                  batch_size: int = 16, device="cpu", progress: Progress = None
+                  ) -> float | None:
     """The Min-K% AUC of a (reference) model on the forget and holdout texts: the value of
     its ``mia_auc`` metric."""
     forget_rows, holdout = list(forget_rows), list(holdout)
     lps = text_token_logprobs(model, enc, [full_text(r) for r in forget_rows + holdout],
-                              device=device, batch_size=batch_size)
+                              device=device, batch_size=batch_size, progress=progress,
+                              stage="reference: scoring texts")
     data = {"forget": SetData("forget", forget_rows, logprobs=lps[:len(forget_rows)]),
             "holdout": SetData("holdout", holdout, logprobs=lps[len(forget_rows):])}
     spec = spec_of("mia_auc", TEXT)

@@ -85,6 +85,39 @@ def forward_batch(model, seqs: list[Sequence], pad_id: int, device="cpu", *,
     return batch, forward_labels(model, batch, stash)
 
 
+def logits_budget(model) -> int | None:
+    """How many scored tokens one inference forward may hold logits for: None where the
+    head is applied chunk by chunk (stash mode); else (the head runs inside the model's
+    forward on every scored token) as many as keep ``tokens x vocabulary`` within
+    :data:`~sga_core.model.fusedloss.LOSS_BOUND`, the training loss's bound."""
+    from sga_core.model import fusedloss
+    from sga_core.model.labelhead import can_stash, has_head, output_head
+
+    if has_head(model) and can_stash(model):
+        return None
+    try:
+        vocab = int(output_head(model).weight.shape[0])
+    except (AttributeError, ValueError):
+        vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+    return max(1, fusedloss.LOSS_BOUND // vocab) if vocab else None
+
+
+def within_budget(part: list[int], seqs: list[Sequence], budget: int | None) -> list[list[int]]:
+    """``part`` cut into consecutive pieces of at most ``budget`` scored tokens (a sequence
+    above it alone); ``[part]`` without a budget."""
+    if budget is None:
+        return [part]
+    pieces, cur, n = [], [], 0
+    for i in part:
+        k = seqs[i].n_scored
+        if cur and n + k > budget:
+            pieces.append(cur)
+            cur, n = [], 0
+        cur.append(i)
+        n += k
+    return pieces + ([cur] if cur else [])
+
+
 def per_sequence(model, seqs: list[Sequence], pad_id: int, reduce: Callable, device="cpu",
                  batch_size: int = 16, batches: list[list[int]] | None = None,
                  on_batch: OnBatch = None) -> list:
@@ -94,21 +127,24 @@ def per_sequence(model, seqs: list[Sequence], pad_id: int, reduce: Callable, dev
 
     ``batches`` (lists of indices into ``seqs``) fixes which sequences share a forward;
     by default :func:`length_batches` of ``batch_size``. A batch of more than ``batch_size``
-    sequences is cut, so memory is bounded by ``batch_size`` whatever the grouping. Inside a
-    batch the sequences are ordered by length (a stable sort).
+    sequences is cut, so memory is bounded by ``batch_size`` whatever the grouping; and where
+    the head computes every scored token's logits at once, cut again so that they stay
+    within the training loss's bound (:func:`logits_budget`: a text batch scores every
+    token). Inside a batch the sequences are ordered by length (a stable sort).
     """
     out: list = [None] * len(seqs)
     if batches is None:
         batches = length_batches([len(s) for s in seqs], batch_size)
     step = max(1, batch_size)
+    budget = logits_budget(model)
     with inference(model):
         for group in batches:
             idx = sorted(group, key=lambda i: len(seqs[i]))
             for s in range(0, len(idx), step):
-                part = idx[s:s + step]
-                _, res = forward_batch(model, [seqs[i] for i in part], pad_id, device)
-                for i, v in zip(part, reduce(res)):
-                    out[i] = v
+                for part in within_budget(idx[s:s + step], seqs, budget):
+                    _, res = forward_batch(model, [seqs[i] for i in part], pad_id, device)
+                    for i, v in zip(part, reduce(res)):
+                        out[i] = v
             if on_batch is not None:
                 on_batch(idx)
     return out
@@ -146,9 +182,10 @@ def _logprob_lists(res) -> list[list[float]]:
 
 
 def sequence_logprobs(model, seqs: list[Sequence], pad_id: int, device="cpu",
-                      batch_size: int = 16) -> list[list[float]]:
+                      batch_size: int = 16, on_batch: OnBatch = None) -> list[list[float]]:
     """The log-probability of each scored token of each sequence, in input order."""
-    return per_sequence(model, seqs, pad_id, _logprob_lists, device, batch_size)
+    return per_sequence(model, seqs, pad_id, _logprob_lists, device, batch_size,
+                        on_batch=on_batch)
 
 
 def _records(enc: Encoder, top_k: int, res) -> list[dict]:
@@ -207,16 +244,38 @@ def _greedy_config(model, max_new_tokens: int, pad_id: int, eos_id: int):
     return cfg
 
 
+class _StopAtStrings:
+    """A stopping criterion: a row is done once its new tokens, decoded, hold one of
+    ``stops`` (the answer is cut there anyway: MUSE's KnowMem), so a batch stops when every
+    row is, instead of running to ``max_new_tokens``."""
+
+    def __init__(self, stops, decode, width: int):
+        self.stops, self.decode, self.width = [s for s in stops if s], decode, width
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        done = [any(s in self.decode(row[self.width:].tolist()) for s in self.stops)
+                for row in input_ids]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
 def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
                     max_new_tokens: int, device="cpu", batch_size: int = 8,
-                    on_batch: OnBatch = None) -> list[list[int]]:
+                    on_batch: OnBatch = None, stop_strings=(), decode=None
+                    ) -> list[list[int]]:
     """Greedy continuations of token-id prompts, batched by length with LEFT padding.
 
     Returns, in input order, each prompt's new token ids up to (not including) the first EOS.
+    With ``stop_strings`` (and ``decode``, token ids -> text) a row stops once its text
+    holds one of them: what comes after is cut by the caller, so the text before the first
+    stop string is the same, only sooner.
     """
     import torch
+    from transformers import StoppingCriteriaList
 
     cfg = _greedy_config(model, max_new_tokens, pad_id, eos_id)
+    stops = [s for s in stop_strings or () if s] if decode is not None else []
     out: list[list[int]] = [[] for _ in prompts]
     with inference(model):
         for idx in length_batches([len(p) for p in prompts], batch_size):
@@ -227,11 +286,17 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
                 n = len(prompts[i])
                 input_ids[j, width - n:] = torch.tensor(prompts[i])
                 mask[j, width - n:] = 1
+            extra = {"stopping_criteria": StoppingCriteriaList(
+                [_StopAtStrings(stops, decode, width)])} if stops else {}
             gen = model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                                 generation_config=cfg)
+                                 generation_config=cfg, **extra)
             for j, i in enumerate(idx):
                 new = gen[j, width:].tolist()
-                out[i] = new[:new.index(eos_id)] if eos_id in new else new
+                new = new[:new.index(eos_id)] if eos_id in new else new
+                if stops and pad_id != eos_id:  # a row that stopped early is padded after
+                    while new and new[-1] == pad_id:
+                        new.pop()
+                out[i] = new
             if on_batch is not None:
                 on_batch(idx)
     return out

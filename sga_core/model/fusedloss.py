@@ -7,7 +7,12 @@ held at once (for large vocabularies most of a step's activation memory).
 - ``chunked``: the same in plain PyTorch: the head and cross-entropy per chunk of tokens under
   activation checkpointing (the chunk's logits are recomputed in the backward pass), on any
   device;
-- ``auto``: liger on a GPU where it is installed and the model is not sharded, else off;
+- ``auto``: liger on a GPU where it is installed and the model is not sharded; else, for a
+  model whose head can be applied here, ``bounded``: the plain loss of ``off`` for a batch
+  whose scored tokens x vocabulary stay within :data:`LOSS_BOUND` logits (the same numbers),
+  ``chunked`` above it (a text batch: every token is scored, so 16 sequences of 1,024 tokens
+  over a 49,152-token vocabulary would be 3.2 GB of float32 logits, held with their
+  gradient); a sharded model: off;
 - ``off``: the head on all scored tokens, one cross-entropy (the default numbers).
 
 Either returns the per-token NLL ``[N]`` of a stash-mode
@@ -19,6 +24,10 @@ from __future__ import annotations
 import importlib.util
 
 MODES = ("auto", "off", "chunked", "liger")
+#: scored tokens x vocabulary above which ``auto`` chunks the loss: 64 Mi logits (256 MiB
+#: float32), one chunk of :data:`~sga_core.model.labelhead.CHUNK_ELEMENTS`; a QA batch stays
+#: below it (its numbers are those of ``off``).
+LOSS_BOUND = 1 << 26
 
 
 def liger_available() -> bool:
@@ -26,11 +35,14 @@ def liger_available() -> bool:
 
 
 def choose(mode: str, *, on_gpu: bool, stashable: bool) -> str:
-    """The loss a run uses: ``off``, ``chunked`` or ``liger``."""
+    """The loss a run uses: ``off``, ``chunked``, ``liger`` or ``bounded`` (``auto`` without
+    liger: chunked only for a batch above :data:`LOSS_BOUND`)."""
     if mode not in MODES:
         raise ValueError(f"training.fused_loss: {mode!r} is not one of {list(MODES)}")
     if mode == "auto":
-        return "liger" if on_gpu and stashable and liger_available() else "off"
+        if not stashable:
+            return "off"
+        return "liger" if on_gpu and liger_available() else "bounded"
     if mode != "off" and not stashable:
         raise ValueError(f"training.fused_loss {mode!r}: the model's head cannot be applied "
                          "outside its forward here (a sharded model, or a family not known "
@@ -74,6 +86,28 @@ def chunked_token_nll(out, chunk_rows: int | None = None, compute_dtype=None):
     return torch.cat(parts)
 
 
+def bounded_token_nll(out, compute_dtype=None, bound: int | None = None):
+    """Per-token NLL ``[N]``: one cross-entropy over all scored tokens' logits (as ``off``)
+    while ``N x vocabulary`` is at most ``bound`` (default :data:`LOSS_BOUND`), else
+    :func:`chunked_token_nll`, so a batch's logits never exceed about ``bound`` floats."""
+    import torch.nn.functional as F
+
+    w = out.head.weight
+    if out.n * int(w.shape[0]) > (LOSS_BOUND if bound is None else bound):
+        return chunked_token_nll(out, compute_dtype=compute_dtype)
+    dt = compute_dtype or w.dtype
+    if dt == w.dtype:
+        logits = out.head_logits(0, out.n)
+    else:
+        import torch
+
+        bias = getattr(out.head, "bias", None)
+        logits = F.linear(out.hidden.to(dt), w.to(dt), None if bias is None else bias.to(dt))
+        if out.softcap:
+            logits = torch.tanh(logits / out.softcap) * out.softcap
+    return F.cross_entropy(logits.float(), out.targets, reduction="none")
+
+
 def liger_token_nll(out, compute_dtype=None):
     """Per-token NLL ``[N]`` by liger-kernel's fused linear cross-entropy."""
     from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
@@ -91,7 +125,8 @@ def loss_function(mode: str, mixed_precision: str | None = None):
     fp16 mixed precision the head's matmul runs in that dtype, as it would in the model."""
     from functools import partial
 
-    fn = {"off": None, "chunked": chunked_token_nll, "liger": liger_token_nll}[mode]
+    fn = {"off": None, "chunked": chunked_token_nll, "liger": liger_token_nll,
+          "bounded": bounded_token_nll}[mode]
     if fn is None or mixed_precision not in ("bf16", "fp16"):
         return fn
     import torch

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from pathlib import Path
 
@@ -49,11 +50,27 @@ def enable_checkpointing(model) -> None:
     model.config.use_cache = False
 
 
-def for_training(model, training):
+#: tokens in one micro-batch above which training turns gradient checkpointing on by itself:
+#: each layer's activations for them would be gigabytes (SmolLM2 on 16 text sequences of
+#: 1,024 tokens: about 19 GB without, under 4 GB with; bench/text_memory.py)
+CHECKPOINT_TOKENS = 8192
+
+
+def micro_batch_tokens(units, batch_size: int, grad_accum: int = 1) -> int:
+    """The most padded tokens one micro-batch of ``units`` can hold: its largest units,
+    each as many sequences as it has, padded to its longest."""
+    per = math.ceil(max(1, batch_size) / max(1, grad_accum))
+    sizes = sorted((len(u.seqs) * u.max_len for u in units), reverse=True)
+    return sum(sizes[:per])
+
+
+def for_training(model, training, tokens: int = 0):
     """The loaded model made ready for training: no KV cache, gradient checkpointing and
-    LoRA adapters when ``training`` asks for them."""
+    LoRA adapters when ``training`` asks for them; gradient checkpointing also when a
+    micro-batch holds more than :data:`CHECKPOINT_TOKENS` ``tokens`` (text batches; the
+    numbers are the same, the step about a third slower)."""
     model.config.use_cache = False
-    if training.gradient_checkpointing:
+    if training.gradient_checkpointing or tokens > CHECKPOINT_TOKENS:
         enable_checkpointing(model)
     return apply_lora(model, training) if training.lora_rank else model
 

@@ -143,7 +143,8 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
                "method": r["method"] if r["method"] != "finetune" else "-",
                "r": r["r"], "K": r["k"], "sweep": r["sweep"], "state": r["state"],
                "sweep_param": r.get("sweep_param"), "sweep_value": r.get("sweep_value"),
-               "protocol": protocol, "settings": run_settings(r["path"])}
+               "protocol": protocol, "settings": run_settings(r["path"]),
+               "rows_evaluated": rows_evaluated(summ)}
         # the columns of the protocol this run was evaluated under, then its extra lm-eval
         # tasks (lm_<task>: one column each)
         extra = [_Column(n) for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
@@ -187,10 +188,30 @@ def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
     return best
 
 
+def rows_evaluated(summ: dict) -> str | None:
+    """"forget: 20 of 119 rows, holdout: 20 of 119 rows" for the sets an evaluation took a
+    subset of (``eval.max_rows``: summary ``rows_of``); None when it took every row."""
+    of = summ.get("rows_of") or {}
+    rows = summ.get("rows") or {}
+    parts = [f"{name}: {rows.get(name, '?')} of {total} rows" for name, total in of.items()]
+    return ", ".join(parts) or None
+
+
 def protocol_note(rows: list[dict]) -> str | None:
     """What the Results table's numbers were evaluated under: each protocol's one line (the
-    demo's says its settings are its own, not comparable with published tables)."""
+    demo's says its settings are its own, not comparable with published tables), and the
+    row subsets evaluations took (``eval.max_rows``: "n of N rows"; the intervals are over
+    those n rows)."""
     from sga_core.protocols import get_protocol
 
     names = sorted({r.get("protocol") or "demo" for r in rows})
-    return " · ".join(get_protocol(n).describe() for n in names) if names else None
+    if not names:
+        return None
+    note = " · ".join(get_protocol(n).describe() for n in names)
+    subsets = {r["rows_evaluated"]: r["run"] for r in rows if r.get("rows_evaluated")}
+    if len(subsets) == 1 and all(r.get("rows_evaluated") for r in rows):
+        note += f" · evaluated on a subset: {next(iter(subsets))} (intervals over those rows)"
+    elif subsets:
+        note += " · evaluated on subsets: " + "; ".join(
+            f"{run}: {what}" for what, run in subsets.items()) + " (intervals over those rows)"
+    return note

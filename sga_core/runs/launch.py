@@ -20,6 +20,7 @@ from sga_core.fileio import now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.command import start_argv
 from sga_core.runs.folder import RunFolder, request_cancel
+from sga_core.runs.memory import exit_cause
 from sga_core.runs.procs import caller_env, kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
 
@@ -110,8 +111,7 @@ def finish(run_dir: str | os.PathLike, returncode: int) -> dict:
             return run_status.write_run(run_dir, exit_code=returncode if returncode else
                                         st.get("exit_code", 0))
         return st
-    cause = (f"was killed by signal {-returncode}" if returncode < 0 else
-             f"exited with code {returncode}")
+    cause = exit_cause(returncode, run_dir)
     return run_status.write_run(
         run_dir, "failed", ended_at=now_iso(), exit_code=returncode,
         error=f"the training process {cause} before finishing; log tail:\n"
@@ -231,7 +231,7 @@ def finish_eval(run_dir: str | os.PathLike, returncode: int) -> dict:
     if returncode != 0 and st.get("state") not in ("failed", "cancelled", "completed"):
         return run_status.write_eval(
             run_dir, "failed", ended_at=now_iso(),
-            error=f"the evaluation exited with code {returncode}; log tail:\n"
+            error=f"the evaluation {exit_cause(returncode)}; log tail:\n"
                   f"{RunFolder(run_dir).eval_log(15)}")
     if returncode == 0 and st.get("state") == "running":
         return run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
@@ -339,8 +339,7 @@ def finish_stress(run_dir: str | os.PathLike, returncode: int) -> dict:
         return run_status.write_stress(run_dir, "cancelled", ended_at=now_iso(),
                                        error="cancelled by request", stage=None,
                                        exit_code=returncode)
-    cause = (f"was killed by signal {-returncode}" if returncode < 0 else
-             f"exited with code {returncode}")
+    cause = exit_cause(returncode)
     return run_status.write_stress(
         run_dir, "failed", ended_at=now_iso(), stage=None, exit_code=returncode,
         error=f"the stress test {cause} without recording how it ended; log tail:\n"

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
-from sga_core.runs import launch
+from sga_core.runs import launch, memory
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import (
     CANCEL_FILE,
@@ -354,6 +354,8 @@ class Runner:
             if self.busy() >= self.max_parallel:
                 return
             if run_dir in self.active:
+                continue
+            if not memory.admit(run_dir, self.busy()):  # it would not fit: waits or fails
                 continue
             try:
                 with dir_lock(run_dir):  # the start is atomic with a cancel of the run

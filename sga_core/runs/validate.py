@@ -186,6 +186,8 @@ RUN_STATUS_FIELDS = {
     "slurm_state_final": STAMP, "slurm_started_at": STAMP, "cancel_requested_at": STAMP,
     # answers in a row that did not list the job, since when (epoch s), the last one counted
     "slurm_unseen": COUNT, "slurm_unseen_since": NUM, "slurm_unseen_at": NUM,
+    # the local queue holds a run that would not fit in the memory left (runs/memory.py)
+    "waiting_for": STAMP,
 }
 EVAL_STATUS_FIELDS = {
     "state": one_of(STATES), "pid": PID, "started_at": STAMP, "ended_at": STAMP,
@@ -215,7 +217,8 @@ METRIC_ENTRY = opt(lambda v: fields(v, {"value": NUM, "reason": STAMP,
 FQ_ENTRY = opt(lambda v: fields(v, {"per_sample": opt(list_of(NUM))}))
 SUMMARY_FIELDS = {
     "task": one_of(("qa", "text")), "metrics": map_of(METRIC_ENTRY), "elapsed_s": NUM,
-    "rows": opt(map_of(COUNT)), "forget_truth_ratios": opt(list_of(NUM)),
+    "rows": opt(map_of(COUNT)), "rows_of": opt(map_of(COUNT)),
+    "forget_truth_ratios": opt(list_of(NUM)),
     "protocol": opt(lambda v: fields(v, {"name": STAMP})),
     "reference": opt(lambda v: fields(v, {"path": STAMP, "n_truth_ratios": COUNT})),
     "data": opt(lambda v: fields(v, {"sets": opt(mapping)})),

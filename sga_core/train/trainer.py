@@ -198,7 +198,13 @@ class Trainer:
 
         refuse_training(cfg.model)  # a two-model wrapper (WHP) is evaluated, never trained
         # gradient checkpointing and LoRA adapters, when asked (training.*)
-        self.model = for_training(load_model(cfg.model, dtype=t.dtype), t)
+        from sga_core.model.lora import CHECKPOINT_TOKENS, micro_batch_tokens
+
+        big = micro_batch_tokens(self.units, t.batch_size, t.grad_accum)
+        if big > CHECKPOINT_TOKENS and not t.gradient_checkpointing:
+            self.log(f"gradient checkpointing on: a micro-batch holds up to {big} tokens "
+                     f"(over {CHECKPOINT_TOKENS}), whose activations would not fit in memory")
+        self.model = for_training(load_model(cfg.model, dtype=t.dtype), t, big)
         note = dropout_note(self.model.config)
         if note:
             self.log(note)
