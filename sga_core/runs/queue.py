@@ -306,6 +306,8 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     if not runner_alive(root):
         return ("no queue runner is running (it is started by the Runs page, a launch, or "
                 "python -m sga_core.runs.runner)")
+    if st.get("waiting_for"):  # the runner's memory check holds it (runs/memory.py)
+        return str(st["waiting_for"])
     info = runner_info(root)
     slots = [s for s in info.get("slots") or [] if isinstance(s, dict)] \
         if isinstance(info.get("slots"), list) else []

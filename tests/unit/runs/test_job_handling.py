@@ -194,6 +194,19 @@ def test_a_queued_run_says_why_it_waits(tmp_path, kids, no_runner):
     assert queue.wait_reason(busy) is None  # not queued
 
 
+
+def test_a_run_held_for_memory_says_so_as_its_wait_reason(tmp_path, no_runner):
+    """The runner's memory check (runs/memory.py) holds a text run while other jobs run:
+    the queue's one wait reason is that check's, not "starting"."""
+    root = tmp_path / "runs"
+    waiting = prepare_like(root, "text-run")
+    why = "waiting for memory: it needs about 9.3 GB and 4.1 GB are free while 1 job runs"
+    write_run(waiting, "queued", mode="queue", waiting_for=why)
+    with open(root / queue.RUNNER_LOCK, "a") as lock:  # a runner holds the queue
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert queue.wait_reason(waiting) == why
+        assert progress(waiting)["text"] == f"queued: {why}"
+
 # --- (b) cancelling is shown, and escalated for processes proven ours -----------------------
 
 def test_a_cancelled_evaluation_shows_cancelling_and_is_killed_after_the_grace(tmp_path,
