@@ -18,7 +18,7 @@ from sga_core.cli.flags import (
     field_map,
     parse_sets,
 )
-from sga_core.config import LaunchConfig, TrainingArgs
+from sga_core.config import LaunchConfig, TrainingArgs, name_problem
 from sga_core.methods import REGISTRY, method_names
 from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError
@@ -37,6 +37,9 @@ def build_train_config(args) -> dict:
     for key in ("model", "method", "run_id", "sweep", "group", "notes"):
         if getattr(args, key, None) is not None:
             base[key] = getattr(args, key)
+    problem = name_problem(getattr(args, "sweep", None))  # a new sweep: the group rule
+    if problem:
+        raise ConfigError(f"sweep: {problem}")
     base.setdefault("data", {}).update(collect(args, "data."))
     if field_map(args):
         base["data"]["field_map"] = field_map(args)
