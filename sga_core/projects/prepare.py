@@ -64,15 +64,12 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
     if which in ("both", "original"):
         plan.append((original_id(name), True))
     results, cfgs = {}, []
-    from sga_core.runs.queue import live_jobs
+    from sga_core.runs.queue import busy_refusal
 
-    # a folder with a live job is never replaced: its processes would write into the new run
-    busy = {run_id: live_jobs(root / run_id) for run_id, _ in plan} if overwrite else {}
-    busy = {k: v for k, v in busy.items() if v}
-    if busy:
-        raise ConfigError("cannot prepare again now: " + "; ".join(
-            f"{run_id}: {', '.join(why)}" for run_id, why in busy.items()) +
-            " (cancel it, or wait for it to end)")
+    # a folder with a live job is never replaced
+    why = busy_refusal(root, [run_id for run_id, _ in plan]) if overwrite else None
+    if why:
+        raise ConfigError(why)
     for run_id, include_forget in plan:
         if overwrite and (root / run_id).exists():
             shutil.rmtree(root / run_id)

@@ -178,14 +178,10 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     root = runs_root(root)
     cfgs = []
     pair = ((reference_run_id(project), False), (original_run_id(project), True))
-    # neither folder is touched while anything of either still runs or waits: its processes
-    # would write into the new run, and hold the queue's slot (sga_core.runs.queue.live_jobs)
-    busy = {run_id: jobs.live_jobs(root / run_id) for run_id, _ in pair}
-    busy = {k: v for k, v in busy.items() if v}
-    if busy:
-        raise ConfigError("cannot prepare again now: " + "; ".join(
-            f"{run_id}: {', '.join(why)}" for run_id, why in busy.items()) +
-            " (cancel it, or wait for it to end)")
+    # neither folder is touched while anything of either still runs or waits
+    why = jobs.busy_refusal(root, [run_id for run_id, _ in pair])
+    if why:
+        raise ConfigError(why)
     # the reference first: the original's Forget Quality compares against it
     for run_id, include_forget in pair:
         if (root / run_id).exists():

@@ -256,6 +256,18 @@ def replace_run(run_dir: str | os.PathLike, cfg, root: str | os.PathLike | None 
     return new
 
 
+def busy_refusal(root: str | os.PathLike, run_ids) -> str | None:
+    """Why the run folders ``run_ids`` under ``root`` may not be replaced now (None: they
+    may): anything of theirs still runs or waits (:func:`live_jobs`), and its processes
+    would write into the new run and hold the queue's slot."""
+    busy = {run_id: why for run_id in run_ids if (why := live_jobs(Path(root) / run_id))}
+    if not busy:
+        return None
+    return ("cannot prepare again now: " + "; ".join(
+        f"{run_id}: {', '.join(why)}" for run_id, why in busy.items()) +
+        " (cancel it, or wait for it to end)")
+
+
 def live_jobs(run_dir: str | os.PathLike) -> list[str]:
     """What still runs in, or waits for, a run folder (empty: nothing): its training queued
     or running, its evaluation or stress test queued or running (one cancelled and still
