@@ -117,8 +117,7 @@ training = dataclass_form(wb.TrainingArgs, loaded.get("training"), key="train.f.
 with panel("Advanced training settings", "train.advanced_open"):
     training.update(dataclass_form(wb.TrainingArgs, loaded.get("training"), key="train.f.ta",
                                    advanced=True))
-with panel("Accelerate (processes, precision, DeepSpeed/FSDP config)",
-           "train.accelerate_open"):
+with panel("Accelerate (processes, precision, DeepSpeed/FSDP config)", "train.accel_open"):
     launch = dataclass_form(wb.LaunchConfig, loaded.get("launch"), key="train.f.l")
 st.caption(wb.device_note(launch))  # decided when the run starts, on the machine running it
 evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "
