@@ -84,13 +84,13 @@ def parse_json(text: str, file: str | None, row: int | None = None) -> Any:
 
 
 def check_text(value: str, file: str | None, row: int | None, field: str | None,
-               max_chars: int | None = MAX_STRING_CHARS) -> None:
+               bounded: bool = True) -> None:
     """A string a file set: at most MAX_STRING_CHARS characters, no NUL character (an
     escaped ``"\\u0000"``, refused like a raw NUL byte in the file), and valid Unicode (a
     lone surrogate, from an escaped ``"\\ud800"``, can be neither tokenized nor shown)."""
-    if max_chars is not None and len(value) > max_chars:
+    if bounded and len(value) > MAX_STRING_CHARS:
         raise DataError(f"a string of {len(value):,} characters; at most "
-                        f"{max_chars:,} are allowed", file, row, field)
+                        f"{MAX_STRING_CHARS:,} are allowed", file, row, field)
     if "\x00" in value:  # an escaped \u0000 in JSON: refused like a raw NUL in the file
         raise DataError(f"holds a NUL character (character {value.index(chr(0)) + 1} of "
                         "this string, written \\u0000 in JSON): text cannot hold one; "
@@ -103,15 +103,15 @@ def check_text(value: str, file: str | None, row: int | None, field: str | None,
 
 
 def check_record(rec: dict[str, Any], file: str | None, row: int | None,
-                 max_chars: int | None = MAX_STRING_CHARS) -> None:
+                 bounded: bool = True) -> None:
     """Every value of a record within the limits (iteratively: no recursion to exhaust);
-    ``max_chars`` None: strings of any length (a benchmark's raw text, cut into chunks
+    ``bounded`` False: strings of any length (a benchmark's raw text, cut into chunks
     before the limits apply, :mod:`sga_core.data.long_text`)."""
     stack: list[tuple[Any, int, str | None]] = [(rec, 1, None)]
     while stack:
         value, depth, field = stack.pop()
         if isinstance(value, str):
-            check_text(value, file, row, field, max_chars)
+            check_text(value, file, row, field, bounded)
         elif isinstance(value, (dict, list, tuple)):
             if depth > MAX_DEPTH:
                 raise DataError(f"nested more than {MAX_DEPTH} levels deep", file, row, field)

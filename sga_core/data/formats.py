@@ -54,10 +54,10 @@ class Raw:
 
 
 def read_raw(path: PathLike, allow_empty: bool = False, *, whole_txt: bool = False,
-             max_chars: int | None = MAX_STRING_CHARS) -> Raw:
+             bounded: bool = True) -> Raw:
     """The records of a data file, not yet validated as QA, text or normal answers.
     ``whole_txt``: a .txt file is one text (a book, as MUSE reads its raw files), not
-    passages; ``max_chars`` None: strings of any length (text cut into chunks before the
+    passages; ``bounded`` False: strings of any length (text cut into chunks before the
     limits apply, :mod:`sga_core.data.long_text`)."""
     p = Path(path)
     name = p.name
@@ -103,7 +103,7 @@ def read_raw(path: PathLike, allow_empty: bool = False, *, whole_txt: bool = Fal
     if len(raw.records) > MAX_ROWS:
         raise DataError(f"{len(raw.records):,} rows; at most {MAX_ROWS:,} are allowed", name)
     for rec, row in zip(raw.records, raw.rows):
-        check_record(rec, name, row, max_chars)
+        check_record(rec, name, row, bounded)
     return raw
 
 

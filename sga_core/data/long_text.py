@@ -37,7 +37,7 @@ def read_long_records(path: str | os.PathLike, name: str | None = None) -> list[
     from sga_core.data.formats import read_raw
 
     try:
-        return read_raw(path, whole_txt=True, max_chars=None).records
+        return read_raw(path, whole_txt=True, bounded=False).records
     except DataError as exc:
         raise DataError(exc.reason, name or exc.file, exc.row, exc.field) from None
 
