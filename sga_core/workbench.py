@@ -45,7 +45,7 @@ from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
 from sga_core.projects.benchmarks import benchmark_importers
 from sga_core.projects.eval_sets import project_role_words as set_role_words
-from sga_core.projects.eval_sets import set_kind, suggest_set_name
+from sga_core.projects.eval_sets import protocol_gaps, set_kind, suggest_set_name
 from sga_core.projects.normal_answers import (
     idk_fallback,
     last_generation,
@@ -212,4 +212,5 @@ __all__ = [
     "sweep_param_of", "sweep_series", "table_columns", "tail",
     "token_table", "top_values", "typical_eval_seconds", "validate_preset",
     "word_token_index", "runs_other_protocol", "protocols", "set_role_words", "set_kind",
+    "protocol_gaps",
 ]

@@ -15,7 +15,8 @@ DONE = "data.protocol_done"  # the last action's confirmation, shown after the r
 def protocol_line(project) -> str:
     """``protocol: <title> — <its settings>`` for a caption."""
     proto = next(p for p in wb.protocols() if p.name == project.protocol)
-    return f"Evaluation protocol: {proto.describe()}. Settings: {proto.summary()}."
+    return (f"Evaluation protocol: {proto.describe()}. Settings: {proto.summary()}." +
+            "".join(f" In this project: {gap}." for gap in wb.protocol_gaps(project)))
 
 
 def eval_rows_input(project) -> int:
@@ -45,6 +46,8 @@ def protocol_section(project, root) -> None:
                           key=f"data.protocol.{project.name}",
                           help="the settings every run of this project is evaluated under")
     st.caption(plain(f"{protos[choice].describe()}. Settings: {protos[choice].summary()}."))
+    for gap in wb.protocol_gaps(project, choice):
+        st.warning(plain(f"In this project: {gap}."))
     if project.kind == "text" and current == "demo" and not project.meta.get("benchmark"):
         st.info("A text project from MUSE's files: choose **muse** to evaluate as MUSE does "
                 "(few-shot KnowMem from the *_icl sets, 32-token answers, VerbMem against "

@@ -119,6 +119,31 @@ def project_role_words(project, name: str) -> str | None:
     return role_words(project.kind, name, project.protocol)
 
 
+def protocol_gaps(project, protocol: str | None = None) -> list[str]:
+    """Where a text project's evaluation under ``protocol`` (default: its own) differs from
+    what the protocol's summary says, for want of a set: KnowMem asked zero-shot where a
+    question set has no ``<set>_icl`` few-shot set, and VerbMem on the project's own forget
+    rows where it has no ``forget_eval`` (the benchmark's VerbMem passages). The Train and
+    Data pages show these beside the protocol's line."""
+    if project.kind != "text":
+        return []
+    proto = get_protocol(protocol or project.protocol)
+    sets = project.eval_sets()
+    out = []
+    if proto.knowmem_icl:
+        bare = [n for n in sets if not n.endswith(ICL_SUFFIX) and n + ICL_SUFFIX not in sets
+                and (role := set_role("text", n)) is not None and role.data_kind == "qa"]
+        if bare:
+            out.append(f"KnowMem is asked zero-shot on {_and(bare)}, not with the protocol's "
+                       f"few-shot prompts: the project has no "
+                       f"{_and([n + ICL_SUFFIX for n in bare])} set")
+    if proto.verbmem_gt_tokens and "forget_eval" not in sets:
+        out.append("VerbMem and PrivLeak read the project's own forget rows: it has no "
+                   "forget_eval set (the benchmark's VerbMem passages), so they are not the "
+                   "benchmark's numbers")
+    return out
+
+
 def check_role_confirmed(project_kind: str, name: str, confirmed: bool,
                          protocol: str | None = None) -> None:
     """A set name that gives a role is taken only when ``confirmed``; otherwise a
