@@ -41,7 +41,7 @@ def import_panel(select_project) -> None:
     js = wb.import_job.status()
     with panel("Import a benchmark", "data.import_open", expanded=js.get("state") == "running"):
         st.caption("Writes a ready project: forget and retain data, the evaluation sets and "
-                   "the benchmark's evaluation protocol (README: Evaluation protocols).")
+                   "the benchmark's evaluation protocol (docs/benchmarks.md).")
         importers = {b.name: b for b in wb.benchmark_importers()}
         bench = st.radio("benchmark", list(importers), horizontal=True,
                          format_func=lambda b: importers[b].label, key="bench.kind")

@@ -329,6 +329,22 @@ def hub_rows(repo: str, config: str, split: str) -> list[dict]:
     return ds.to_list()
 
 
+def _elsewhere(root: Path, part: Part) -> str:
+    """A hint where a folder misses a part that the folder above it, or one folder inside
+    it, holds (the benchmark's raw/ subfolder given for the benchmark's folder)."""
+    try:
+        inside = sorted(d for d in root.iterdir() if d.is_dir())[:50]
+    except OSError:
+        inside = []
+    for other in (root.parent, *inside):
+        try:
+            if other != root and folder_files(other, part):
+                return f" (the folder {other} holds it: did you mean that folder?)"
+        except HubError:
+            continue
+    return ""
+
+
 def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None = None,
               online: bool = False, variant: str | None = None) -> Loaded:
     """One part as a local data file (a folder's own file, its shards concatenated, or the
@@ -339,10 +355,13 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
         root = Path(folder).expanduser()
         files = folder_files(root, part)
         if not files:
+            if root.is_file():
+                raise HubError(f"{folder}: a file, not a folder; give the folder that holds "
+                               f"the benchmark's files (this part: {expected_names(part)})")
             if not root.is_dir():
                 raise HubError(f"{folder}: no such folder")
             raise MissingPart(f"{where}: no file for it in {folder}; expected "
-                              f"{expected_names(part)}")
+                              f"{expected_names(part)}{_elsewhere(root, part)}")
         if len(files) > 1:
             return _concatenated(root, part, files)
         return Loaded(files[0], _rel(root, files[0]))

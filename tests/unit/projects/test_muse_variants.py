@@ -107,3 +107,18 @@ def test_the_cli_imports_the_published_books_folder(tmp_path, books, tiny_model_
 
 def test_book_paragraph_count_matches_the_fixture():
     assert book_text().count("\n\n") == BOOK_PARAGRAPHS - 1
+
+
+def test_a_subfolder_or_a_file_given_for_the_folder_says_which_folder_to_give(tmp_path, books):
+    """A newcomer pointed the import at MUSE-Books' raw/ subfolder (and at raw/forget.txt):
+    the error says which folder holds the part, and that a file is not a folder."""
+    from sga_core.data.hub import HubError
+    from sga_core.projects import ProjectError
+
+    with pytest.raises((ProjectError, HubError)) as info:
+        import_benchmark("muse-books", folder=books / "raw", root=tmp_path / "ws")
+    assert f"the folder {books} holds it: did you mean that folder?" in str(info.value)
+    with pytest.raises((ProjectError, HubError)) as info:
+        import_benchmark("muse-books", folder=books / "raw" / "forget.txt", root=tmp_path / "ws")
+    assert "a file, not a folder" in str(info.value)
+    assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
