@@ -119,6 +119,14 @@ def cut_long_texts(got: Gathered, tokenizer: str, chunk_tokens: int,
                          f"characters) cut into chunks of at most {chunk_tokens} tokens of "
                          f"{tokenizer}'s tokenizer, as MUSE trains on them: "
                          f"{plural(len(records), 'text')} -> {plural(len(rows), 'row')}")
+    if out:
+        from sga_core.config import TrainingArgs
+
+        default = TrainingArgs().max_length
+        if default < chunk_tokens:
+            got.notes.append(f"a run trains on at most training.max_length tokens of each "
+                             f"chunk ({default} by default): set it to {chunk_tokens} to "
+                             f"train on whole chunks, as MUSE does (memory grows with it)")
     return out
 
 

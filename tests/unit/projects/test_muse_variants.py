@@ -53,6 +53,8 @@ def test_the_published_muse_books_folder_imports(tmp_path, books, tiny_model_dir
     assert len(load_dataset(p.eval_sets()["forget_eval"]).rows) == 12
     assert p.data_warnings() == []  # every VerbMem passage lies in the chunks
     assert p.meta["chunk_tokens"] == 512
+    # the chunks are longer than a run's default token limit: the notes say what to set
+    assert "set it to 512 to train on whole chunks" in notes
 
 
 def test_a_subset_of_books_keeps_the_verbmem_passages(tmp_path, books, tiny_model_dir):
