@@ -25,8 +25,8 @@ table = wb.normals_problems(project)[1] if project else ["no project"]
 ready = project and wb.prepared_model(project, root) and wb.prepared_reference(project, root)
 steps = [
     ("app_pages/data.py", "1. Data", f"project **{plain(project.name)}**: "
-     f"{len(project.forget())} forget rows, {len(project.eval_sets())} evaluation sets "
-     "(utility sets for MU)" if project else "create a project"),
+     f"{len(project.forget())} forget rows, {len(project.eval_sets())} evaluation sets"
+     if project else "create a project"),
     ("app_pages/normals.py", "2. Normal answers",
      "complete" if project and not table else "generate and review them"),
     ("app_pages/train.py", "3. Prepare models", "original and retain reference ready" if ready
@@ -35,8 +35,8 @@ steps = [
     ("app_pages/train.py", "5. Train", f"{n_runs} unlearning run{'' if n_runs == 1 else 's'}"
      " of this project so far" if project else "launch unlearning runs"),
     ("app_pages/runs.py", "6. Watch", "live progress, losses and token probabilities"),
-    ("app_pages/results.py", "7. Compare", "the paper's Table 1, metrics versus r, the French "
-     "token"),
+    ("app_pages/results.py", "7. Compare", "the paper's Table 1, metrics versus r, and how "
+     "one token's probability (the demo's \"French\") moves under each r"),
 ]
 for page, label, note in steps:
     c1, c2 = st.columns([1, 3])
