@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sga_core.fileio import atomic_write_jsonl, read_jsonl
 from sga_core.runs.folder import CHECKPOINT_INFO, CHECKPOINTS_DIR, TENSORBOARD_DIR
+from sga_core.runs.validate import is_int
 from sga_core.text import plural
 
 NAME_RE = re.compile(r"step-(\d{6,12})")
@@ -141,10 +142,6 @@ def truncate_log(path: str | os.PathLike, step: int) -> int:
 
 # --- checking a checkpoint before a resume changes anything -------------------------------------
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def settings(cfg) -> dict:
     """What of a run's config a checkpoint must still match (:data:`SAME_SETTINGS`)."""
     t = cfg.training
@@ -203,7 +200,7 @@ def safetensors_header(path: Path, where: str) -> dict:
     end = size - 8 - n
     for name, entry in header.items():
         offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_int, offsets))
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(is_int, offsets))
                 and 0 <= offsets[0] <= offsets[1] <= end):
             raise ResumeError(f"{where}: tensor {name!r} lies outside the file (torn or "
                               "damaged)")
@@ -233,7 +230,7 @@ def check_info(run_dir: Path, step: int, folder: Path, num_processes: int | None
         raise ResumeError(f"{where}: step is {data.get('step')!r}, but the folder is the "
                           f"checkpoint of step {step}")
     n = data.get("num_processes")
-    if not _is_int(n) or n < 1:
+    if not is_int(n) or n < 1:
         raise ResumeError(f"{where}: num_processes must be a whole number of 1 or more, "
                           f"got {n!r}")
     if num_processes is not None and n != num_processes:
@@ -245,7 +242,7 @@ def check_info(run_dir: Path, step: int, folder: Path, num_processes: int | None
         if not isinstance(data.get(key), ok):
             raise ResumeError(f"{where}: {key} must be an object, got {data.get(key)!r}")
     for key in ("total_steps", "steps_per_epoch"):
-        if not _is_int(data.get(key)) or data[key] < 1:
+        if not is_int(data.get(key)) or data[key] < 1:
             raise ResumeError(f"{where}: {key} must be a whole number of 1 or more, got "
                               f"{data.get(key)!r}")
     if not isinstance(data.get("sharded"), bool):

@@ -31,7 +31,8 @@ STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
 FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
 MAX_INT = 2**63 - 1
 MAX_PID = 2**22  # Linux's largest pid_max
-#: a SLURM job id (sga_core.runs.slurm.client.JOB_ID_RE): ASCII digits, or digits_digits
+#: a SLURM job id, read here and checked again before every tool call
+#: (sga_core.runs.slurm.client.job_id): ASCII digits, or digits_digits
 SLURM_JOB_ID = re.compile(r"[0-9]{1,20}(_[0-9]{1,20})?")
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sga_core.params import ConfigError
+from sga_core.runs.validate import SLURM_JOB_ID
 
 TOOLS = ("sbatch", "squeue", "sacct", "scancel")
 #: seconds a squeue answer serves every reader (the pages refresh each second)
@@ -46,7 +47,7 @@ STALE_MAX_S = 300.0
 #: how many times each tool was called by this process (the bench reads it)
 CALLS: Counter = Counter()
 #: a SLURM job id: digits, or digits_digits for a task of a job array (ASCII digits only)
-JOB_ID_RE = re.compile(r"[0-9]{1,20}(_[0-9]{1,20})?")
+JOB_ID_RE = SLURM_JOB_ID  # one rule, the status readers' (runs/validate.py)
 STATE_RE = re.compile(r"[A-Z][A-Z_]{1,40}")
 SQUEUE_FIELDS = ("id", "state", "reason", "node", "submitted", "started", "ended")
 SQUEUE_FORMAT = "%i|%T|%r|%N|%V|%S|%e"
