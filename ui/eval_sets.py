@@ -70,8 +70,7 @@ def _add_form(project, info) -> None:
     # open at first when there is no set yet; then as the person leaves it, also after an add
     # (its open state is session state, so the confirmation above it coming and going does
     # not fold it away)
-    st.session_state.setdefault(f"{OPEN}.{project.name}", not info)
-    with st.expander("Add an evaluation set", key=f"{OPEN}.{project.name}", on_change="rerun"):
+    with panel("Add an evaluation set", f"{OPEN}.{project.name}", expanded=not info):
         types = [e[1:] for e in wb.SUPPORTED_EXTENSIONS]
         n = st.session_state.get(FORM, 0)  # a new form (empty uploader) after each set added
         up = st.file_uploader("evaluation set file", type=types, key=f"data.set_file.{n}")

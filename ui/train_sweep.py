@@ -7,16 +7,15 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.forms import kept
-from ui.show import plain, show_error
+from ui.show import panel, plain, show_error
 
 
 def sweep_panel(method: str, param: str, make_cfg, root, backend: str = "local") -> None:
     """``make_cfg(run_id, sweep_group, value)`` builds each run's config from the form;
     ``backend``: the local queue, or SLURM (the sweep as one job array)."""
-    # the open state lives in the session (key): a rerun that redraws the page above it
-    # (Enter in its field, a preview) does not fold the panel away under the person
-    with st.expander(f"Sweep over {param}", key="train.sweep_open",
-                     on_change="rerun"):
+    # the open state lives in the session: a rerun that redraws the page above it (Enter in
+    # its field, a preview) does not fold the panel away under the person
+    with panel(f"Sweep over {param}", "train.sweep_open"):
         # each method's own values, within its setting's bounds (SGA's box keeps its key)
         sweep_key = "train.sweep_values" if method == "sga" else f"train.sweep_values.{method}"
         text = kept(st.text_input, sweep_key, wb.sweep_default(method),
