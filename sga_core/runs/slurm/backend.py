@@ -21,11 +21,12 @@ from sga_core.runs.folder import (
     SLURM_EVAL_SCRIPT,
     SLURM_LOG,
     SLURM_SCRIPT,
+    RunFolder,
     request_cancel,
     runs_root,
 )
 from sga_core.runs.slurm import client
-from sga_core.runs.slurm.profile import ClusterProfile, load_profile
+from sga_core.runs.slurm.profile import ClusterProfile, load_profile, profile_text
 from sga_core.runs.slurm.script import array_script, check_path, eval_script, run_script
 from sga_core.runs.slurm.states import UNSEEN_FIELDS, inferred
 
@@ -65,6 +66,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
     def add_script(tmp: Path, final: Path, cfg) -> None:
         atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final, cfg))
         (tmp / SLURM_SCRIPT).chmod(0o755)
+        atomic_write_text(RunFolder(tmp).slurm_profile_path, profile_text(profile))
         if not checked:  # partition, account, QoS, limits: before any folder exists
             sbatch(profile, str(tmp / SLURM_SCRIPT), test_only=True)
             checked.append(True)
