@@ -359,13 +359,25 @@ def eval_refusal(run_dir: str | os.PathLike) -> str | None:
     return None
 
 
-def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> dict:
-    """Queue a failed, cancelled or timed-out run that has a checkpoint to continue from it
-    in its own folder (ValueError saying why when it cannot); the runner starts it."""
+def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
+           here: bool = False, workspace=None) -> dict:
+    """Continue a failed, cancelled or timed-out run that has a checkpoint from it, in its
+    own folder, on the backend it ran on (ValueError saying why when it cannot; the run is
+    then left as it was). The one place that chooses: a run sent to SLURM
+    (:func:`~sga_core.runs.slurm.backend.is_slurm_run`) is resubmitted to SLURM with its
+    profile (:func:`sga_core.runs.slurm.backend.resume`; refused when SLURM is not
+    available here, never run on this machine instead); a local run is queued for this
+    machine's runner, or with ``here`` made ready for its caller to run
+    (``train --resume`` without ``--queue``). Returns the run's status: its ``mode`` says
+    which ("slurm", "queue" or "foreground")."""
     from sga_core.runs.launch import request_resume
+    from sga_core.runs.slurm import backend as slurm
 
-    st = request_resume(run_dir, "queue")
-    ensure_runner(root or Path(run_dir).parent)
+    if slurm.is_slurm_run(run_status.read_run(run_dir)):
+        return slurm.resume(run_dir, workspace=workspace)
+    st = request_resume(run_dir, "foreground" if here else "queue")
+    if not here:
+        ensure_runner(root or Path(run_dir).parent)
     return st
 
 
