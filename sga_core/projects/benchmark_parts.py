@@ -44,14 +44,18 @@ def missing_lines(missing: list[Part]) -> list[str]:
 
 
 def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool = False,
-           strict: bool = False) -> Gathered:
+           strict: bool = False, progress=None) -> Gathered:
     """Load every part that is there; a missing required part, or any missing part under
-    ``strict``, raises one HubError naming every missing part (nothing is kept then)."""
+    ``strict``, raises one HubError naming every missing part (nothing is kept then).
+    ``progress(stage, done, total)`` is told each part as it is read."""
     out = Gathered()
     first: str | None = None  # the first missing required part's message (with its fix)
     required: list[Part] = []
+    parts = bench.parts(variant)
     try:
-        for part in bench.parts(variant):
+        for i, part in enumerate(parts):
+            if progress is not None:
+                progress("reading the files", i, len(parts))
             try:
                 got, name = load_named(bench, part, folder=folder, online=online,
                                        variant=variant)
@@ -91,21 +95,21 @@ def cut_long_texts(got: Gathered, tokenizer: str, chunk_tokens: int,
     (:mod:`sga_core.data.long_text`): a ``.txt`` file is one text, a JSON list of strings one
     text each. Writes the chunk rows under ``tmp``; returns role -> file for the parts it
     cut (and adds a note for each), and loads the tokenizer only when a text is long
-    enough to need it. ``progress(stage)`` is told each part as it is cut."""
+    enough to need it. ``progress(stage, done, total)`` is told each part as it is read and
+    cut (done of the raw text parts)."""
     from sga_core.data.long_text import chunk_records, needs_cutting, read_long_records
     from sga_core.fileio import atomic_write_jsonl
 
     out: dict[str, Path] = {}
     tok = None
-    for role in RAW_TEXT:
-        if role not in got.loaded:
-            continue
+    roles = [role for role in RAW_TEXT if role in got.loaded]
+    for i, role in enumerate(roles):
         where = labels.get(role, role)
+        if progress is not None:
+            progress(f"cutting {where} into {chunk_tokens}-token chunks", i, len(roles))
         records = read_long_records(got.loaded[role].path, where)
         if not needs_cutting(records, chunk_tokens):
             continue
-        if progress is not None:
-            progress(f"cutting {where} into {chunk_tokens}-token chunks")
         if tok is None:
             from sga_core.model.loading import load_tokenizer
 

@@ -124,3 +124,17 @@ def test_a_subfolder_or_a_file_given_for_the_folder_says_which_folder_to_give(tm
         import_benchmark("muse-books", folder=books / "raw" / "forget.txt", root=tmp_path / "ws")
     assert "a file, not a folder" in str(info.value)
     assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
+
+
+def test_the_import_says_how_far_each_stage_is(tmp_path, books, tiny_model_dir):
+    """The import job's bar follows done of total: each part read, each raw text cut."""
+    told = []
+    import_benchmark("muse-books", "hp-told", folder=books, root=tmp_path / "ws",
+                     tokenizer=str(tiny_model_dir), chunk_tokens=512,
+                     progress=lambda *a: told.append(a))
+    reading = [(d, t) for stage, d, t in told if stage == "reading the files"]
+    assert reading == [(i, 9) for i in range(9)]  # MUSE's nine parts, one at a time
+    cutting = [(stage, d, t) for stage, d, t in told if stage.startswith("cutting")]
+    assert [(d, t) for _s, d, t in cutting] == [(0, 3), (1, 3), (2, 3)]
+    assert "raw/retain2.json" in cutting[1][0]
+    assert told[-1] == ("checking and writing the project", 0, 1)
