@@ -1,8 +1,9 @@
 """A benchmark's parts as the researcher has them: every part that is there is loaded; the
 optional ones that are not are reported all at once (what each is for, what the project will
-lack), or refused together under ``strict``; and a consistent subset of MUSE, "the first N
-forget articles", whose VerbMem and PrivLeak forget passages are kept only where they are
-found verbatim in those articles (:mod:`sga_core.data.overlap`), as MUSE derived them."""
+lack), or refused together under ``strict``; and a consistent subset of MUSE, N forget rows
+(News' articles, or chunks of Books' book), whose VerbMem and PrivLeak forget passages are
+kept only where they are found verbatim in those rows (:mod:`sga_core.data.overlap`), as
+MUSE derived them. Messages say "rows", which is true of both."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sga_core.text import plural
 
 #: sets whose passages MUSE cut from the forget articles: a subset keeps those found in it
 DERIVED_FROM_FORGET = ("forget_eval", "privleak_forget")
-#: sets that cannot be matched to articles (questions): a subset keeps them whole
+#: sets that cannot be matched to forget rows (questions): a subset keeps them whole
 UNMATCHABLE = ("forget_qa",)
 #: parts that are raw text MUSE trains or scores on in token chunks (a book is one text)
 RAW_TEXT = ("forget", "retain", "holdout")
@@ -201,7 +202,7 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
                             exc.field) from None
 
     if n < 1:
-        raise HubError(f"first {n}: keep at least 1 forget article")
+        raise HubError(f"first {n}: keep at least 1 forget row")
     if choose not in SUBSET_CHOICES:
         raise HubError(f"subset {choose!r}: choose one of {', '.join(SUBSET_CHOICES)}")
     forget = rows("forget")
@@ -223,8 +224,11 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
     kept_forget = [forget[i] for i in kept_idx]
     out = {"forget": Path(tmp) / "forget.jsonl"}
     atomic_write_jsonl(out["forget"], kept_forget)
-    if kept_idx == list(range(len(kept_idx))):
-        got.notes.append(f"subset: the first {plural(len(kept_forget), 'forget article')} of "
+    if n > len(forget):  # never capped silently
+        got.notes.append(f"subset: N = {n} forget rows asked for, but the forget data has "
+                         f"only {len(forget)} rows: all {len(forget)} are kept")
+    elif kept_idx == list(range(len(kept_idx))):
+        got.notes.append(f"subset: the first {plural(len(kept_forget), 'forget row')} of "
                          f"{len(forget)}")
     else:
         got.notes.append(f"subset: {plural(len(kept_forget), 'forget row')} of {len(forget)}, "
@@ -247,10 +251,10 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
         out[role] = Path(tmp) / f"{role}.jsonl"
         atomic_write_jsonl(out[role], kept)
         got.notes.append(f"subset: {where}: {len(kept)} of {len(all_rows)} passages kept "
-                         f"(found verbatim in those articles){lost}")
+                         f"(found verbatim in the kept rows){lost}")
     for role in UNMATCHABLE:
         if role in got.loaded:
             got.notes.append(f"subset: {labels.get(role, role)}: every question kept; "
-                             "questions cannot be matched to articles, so some may be about "
-                             "articles left out")
+                             "questions cannot be matched to forget rows, so some may be "
+                             "about rows left out")
     return out

@@ -75,7 +75,7 @@ def test_the_first_n_says_plainly_what_it_loses(tmp_path, books, tiny_model_dir)
                          chunk_tokens=512)
     assert "forget_eval" not in p.eval_sets()
     notes = "\n".join(p.meta["import_notes"])
-    assert "the first 2 forget articles of" in notes
+    assert "the first 2 forget rows of" in notes
     assert "verbmem/forget.json left out: none of its 12 passages lies in the kept forget " \
            "rows; keeping all 12 found in the forget rows takes" in notes
     assert "--subset evaluated" in notes
@@ -105,6 +105,22 @@ def test_the_cli_imports_the_published_books_folder(tmp_path, books, tiny_model_
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "forget rows: 3" in out and "VerbMem" in out
+
+
+def test_an_n_above_the_rows_is_said_and_a_book_has_no_articles(tmp_path, books,
+                                                                  tiny_model_dir, capsys):
+    """--first N above the number of chunks keeps them all and says so, naming N and the
+    number there is; nothing calls a book's chunks "articles"."""
+    rc = main(["import", "muse-books", "--from-folder", str(books), "--workspace",
+               str(tmp_path / "ws"), "--first", "1000", "--tokenizer", str(tiny_model_dir),
+               "--chunk-tokens", "512", "--subset", "first"])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    n = int(out.split("forget rows: ")[1].split(" ")[0])
+    assert n < 1000
+    assert f"N = 1000 forget rows asked for, but the forget data has only {n} rows: all {n} " \
+           "are kept" in out
+    assert "article" not in (out + err).lower()
 
 
 def test_book_paragraph_count_matches_the_fixture():
