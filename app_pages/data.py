@@ -103,8 +103,8 @@ if meta.get("import_notes"):
     st.warning(plain(f"Import notes ({meta.get('benchmark')}): what this project lacks or "
                      "kept only in part"), icon=":material/warning:")
     st.text("\n".join(meta["import_notes"]))
-st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
-                 f"created {meta.get('created_at')} · folder {project.path}"))
+st.caption(plain(f"from {project.sources} · created {meta.get('created_at')} · "
+                 f"folder {project.path}"))
 for warning in project.data_warnings(forget_rows, retain_rows):
     st.warning(plain(warning))
 for role, mapping in project.field_maps.items():

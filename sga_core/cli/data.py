@@ -115,8 +115,8 @@ def cmd_import(args) -> int:
                           root=args.workspace, overwrite=args.overwrite, progress=say)
     meta = project.meta
     print(f"project {project.name}: {project.path}")
-    print(f"  forget rows: {meta.get('n_forget')} ({meta.get('forget_source')}), retain rows: "
-          f"{meta.get('n_retain')} ({meta.get('retain_source')})")
+    print(f"  forget rows: {meta.get('n_forget')}, retain rows: {meta.get('n_retain')}; "
+          f"from {project.sources}")
     sets = project.eval_sets()
     print(f"  evaluation sets: {', '.join(sets) or 'none'}; protocol: {meta.get('protocol')}")
     for note in meta.get("import_notes") or []:

@@ -72,7 +72,6 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
         files = {role: part.path for role, part in got.loaded.items()}
         labels = {role: part.label for role, part in got.loaded.items()}
         where = str(folder) if folder is not None else bench.repo
-        parts = {p.role: p for p in bench.parts(variant)}
         with temp_dir("hub") as tmp:
             if bench.kind == "text":
                 files.update(cut_long_texts(got, tokenizer, chunk_tokens, tmp, labels, say))
@@ -84,7 +83,9 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
             project = create_project(
                 name, files["forget"], files.get("retain"), kind=bench.kind, k=k, root=root,
                 overwrite=overwrite, eval_sets=evals,
-                sources={r: f"{where}: {parts[r].config}" for r in ("forget", "retain")},
+                # the file each came from (a folder's path, the hub's config/split)
+                sources={r: f"{where}: {labels[r].removesuffix(f' ({bench.repo})')}"
+                         for r in ("forget", "retain") if r in labels},
                 labels=labels,
                 # one step: the project is written with its protocol, or not at all
                 meta={"protocol": bench.protocol, "benchmark": bench.name, "variant": variant,

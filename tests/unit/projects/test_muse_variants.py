@@ -7,6 +7,8 @@ book's last paragraphs) or says plainly what it loses."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sga_core.cli import main
@@ -116,7 +118,7 @@ def test_an_n_above_the_rows_is_said_and_a_book_has_no_articles(tmp_path, books,
                "--chunk-tokens", "512", "--subset", "first"])
     out, err = capsys.readouterr()
     assert rc == 0, out + err
-    n = int(out.split("forget rows: ")[1].split(" ")[0])
+    n = int(re.search(r"forget rows: (\d+)", out).group(1))
     assert n < 1000
     assert f"N = 1000 forget rows asked for, but the forget data has only {n} rows: all {n} " \
            "are kept" in out
