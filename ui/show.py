@@ -78,6 +78,19 @@ def created_flash(project) -> None:
           f"{plural(len(project.retain()), 'retain row')}); every page now works on it.")
 
 
+def demo_reset_flash(project) -> None:
+    """Confirm a reset of the demo, after the rerun: what was written afresh, and that its
+    normal-answer history was kept (how many versions, where to restore one)."""
+    kept = len(project.history())
+    flash(f"Reset the demo project **{plain(project.name)}**: its forget data "
+          f"({plural(len(project.forget()), 'row')}), retain data "
+          f"({plural(len(project.retain()), 'row')}) and evaluation sets "
+          f"({plain(', '.join(project.eval_sets()))}) are written afresh, with no normal "
+          "answers. " + (f"Its normal-answer history is kept ({plural(kept, 'version')}): "
+                         "restore one on the Normal answers page." if kept else
+                         "It had no normal answers to keep."))
+
+
 def show_error(exc: Exception | str, what: str = "") -> None:
     """An error message, its user-supplied parts (file names, values) shown as text."""
     st.error(plain(f"{what}{': ' if what else ''}{exc}"))
