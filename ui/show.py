@@ -44,6 +44,15 @@ def plain(text) -> str:
     return _LINE_NUMBER.sub(r"\1\\\2", out)
 
 
+def as_list(items: list[str], most: int = 0) -> str:
+    """``items`` as a Markdown list, one a line, each shown as text (:func:`plain`); past
+    ``most`` (0: no limit), one last line says how many more there are."""
+    shown = items[:most] if most else items
+    more = len(items) - len(shown)
+    return "\n".join([f"- {plain(item)}" for item in shown] +
+                     ([f"- ... and {more} more"] if more else []))
+
+
 def state_text(state: str | None) -> str:
     """A run state as plain text (tables, where icons do not render)."""
     return STATES.get(state or "", (state or "unknown", ""))[0]
