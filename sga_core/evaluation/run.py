@@ -241,7 +241,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         elif role.replaces == "retain" and set_rows.get(name):
             retain_rows = set_rows.pop(name)
     row_ids, rows_of = {}, {}
-    if kind == "text" and st.max_rows:  # a subset of every set, the same for the reference
+    if st.max_rows:  # a subset of every set, the same for the reference (its key: the rows)
         forget_rows, row_ids["forget"], rows_of["forget"] = _subset(forget_rows, st.max_rows)
         retain_rows, row_ids["retain"], rows_of["retain"] = _subset(retain_rows or [],
                                                                     st.max_rows)
@@ -273,12 +273,13 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
-                options=options)
+                options=options, row_ids=row_ids)
             # per-token probabilities of the forget answers (the Token probabilities page)
             from sga_core.model.forward import row_token_table
 
             ts_tok = time.time()
-            tokens = row_token_table(m, enc, forget_rows, "qa", "forget", device)
+            tokens = _own_index(row_token_table(m, enc, forget_rows, "qa", "forget", device),
+                                row_ids)
             summary.setdefault("timings", {})["tokens_s"] = round(time.time() - ts_tok, 3)
         else:
             summary, per_sample = evaluate_text(
@@ -287,8 +288,6 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
                 verbmem_new_tokens=proto.verbmem_new_tokens, options=options,
                 row_ids=row_ids)
-            if rows_of:  # what the limit left out: the results say "n of N rows"
-                summary["rows_of"] = rows_of
             # the same token table for text: each forget passage's continuation, cut to the
             # tokens VerbMem compares (docs/token-probabilities.md)
             from sga_core.evaluation.text import drop_end_token, token_rows
@@ -296,13 +295,18 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
 
             ts_tok = time.time()
             rows = token_rows(enc.tok, forget_rows, proto.verbmem_new_tokens)
-            ids = row_ids.get("forget") or list(range(len(rows)))
-            tokens = [{**t, "index": ids[t["index"]], "prompt": r["prompt"]} for t, r in zip(
-                drop_end_token(row_token_table(m, enc, rows, "text", "forget", device)), rows)]
+            tokens = [{**t, "prompt": r["prompt"]} for t, r in zip(_own_index(drop_end_token(
+                row_token_table(m, enc, rows, "text", "forget", device)), row_ids), rows)]
             timings["tokens_s"] = round(time.time() - ts_tok, 3)
     finally:
         del m
         free_memory()
+    if rows_of:  # what the limit left out: the results say "n of N rows"
+        summary["rows_of"] = rows_of
+        if "retain" in rows_of:  # the retain subset's indices are of the whole set
+            summary["retain_rows_total"] = rows_of["retain"]
+            summary["retain_indices"] = [r["index"] for r in per_sample
+                                         if r.get("set") == "retain"]
     timings.update(summary.pop("timings", {}))
 
     from sga_core.model.loading import resolve_model_path
@@ -360,6 +364,12 @@ def _subset(rows: list[dict], max_rows: int) -> tuple[list[dict], list[int], int
     kept, their indices, how many there were)``."""
     keep = retain_subset(len(rows), max_rows)
     return [rows[i] for i in keep], keep, len(rows)
+
+
+def _own_index(tokens: list[dict], row_ids: dict[str, list[int]]) -> list[dict]:
+    """Token records of the forget rows with each row's own index (``eval.max_rows``)."""
+    ids = row_ids.get("forget")
+    return [{**t, "index": ids[t["index"]]} for t in tokens] if ids else tokens
 
 
 def _kind_key(kind: str, options: dict) -> str:
