@@ -104,7 +104,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     for n in sets_needing(instances, sets, TOKEN_HITS):
         d = sets[n]
         d.hits = answer_token_hits(model, enc, [enc.qa(r["question"], r["answer"], role="eval")
-                                                for r in d.rows], device, batch_size)
+                                                for r in d.rows], device, batch_size,
+                                   progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))

@@ -37,6 +37,7 @@ from sga_core.evaluation.common import (
     report,
     retain_subset,
 )
+from sga_core.evaluation.inputs import counter
 from sga_core.evaluation.qa import evaluate_qa, reference_truth_ratios
 from sga_core.evaluation.reference import (
     completions_key,
@@ -65,6 +66,8 @@ from sga_core.protocols import (
     check_prompt_format,
     get_protocol,
 )
+
+TOKEN_STAGE = "token probabilities"  # the progress stage of the token table
 
 
 def choose_device(device: str | None = "auto") -> str:
@@ -182,7 +185,7 @@ def _reference(kind: str, reference: str | None, model: str, forget_rows: list[d
 
         def compute(m, tok):
             return reference_completions(m, st.encoder(tok, m), forget_rows, st.batch_size,
-                                         device, options)
+                                         device, options, progress)
     else:
         holdout = set_rows.get("holdout") or []
         key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
@@ -278,8 +281,9 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             from sga_core.model.forward import row_token_table
 
             ts_tok = time.time()
-            tokens = _own_index(row_token_table(m, enc, forget_rows, "qa", "forget", device),
-                                row_ids)
+            tokens = _own_index(row_token_table(m, enc, forget_rows, "qa", "forget", device,
+                                                counter(progress, TOKEN_STAGE,
+                                                        len(forget_rows))), row_ids)
             summary.setdefault("timings", {})["tokens_s"] = round(time.time() - ts_tok, 3)
         else:
             summary, per_sample = evaluate_text(
@@ -296,7 +300,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             ts_tok = time.time()
             rows = token_rows(enc.tok, forget_rows, proto.verbmem_new_tokens)
             tokens = [{**t, "prompt": r["prompt"]} for t, r in zip(_own_index(drop_end_token(
-                row_token_table(m, enc, rows, "text", "forget", device)), row_ids), rows)]
+                row_token_table(m, enc, rows, "text", "forget", device,
+                                counter(progress, TOKEN_STAGE, len(rows)))), row_ids), rows)]
             timings["tokens_s"] = round(time.time() - ts_tok, 3)
     finally:
         del m

@@ -301,7 +301,8 @@ def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dic
 
 
 def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,
-                          device="cpu", options: dict | None = None) -> dict | None:
+                          device="cpu", options: dict | None = None,
+                          progress: Progress = None) -> dict | None:
     """The retained model's mean BLEU and ROUGE-L recall on the forget completions (the
     copyright task's FQ gap compares against them): ``{"bleu", "rouge"}``."""
     rows = list(forget_rows)
@@ -311,7 +312,8 @@ def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: i
     d.prompts, d.gold = (list(x) for x in zip(*map(prompt_and_continuation, rows)))
     d.completions = generate_answers(model, enc, d.prompts,
                                      int(opt.get("completion_new_tokens") or 400), "text",
-                                     device, batch_size, stage="reference: completions")
+                                     device, batch_size, progress=progress,
+                                     stage="reference: completions")
     out = {}
     for key, name in (("bleu", "forget_bleu"), ("rouge", "forget_completion_rouge")):
         spec = spec_of(name, TEXT)
