@@ -115,7 +115,7 @@ class EvalSettings:
 
     max_new_tokens: int | None = None
     max_retain_rows: int | None = None
-    max_rows: int = 0  # text: at most this many rows of every set (0 = all)
+    max_rows: int = 0  # QA and text: at most this many rows of every set (0 = all)
     batch_size: int = 16
     max_length: int = 256
     system_prompt: str | None = None
