@@ -229,12 +229,13 @@ class EvalConfig:
                                      "an evenly spaced, deterministic subset; 0 = all. The "
                                      "benchmark protocols evaluate all.", min=0,
                                  max=10_000_000)
-    max_rows: int = param(0, "Text (MUSE) evaluation: evaluate at most this many rows of "
-                             "every set (forget, holdout, retain, KnowMem questions, extra "
-                             "sets), an evenly spaced, deterministic subset: quicker on a "
+    max_rows: int = param(0, "Evaluate at most this many rows of every set (QA: forget, "
+                             "retain, the extra sets; text: forget, holdout, retain, KnowMem "
+                             "questions, extra sets), an evenly spaced, deterministic "
+                             "subset, the reference's value on the same rows: quicker on a "
                              "CPU, with intervals as wide as the rows allow; the results "
-                             "say 'n of N rows'. 0 = all (the protocol's).", min=0,
-                         max=10_000_000)
+                             "say 'n of N rows'. max_retain_rows applies after it. 0 = all "
+                             "(the protocol's).", min=0, max=10_000_000)
     prompt_format: str = param("protocol", "How QA questions are wrapped: 'protocol' (its "
                                            "own: the chat template), 'chat' (the tokenizer's "
                                            "template), 'llama2' ([INST] q [/INST], TOFU's "

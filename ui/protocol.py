@@ -23,11 +23,9 @@ def protocol_caption(project, note: str = "") -> None:
         st.warning("In this project:\n" + as_list(gaps))
 
 
-def eval_rows_input(project) -> int:
-    """A text project's row limit for every evaluation set (``eval.max_rows``; 0 = all),
-    on the Train page; QA projects: 0."""
-    if project.kind != "text":
-        return 0
+def eval_rows_input() -> int:
+    """The row limit for every evaluation set (``eval.max_rows``; 0 = all), on the Train
+    page, for QA and text projects alike."""
     from ui.forms import kept
 
     return int(kept(st.number_input, "train.eval_rows", 0, min_value=0, step=10,

@@ -14,19 +14,24 @@ from sga_core import workbench as wb
 
 BEST = "font-weight:bold;background:#d8f3dc"
 MUTED = "color:#888"
+SUBSET = "color:#888;font-size:0.8em;white-space:nowrap"  # "(3 of 10 rows)" after a value
 HOVER = "border-bottom:1px dotted #888;cursor:help"
 PAD = "padding:4px 8px"  # as the headers: neighbouring cells never touch
 RUN_WIDTH = ("max-width:28ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap")
 REFS = ("Original", "Retained")
 
 
-def _cell(text: str, col: str, title: str | None = None, style: str = "") -> str:
+def _cell(text: str, col: str, title: str | None = None, style: str = "",
+          rows: str | None = None) -> str:
+    """A cell; ``rows``: the row subset the value was computed on ("3 of 10 rows"), shown
+    after it in small grey type."""
     attrs = f' data-col="{html.escape(col)}"'
     if title:
         attrs += f' title="{html.escape(title)}"'
         style = f"{style};{HOVER}" if style else HOVER
     attrs += f' style="{PAD};{style}"' if style else f' style="{PAD}"'
-    return f"<td{attrs}>{html.escape(text)}</td>"
+    note = f' <span style="{SUBSET}">({html.escape(rows)})</span>' if rows else ""
+    return f"<td{attrs}>{html.escape(text)}{note}</td>"
 
 
 def _run_cell(name: str) -> str:
@@ -72,7 +77,8 @@ def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
                                    "no value"))
                 continue
             is_best = not ref and not collapsed and best.get(c.label) == value
-            cells.append(_cell(f"{value:.4g}", c.label, None, BEST if is_best else ""))
+            cells.append(_cell(f"{value:.4g}", c.label, None, BEST if is_best else "",
+                               row.get(f"{c.label} (rows)")))
         for label in extra:
             value = row.get(label)
             cells.append(_cell("—" if value is None else f"{value:.4g}", label,
@@ -94,5 +100,6 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
                "(never saw the forget set: the target) models first. " + best + "**" +
                wb.collapse_rule(kind).replace(" = ", "** = ", 1) + "; collapsed rows are "
                "greyed. — = cannot be computed: hover it for the reason (and the column "
-               "headers for what each metric means).")
+               "headers for what each metric means). (n of N rows) after a value: it was "
+               "computed on an evenly spaced subset of the rows (eval.max_rows).")
     st.html(table_html(rows, specs, kind, extra, rank))

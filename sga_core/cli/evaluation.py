@@ -136,9 +136,9 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--max-retain-rows", type=int,
                    help="evaluate at most N retain rows, evenly spaced (default 40; 0 = all)")
     s.add_argument("--max-rows", type=int,
-                   help="text (MUSE): evaluate at most N rows of every set, evenly spaced; "
-                        "the results say 'n of N rows' (default: the run's eval.max_rows; "
-                        "0 = all)")
+                   help="evaluate at most N rows of every set (QA or text), evenly spaced, "
+                        "the reference's value on the same rows; the results say 'n of N "
+                        "rows' (default: the run's eval.max_rows; 0 = all)")
     s.add_argument("--batch-size", type=int, help="sequences per batch (default 16)")
     s.add_argument("--max-length", type=int, help="a model only: truncate to N tokens "
                                                   "(default 256)")

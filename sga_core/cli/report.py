@@ -66,8 +66,9 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
     """The Results table as text: whether forgetting can be measured (``verdict``: the
     Results page's :func:`~sga_core.report.measurable.table_verdict`, in its words), run,
     method, r, K, collapsed, every metric column (the best value of each among runs that
-    did not collapse marked ``*``, unless the verdict says forgetting cannot be measured),
-    the extra lm-eval columns; then what could not be computed and why, the collapse rule,
+    did not collapse marked ``*``, unless the verdict says forgetting cannot be measured;
+    "(3 of 10 rows)" after a value computed on a row subset, ``eval.max_rows``), the extra
+    lm-eval columns; then what could not be computed and why, the collapse rule,
     and the table pooled over seeds when a configuration has several."""
     from sga_core.report.collapse import collapse_rule
     from sga_core.report.columns import REFERENCE_ROWS, extra_columns, row_columns
@@ -92,7 +93,8 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
             value = row.get(label)
             star = "*" if (value is not None and not ref and not collapsed
                            and label in best and best[label] == value) else ""
-            cells.append(_fmt(value) + star)
+            subset = row.get(f"{label} (rows)")  # eval.max_rows: "(3 of 10 rows)"
+            cells.append(_fmt(value) + star + (f" ({subset})" if subset else ""))
         body.append(cells)
     lines = []
     note = protocol_note(rows)
@@ -103,7 +105,9 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
     lines += text_table(["run", "method", "r", "K", "collapsed", *metrics], body)
     lines.append(("* the best value of the column among runs that did not collapse; " if rank
                   else "no value is marked best: forgetting cannot be measured here; ") +
-                 f"{MISSING} = cannot be computed")
+                 f"{MISSING} = cannot be computed" +
+                 ("; (n of N rows) = computed on an evenly spaced subset (eval.max_rows)"
+                  if any(f"{c} (rows)" in r for r in rows for c in metrics) else ""))
     lines.append(collapse_rule(kind))
     for row in rows:
         for label in metrics:

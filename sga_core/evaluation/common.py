@@ -43,6 +43,13 @@ def retain_subset(n_rows: int, max_rows: int) -> list[int]:
     return [i * n_rows // max_rows for i in range(max_rows)]
 
 
+def own_indices(row_ids, name: str, n_rows: int) -> list[int]:
+    """The rows' own indices of the set ``name`` of which ``n_rows`` rows are given:
+    ``row_ids[name]`` where a subset was taken (``eval.max_rows``), else 0 .. n_rows-1."""
+    given = (row_ids or {}).get(name)
+    return list(given) if given is not None and len(given) == n_rows else list(range(n_rows))
+
+
 def is_qa_rows(rows) -> bool:
     return bool(rows) and all(isinstance(r, dict) and "question" in r and "answer" in r
                               for r in rows)

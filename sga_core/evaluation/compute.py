@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from sga_core.evaluation.common import finite
+from sga_core.evaluation.common import finite, own_indices, retain_subset
 from sga_core.metrics.catalog import UTILITY_SET, Instance, check_names, sample_keys
 from sga_core.metrics.context import MetricInputs, SetData
 from sga_core.metrics.result import MetricResult, missing
@@ -23,6 +23,16 @@ def sets_needing(instances: Sequence[Instance], sets: dict[str, SetData],
     """The sets (with rows, in ``sets`` order) that a metric needing ``need`` reads."""
     wanted = {s for i in instances if need in i.spec.needs for s in i.on}
     return [n for n, d in sets.items() if n in wanted and d.rows]
+
+
+def retain_set(retain_rows, max_retain_rows: int = 0, row_ids=None) -> SetData:
+    """The evaluated retain rows: an evenly spaced subset of at most ``max_retain_rows``
+    (0 = all), each with its own index (``row_ids["retain"]`` where ``eval.max_rows`` gave
+    only a subset of the set)."""
+    rows = list(retain_rows or [])
+    keep = retain_subset(len(rows), max_retain_rows)
+    base = own_indices(row_ids, "retain", len(rows))
+    return SetData("retain", [rows[i] for i in keep], [base[i] for i in keep])
 
 
 def flat_rows(sets: dict[str, SetData], names: Sequence[str]) -> list:

@@ -75,7 +75,8 @@ def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
     ``rows_per_batch`` consecutive rows, or with ``batch_size`` the :func:`qa_batches`
     packing (the evaluation's). No forward holds more than ``batch_size`` (default 16)
     sequences: a row with more candidates than that is scored over several batches, so the
-    memory is bounded by the batch size, never by the number of candidates.
+    memory is bounded by the batch size, never by the number of candidates. ``progress``
+    hears ``stage`` after every forward: done / total candidate answers.
     """
     from sga_core.model.forward import batched_nll
 
@@ -96,15 +97,8 @@ def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
                 seqs.append(enc.qa(rows[i]["question"], text, role="eval"))
                 slots.append((i, kind))
         seq_groups.append(list(range(first, len(seqs))))
-    done_rows = [0]
-
-    def on_batch(idx: list[int]) -> None:
-        done_rows[0] += len({slots[k][0] for k in idx})
-        report(progress, stage, done_rows[0], len(rows))
-
-    report(progress, stage, 0, len(rows))
     nlls = batched_nll(model, seqs, enc.pad_id, device, batch_size=batch_size or 16,
-                       batches=seq_groups, on_batch=on_batch)
+                       batches=seq_groups, on_batch=counter(progress, stage, len(seqs)))
     out = [{"answer": None, "paraphrased": None, "perturbed": []} for _ in rows]
     for (i, kind), v in zip(slots, nlls):
         if kind == "perturbed":
@@ -141,22 +135,24 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
     ``prompt``. A plain string is scored whole. The appended EOS is left out unless
     ``include_eos``. For Min-K% (:func:`~sga_core.metrics.min_k_percent_score`) and perplexity
     (:func:`~sga_core.metrics.perplexity_from_logprobs`). ``progress`` hears ``stage``
-    after each batch (done / total rows), so the stage shows an ETA.
+    after each forward (done / total rows; the first batch in two halves), so the stage
+    shows an ETA.
     """
     from sga_core.model.forward import sequence_logprobs
 
     enc = as_encoder(encoder)
     seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
-    report(progress, stage, 0, len(seqs))
     return sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
                              on_batch=counter(progress, stage, len(seqs)))
 
 
 def counter(progress: Progress, stage: str, total: int):
-    """An ``on_batch`` callback that reports ``stage`` done / ``total`` to ``progress``."""
+    """An ``on_batch`` callback that reports ``stage`` done / ``total`` to ``progress``
+    (``0 / total`` at once: the stage has begun)."""
     if progress is None:
         return None
     done = [0]
+    report(progress, stage, 0, total)
 
     def on_batch(idx: list[int]) -> None:
         done[0] += len(idx)
@@ -193,7 +189,10 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
     Prompts longer than ``max_prompt_tokens`` (default: the encoder's ``max_length``) keep
     their end. Returns the new text only, decoded without special tokens and stripped.
     ``stop_strings``: a row stops generating once its text holds one (the caller cuts
-    there: :func:`cut_at`), so a batch of short answers ends early.
+    there: :func:`cut_at`), so a batch of short answers ends early. ``progress`` hears
+    ``"<stage> (tokens)"`` after every token: done / total new tokens (each row's
+    ``max_new_tokens``; a batch that stops early counts whole), so even a stage of one batch
+    shows an ETA.
     """
     from sga_core.model.forward import greedy_generate
 
@@ -202,16 +201,21 @@ def generate_answers(model, encoder, prompts: Sequence[str], max_new_tokens: int
     ids = [prompt_ids(enc, p, kind)[-limit:] for p in prompts]
     if not ids:
         return []
-    done = [0]
+    per_row = max(1, int(max_new_tokens))
+    stage, total, done = f"{stage} (tokens)", len(ids) * per_row, [0]
+
+    def on_step(idx: list[int], n: int) -> None:
+        report(progress, stage, done[0] + len(idx) * min(n, per_row), total)
 
     def on_batch(idx: list[int]) -> None:
-        done[0] += len(idx)
-        report(progress, stage, done[0], len(ids))
+        done[0] += len(idx) * per_row
+        report(progress, stage, done[0], total)
 
-    report(progress, stage, 0, len(ids))
+    report(progress, stage, 0, total)
     new = greedy_generate(model, ids, enc.pad_id, enc.eos_id, max_new_tokens, device,
                           batch_size, on_batch, stop_strings=stop_strings,
-                          decode=lambda t: enc.tok.decode(t, skip_special_tokens=True))
+                          decode=lambda t: enc.tok.decode(t, skip_special_tokens=True),
+                          on_step=on_step if progress is not None else None)
     return [enc.tok.decode(n, skip_special_tokens=True).strip() for n in new]
 
 
@@ -255,6 +259,5 @@ def answer_token_hits(model, encoder, seqs: Sequence[TokSeq], device="cpu",
     from sga_core.model.forward import per_sequence
 
     enc = as_encoder(encoder)
-    report(progress, stage, 0, len(seqs))
     return per_sequence(model, list(seqs), enc.pad_id, _hit_lists, device, batch_size,
                         on_batch=counter(progress, stage, len(seqs)))

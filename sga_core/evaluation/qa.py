@@ -14,10 +14,17 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-from sga_core.evaluation.common import EvalError, Progress, finite, is_qa_rows, retain_subset
+from sga_core.evaluation.common import (
+    EvalError,
+    Progress,
+    finite,
+    is_qa_rows,
+    own_indices,
+)
 from sga_core.evaluation.compute import (
     evaluate_catalog,
     flat_rows,
+    retain_set,
     scatter,
     sets_needing,
 )
@@ -41,21 +48,22 @@ RESERVED = ("forget", "retain")
 
 def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
             sets: Mapping[str, Sequence[dict]] | None, max_retain_rows: int = 0,
-            lm_tasks: Sequence[str] = ()) -> dict[str, SetData]:
+            lm_tasks: Sequence[str] = (), row_ids: Mapping[str, list[int]] | None = None
+            ) -> dict[str, SetData]:
     """The evaluated QA sets, in order: forget, the retain subset, each extra set (and the
-    utility "set" of lm-eval tasks when there are any)."""
+    utility "set" of lm-eval tasks when there are any). ``row_ids``: the rows' own indices
+    in a set of which only a subset is given (``eval.max_rows``)."""
     forget_rows = list(forget_rows or [])
-    retain_all = list(retain_rows or [])
-    keep = retain_subset(len(retain_all), max_retain_rows)
-    out = {"forget": SetData("forget", forget_rows, list(range(len(forget_rows)))),
-           "retain": SetData("retain", [retain_all[i] for i in keep], keep)}
+    out = {"forget": SetData("forget", forget_rows,
+                             own_indices(row_ids, "forget", len(forget_rows))),
+           "retain": retain_set(retain_rows, max_retain_rows, row_ids)}
     for name, rows in (sets or {}).items():
         if name in RESERVED or name == UTILITY_SET:
             raise EvalError(f"eval set name {name!r} is reserved")
         rows = list(rows or [])
         if rows and not is_qa_rows(rows):
             raise EvalError(f"eval set {name!r} is not QA data (question + answer rows)")
-        out[name] = SetData(name, rows, list(range(len(rows))))
+        out[name] = SetData(name, rows, own_indices(row_ids, name, len(rows)))
     if lm_tasks:
         out[UTILITY_SET] = SetData(UTILITY_SET, [{"task": t} for t in lm_tasks],
                                    list(range(len(lm_tasks))))
@@ -96,7 +104,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     for n in sets_needing(instances, sets, TOKEN_HITS):
         d = sets[n]
         d.hits = answer_token_hits(model, enc, [enc.qa(r["question"], r["answer"], role="eval")
-                                                for r in d.rows], device, batch_size)
+                                                for r in d.rows], device, batch_size,
+                                   progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))
@@ -118,7 +127,8 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
                 *, max_retain_rows: int = 0, device="cpu",
                 reference_reason: str | None = None,
                 self_reference: bool = False,
-                options: dict | None = None) -> tuple[dict, list[dict]]:
+                options: dict | None = None,
+                row_ids: Mapping[str, list[int]] | None = None) -> tuple[dict, list[dict]]:
     """TOFU-style metrics of a loaded model on QA rows.
 
     ``sets`` are the extra (real-world) QA sets, name -> rows; Model Utility uses
@@ -131,11 +141,12 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     ``model_utility``, ``forget_quality``) to ``{"name", "value", "reason"}``;
     ``summary["forget_truth_ratios"]`` is the raw per-row list (the values a later run
     compares against when this model is its reference). ``options``: the evaluation
-    protocol's settings (:mod:`sga_core.protocols`; default: the demo's).
+    protocol's settings (:mod:`sga_core.protocols`; default: the demo's). ``row_ids``: the
+    rows' own indices where only a subset of a set is given (``eval.max_rows``).
     """
     options = dict(options or {})
     tasks, extra = utility_tasks(options)
-    data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows, tasks)
+    data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows, tasks, row_ids)
     results, summary, per_sample = evaluate_catalog(
         QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED + (UTILITY_SET,)],
                          lm_tasks=extra, protocol=options.get("name")),

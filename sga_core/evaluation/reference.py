@@ -224,6 +224,7 @@ def reference_value(ref: Reference | None, kind: str, key: str,
     except Exception as exc:  # noqa: BLE001 - reported as the metric's reason
         info["reason"] = f"cannot load the reference model: {exc}"
         return info
+    report(progress, "loading the reference model", 1, 1)
     try:
         value = compute(model, tok)
     finally:

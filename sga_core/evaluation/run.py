@@ -37,6 +37,7 @@ from sga_core.evaluation.common import (
     report,
     retain_subset,
 )
+from sga_core.evaluation.inputs import counter
 from sga_core.evaluation.qa import evaluate_qa, reference_truth_ratios
 from sga_core.evaluation.reference import (
     completions_key,
@@ -65,6 +66,8 @@ from sga_core.protocols import (
     check_prompt_format,
     get_protocol,
 )
+
+TOKEN_STAGE = "token probabilities"  # the progress stage of the token table
 
 
 def choose_device(device: str | None = "auto") -> str:
@@ -112,7 +115,7 @@ class EvalSettings:
 
     max_new_tokens: int | None = None
     max_retain_rows: int | None = None
-    max_rows: int = 0  # text: at most this many rows of every set (0 = all)
+    max_rows: int = 0  # QA and text: at most this many rows of every set (0 = all)
     batch_size: int = 16
     max_length: int = 256
     system_prompt: str | None = None
@@ -182,7 +185,7 @@ def _reference(kind: str, reference: str | None, model: str, forget_rows: list[d
 
         def compute(m, tok):
             return reference_completions(m, st.encoder(tok, m), forget_rows, st.batch_size,
-                                         device, options)
+                                         device, options, progress)
     else:
         holdout = set_rows.get("holdout") or []
         key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
@@ -241,7 +244,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         elif role.replaces == "retain" and set_rows.get(name):
             retain_rows = set_rows.pop(name)
     row_ids, rows_of = {}, {}
-    if kind == "text" and st.max_rows:  # a subset of every set, the same for the reference
+    if st.max_rows:  # a subset of every set, the same for the reference (its key: the rows)
         forget_rows, row_ids["forget"], rows_of["forget"] = _subset(forget_rows, st.max_rows)
         retain_rows, row_ids["retain"], rows_of["retain"] = _subset(retain_rows or [],
                                                                     st.max_rows)
@@ -273,12 +276,14 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
-                options=options)
+                options=options, row_ids=row_ids)
             # per-token probabilities of the forget answers (the Token probabilities page)
             from sga_core.model.forward import row_token_table
 
             ts_tok = time.time()
-            tokens = row_token_table(m, enc, forget_rows, "qa", "forget", device)
+            tokens = _own_index(row_token_table(m, enc, forget_rows, "qa", "forget", device,
+                                                counter(progress, TOKEN_STAGE,
+                                                        len(forget_rows))), row_ids)
             summary.setdefault("timings", {})["tokens_s"] = round(time.time() - ts_tok, 3)
         else:
             summary, per_sample = evaluate_text(
@@ -287,8 +292,6 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
                 verbmem_new_tokens=proto.verbmem_new_tokens, options=options,
                 row_ids=row_ids)
-            if rows_of:  # what the limit left out: the results say "n of N rows"
-                summary["rows_of"] = rows_of
             # the same token table for text: each forget passage's continuation, cut to the
             # tokens VerbMem compares (docs/token-probabilities.md)
             from sga_core.evaluation.text import drop_end_token, token_rows
@@ -296,13 +299,19 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
 
             ts_tok = time.time()
             rows = token_rows(enc.tok, forget_rows, proto.verbmem_new_tokens)
-            ids = row_ids.get("forget") or list(range(len(rows)))
-            tokens = [{**t, "index": ids[t["index"]], "prompt": r["prompt"]} for t, r in zip(
-                drop_end_token(row_token_table(m, enc, rows, "text", "forget", device)), rows)]
+            tokens = [{**t, "prompt": r["prompt"]} for t, r in zip(_own_index(drop_end_token(
+                row_token_table(m, enc, rows, "text", "forget", device,
+                                counter(progress, TOKEN_STAGE, len(rows)))), row_ids), rows)]
             timings["tokens_s"] = round(time.time() - ts_tok, 3)
     finally:
         del m
         free_memory()
+    if rows_of:  # what the limit left out: the results say "n of N rows"
+        summary["rows_of"] = rows_of
+        if "retain" in rows_of:  # the retain subset's indices are of the whole set
+            summary["retain_rows_total"] = rows_of["retain"]
+            summary["retain_indices"] = [r["index"] for r in per_sample
+                                         if r.get("set") == "retain"]
     timings.update(summary.pop("timings", {}))
 
     from sga_core.model.loading import resolve_model_path
@@ -360,6 +369,12 @@ def _subset(rows: list[dict], max_rows: int) -> tuple[list[dict], list[int], int
     kept, their indices, how many there were)``."""
     keep = retain_subset(len(rows), max_rows)
     return [rows[i] for i in keep], keep, len(rows)
+
+
+def _own_index(tokens: list[dict], row_ids: dict[str, list[int]]) -> list[dict]:
+    """Token records of the forget rows with each row's own index (``eval.max_rows``)."""
+    ids = row_ids.get("forget")
+    return [{**t, "index": ids[t["index"]]} for t in tokens] if ids else tokens
 
 
 def _kind_key(kind: str, options: dict) -> str:

@@ -18,11 +18,12 @@ from sga_core.evaluation.common import (
     EvalError,
     Progress,
     is_qa_rows,
-    retain_subset,
+    own_indices,
 )
 from sga_core.evaluation.compute import (
     evaluate_catalog,
     flat_rows,
+    retain_set,
     scatter,
     sets_needing,
 )
@@ -126,8 +127,6 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
     example sets (``<set>_icl``) are not evaluated themselves. ``row_ids``: the rows' own
     indices in a set of which only a subset is given (``eval.max_rows``)."""
     forget_rows = list(forget_rows or [])
-    retain_all = list(retain_rows or [])
-    keep = retain_subset(len(retain_all), max_retain_rows)
     given = {k: list(v or []) for k, v in (sets or {}).items() if not k.endswith(ICL_SUFFIX)}
     holdout = given.get("holdout") or []
     if holdout and is_qa_rows(holdout):
@@ -135,24 +134,17 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
     for name in ("forget_qa", "retain_qa"):
         if given.get(name) and not is_qa_rows(given[name]):
             raise EvalError(f"eval set {name!r} must be QA rows (question + answer)")
-    ids = dict(row_ids or {})
-
-    def own(name: str, rows: list) -> list[int]:
-        given = ids.get(name)
-        return list(given) if given is not None and len(given) == len(rows) \
-            else list(range(len(rows)))
-
-    base = own("retain", retain_all)
-    out = {"forget": SetData("forget", forget_rows, own("forget", forget_rows)),
-           "holdout": SetData("holdout", holdout, own("holdout", holdout)),
-           "retain": SetData("retain", [retain_all[i] for i in keep], [base[i] for i in keep])}
+    out = {"forget": SetData("forget", forget_rows,
+                             own_indices(row_ids, "forget", len(forget_rows))),
+           "holdout": SetData("holdout", holdout, own_indices(row_ids, "holdout", len(holdout))),
+           "retain": retain_set(retain_rows, max_retain_rows, row_ids)}
     extra_qa, extra_text = [], []
     for name, rows in given.items():
         if name in ("forget", "retain", UTILITY_SET):
             raise EvalError(f"eval set name {name!r} is reserved")
         if name == "holdout" or not rows:
             continue
-        out[name] = SetData(name, rows, own(name, rows))
+        out[name] = SetData(name, rows, own_indices(row_ids, name, len(rows)))
         if is_qa_rows(rows):
             if name not in TEXT_SETS:
                 extra_qa.append(name)
@@ -309,7 +301,8 @@ def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dic
 
 
 def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,
-                          device="cpu", options: dict | None = None) -> dict | None:
+                          device="cpu", options: dict | None = None,
+                          progress: Progress = None) -> dict | None:
     """The retained model's mean BLEU and ROUGE-L recall on the forget completions (the
     copyright task's FQ gap compares against them): ``{"bleu", "rouge"}``."""
     rows = list(forget_rows)
@@ -319,7 +312,8 @@ def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: i
     d.prompts, d.gold = (list(x) for x in zip(*map(prompt_and_continuation, rows)))
     d.completions = generate_answers(model, enc, d.prompts,
                                      int(opt.get("completion_new_tokens") or 400), "text",
-                                     device, batch_size, stage="reference: completions")
+                                     device, batch_size, progress=progress,
+                                     stage="reference: completions")
     out = {}
     for key, name in (("bleu", "forget_bleu"), ("rouge", "forget_completion_rouge")):
         spec = spec_of(name, TEXT)

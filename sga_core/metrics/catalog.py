@@ -471,6 +471,22 @@ def spec_of(name: str, kind: str) -> MetricSpec:
     raise KeyError(f"{name!r} is not a {kind} metric of the catalog (sga_core.metrics.catalog)")
 
 
+def sets_read(name: str, kind: str, each: Iterable[str] = ()) -> list[str]:
+    """The evaluated sets a summary key's value comes from: the sets its entry reads (a
+    family member's own set for its wildcard), then those of the metrics it is computed from
+    (``after``), where ``each`` names the sets of a ``{set}`` among them (Model Utility's
+    utility sets). lm-eval tasks read no set."""
+    spec = spec_of(name, kind)
+    own = re.fullmatch(_pattern(spec), name) if spec.is_family else None
+    out = [own.group(1) if s in (EACH_QA_SET, EACH_TEXT_SET) and own else s
+           for s in spec.on if s != EACH_LM_TASK]
+    for after in spec.after:
+        for key in ([after.replace("{set}", s) for s in each] if "{set}" in after
+                    else [after]):
+            out += sets_read(key, kind, each)
+    return [s for s in dict.fromkeys(out) if s not in WILDCARDS]
+
+
 def check_names(kind: str, names: Iterable[str]) -> None:
     """Raise KeyError unless every name is a catalog metric of ``kind``."""
     for name in names:

@@ -43,6 +43,13 @@ def components(summary: Mapping | None) -> dict[str, float | None]:
     return out
 
 
+def component_sets(summary: Mapping | None) -> list[str]:
+    """The sets a summary's Model Utility is taken over (the retain set and its utility
+    sets), from its :func:`components`."""
+    return list(dict.fromkeys(k[:-len(m) - 1] for k in components(summary)
+                              for m in MODEL_UTILITY_METRICS if k.endswith("_" + m)))
+
+
 def lowest(parts: Mapping[str, float | None]) -> str | None:
     """The key of the smallest component (None when none has a value)."""
     known = {k: v for k, v in parts.items() if v is not None}

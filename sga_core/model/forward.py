@@ -26,8 +26,11 @@ from typing import Any
 
 from sga_core.model.encoding import Encoder, Sequence, collate
 
-# called after each batch with the indices (into the input list) the batch held
+# called after each forward (each batch of generation) with the indices (into the input
+# list) it held
 OnBatch = Callable[[list[int]], None] | None
+# generation: called after each new token of a batch with its indices and the tokens so far
+OnStep = Callable[[list[int], int], None] | None
 
 
 @dataclass
@@ -130,23 +133,32 @@ def per_sequence(model, seqs: list[Sequence], pad_id: int, reduce: Callable, dev
     sequences is cut, so memory is bounded by ``batch_size`` whatever the grouping; and where
     the head computes every scored token's logits at once, cut again so that they stay
     within the training loss's bound (:func:`logits_budget`: a text batch scores every
-    token). Inside a batch the sequences are ordered by length (a stable sort).
+    token). Inside a batch the sequences are ordered by length (a stable sort). The very
+    first forward holds half of its batch, so that ``on_batch`` (told after every forward)
+    hears of progress within the first batch: a stage of a single batch has an ETA before it
+    ends, for one forward more.
     """
     out: list = [None] * len(seqs)
     if batches is None:
         batches = length_batches([len(s) for s in seqs], batch_size)
     step = max(1, batch_size)
     budget = logits_budget(model)
+    first = True
     with inference(model):
         for group in batches:
             idx = sorted(group, key=lambda i: len(seqs[i]))
             for s in range(0, len(idx), step):
-                for part in within_budget(idx[s:s + step], seqs, budget):
+                parts = within_budget(idx[s:s + step], seqs, budget)
+                if first and len(parts[0]) > 1:  # an early report: the first batch halved
+                    half = len(parts[0]) // 2
+                    parts[:1] = [parts[0][:half], parts[0][half:]]
+                first = False
+                for part in parts:
                     _, res = forward_batch(model, [seqs[i] for i in part], pad_id, device)
                     for i, v in zip(part, reduce(res)):
                         out[i] = v
-            if on_batch is not None:
-                on_batch(idx)
+                    if on_batch is not None:
+                        on_batch(part)
     return out
 
 
@@ -215,16 +227,17 @@ def _records(enc: Encoder, top_k: int, res) -> list[dict]:
 
 
 def token_records(model, enc: Encoder, seqs: list[Sequence], device="cpu", top_k: int = 5,
-                  batch_size: int = 16) -> list[dict]:
+                  batch_size: int = 16, on_batch: OnBatch = None) -> list[dict]:
     """One record per sequence: tokens, token ids, probabilities, top-k alternatives."""
     return per_sequence(model, seqs, enc.pad_id, partial(_records, enc, top_k), device,
-                        batch_size)
+                        batch_size, on_batch=on_batch)
 
 
 def row_token_table(model, enc: Encoder, rows: list[dict], kind: str = "qa", set_name="forget",
-                    device="cpu") -> list[dict]:
+                    device="cpu", on_batch: OnBatch = None) -> list[dict]:
     """Token records for each row's own answer, tagged with set and row index."""
-    recs = token_records(model, enc, [enc.row(r, kind) for r in rows], device)
+    recs = token_records(model, enc, [enc.row(r, kind) for r in rows], device,
+                         on_batch=on_batch)
     return [{"set": set_name, "index": i, **rec} for i, rec in enumerate(recs)]
 
 
@@ -260,16 +273,32 @@ class _StopAtStrings:
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
+class _Steps:
+    """A stopping criterion that never stops: it tells ``on_step(idx, n)`` after each new
+    token of the batch ``idx`` (``n``: the tokens generated so far), so that a long batch
+    reports progress while it runs."""
+
+    def __init__(self, on_step, idx: list[int], width: int):
+        self.on_step, self.idx, self.width = on_step, idx, width
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        self.on_step(self.idx, int(input_ids.shape[1]) - self.width)
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
 def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
                     max_new_tokens: int, device="cpu", batch_size: int = 8,
-                    on_batch: OnBatch = None, stop_strings=(), decode=None
-                    ) -> list[list[int]]:
+                    on_batch: OnBatch = None, stop_strings=(), decode=None,
+                    on_step: OnStep = None) -> list[list[int]]:
     """Greedy continuations of token-id prompts, batched by length with LEFT padding.
 
     Returns, in input order, each prompt's new token ids up to (not including) the first EOS.
     With ``stop_strings`` (and ``decode``, token ids -> text) a row stops once its text
     holds one of them: what comes after is cut by the caller, so the text before the first
-    stop string is the same, only sooner.
+    stop string is the same, only sooner. ``on_batch`` hears of each batch done,
+    ``on_step`` of each token generated within one.
     """
     import torch
     from transformers import StoppingCriteriaList
@@ -286,8 +315,9 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_id: int,
                 n = len(prompts[i])
                 input_ids[j, width - n:] = torch.tensor(prompts[i])
                 mask[j, width - n:] = 1
-            extra = {"stopping_criteria": StoppingCriteriaList(
-                [_StopAtStrings(stops, decode, width)])} if stops else {}
+            criteria = ([_StopAtStrings(stops, decode, width)] if stops else []) + (
+                [_Steps(on_step, idx, width)] if on_step is not None else [])
+            extra = {"stopping_criteria": StoppingCriteriaList(criteria)} if criteria else {}
             gen = model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
                                  generation_config=cfg, **extra)
             for j, i in enumerate(idx):

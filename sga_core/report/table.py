@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, table_columns
-from sga_core.metrics.utility_parts import component_label, components, lowest
+from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, sets_read, table_columns
+from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
 from sga_core.report.collapse import mark_collapse
 from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, row_columns
 from sga_core.report.settings import differing_settings, run_settings, show_setting
@@ -130,7 +130,8 @@ def run_fields(run: dict, summary: dict | None) -> dict:
 def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     """One dict per evaluated run: label, method, r, K, sweep, state and each metric; the
     Original and Retained rows first. A metric that could not be computed is None, and
-    its reason is kept under ``<column> (why)``."""
+    its reason is kept under ``<column> (why)``; one computed on a row subset
+    (``eval.max_rows``) says so under ``<column> (rows)`` ("3 of 10 rows")."""
     rows = []
     runs = project_runs(project, root)
     names = display_names(runs, project)
@@ -156,6 +157,8 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
             row[col.label] = value
             if value is None and reason:
                 row[f"{col.label} (why)"] = reason
+            elif value is not None and (subset := metric_rows(summ, col.name, kind)):
+                row[f"{col.label} (rows)"] = subset  # "3 of 10 rows" (eval.max_rows)
         row.update(run_fields(r, summ))  # seed, group, MU's components
         rows.append(row)
     order = {"Original": 0, "Retained": 1}
@@ -195,6 +198,22 @@ def rows_evaluated(summ: dict) -> str | None:
     rows = summ.get("rows") or {}
     parts = [f"{name}: {rows.get(name, '?')} of {total} rows" for name, total in of.items()]
     return ", ".join(parts) or None
+
+
+def metric_rows(summ: dict, name: str, kind: str) -> str | None:
+    """"6 of 20 rows" for a metric computed on sets of which an evaluation took a subset
+    (``eval.max_rows``): the rows it was computed on and the rows of those sets in all (PrivLeak:
+    forget and holdout; Model Utility: retain and the utility sets); None when it read every
+    row of them, or no set."""
+    of = summ.get("rows_of") or {}
+    rows = summ.get("rows") or {}
+    try:
+        sets = [s for s in sets_read(name, kind, component_sets(summ)) if s in rows]
+    except KeyError:  # a metric the catalog no longer has
+        return None
+    if not any(s in of for s in sets):
+        return None
+    return f"{sum(rows[s] for s in sets)} of {sum(of.get(s, rows[s]) for s in sets)} rows"
 
 
 def protocol_note(rows: list[dict]) -> str | None:

@@ -39,7 +39,7 @@ def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], dev
     encoder appends is not scored), both raw text as the text evaluation has them."""
     from functools import partial
 
-    from sga_core.evaluation.inputs import generate_answers
+    from sga_core.evaluation.inputs import counter, generate_answers
     from sga_core.metrics.rouge import rouge_l
     from sga_core.model.forward import _mean_nll, _records, per_sequence
 
@@ -50,9 +50,8 @@ def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], dev
         seqs = [_without_end(enc.text(q, a, role="eval")) for q, a in zip(questions, answers)]
     else:
         seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
-    if progress is not None:
-        progress(stage, 0, len(seqs))
-    scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size)
+    scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size,
+                          on_batch=counter(progress, stage, len(seqs)))
     out = [{"prob": _exp(-float(n)), "tokens": rec} for n, rec in scored]
     if max_new_tokens and max_new_tokens > 0:
         gen = generate_answers(model, enc, list(questions), max_new_tokens, kind, device,

@@ -239,3 +239,18 @@ def load_config_from_preview(at: AppTest):
     from sga_core.config import TrainConfig
 
     return TrainConfig.from_dict(yaml.safe_load(at.session_state["train.previewed"][1]))
+
+
+def test_a_qa_project_can_limit_the_evaluated_rows(ui_env, tiny_model_dir):
+    """``eval.max_rows`` on the Train page of a QA project (the demo) as of a text one: it
+    goes into the run's config (here: its preset)."""
+    import yaml
+
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.number_input(key="train.eval_rows").set_value(5).run()
+    at.text_input(key="train.preset_name").set_value("few-rows").run()
+    at.button(key="train.preset_save").click().run()
+    assert not at.exception, at.exception
+    preset = yaml.safe_load((ui_env / "workspace" / "demo" / "presets" / "few-rows.yaml")
+                            .read_text())
+    assert preset["eval"]["max_rows"] == 5

@@ -76,3 +76,15 @@ def test_the_results_table_says_n_of_n_rows():
     assert "evaluated on a subset: forget: 3 of 10 rows, holdout: 3 of 10 rows" in note
     rows[1]["rows_evaluated"] = None
     assert "Original: forget: 3 of 10 rows" in protocol_note(rows)
+
+
+def test_each_metric_says_the_rows_of_its_own_sets():
+    from sga_core.report.table import metric_rows
+
+    summ = {"rows": {"forget": 3, "holdout": 3, "retain": 20, "forget_qa": 3, "news": 3},
+            "rows_of": {"forget": 10, "holdout": 10, "forget_qa": 5, "news": 7}}
+    assert metric_rows(summ, "privleak", "text") == "6 of 20 rows"  # forget + holdout
+    assert metric_rows(summ, "forget_knowmem", "text") == "3 of 5 rows"
+    assert metric_rows(summ, "news_knowmem", "text") == "3 of 7 rows"  # an extra QA set
+    assert metric_rows(summ, "retain_perplexity", "text") is None  # every retain row
+    assert metric_rows({"rows": summ["rows"]}, "privleak", "text") is None
