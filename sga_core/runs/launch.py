@@ -64,6 +64,7 @@ def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
     stopped at its time limit is failed, and resumable.)"""
     from sga_core.config import ConfigError
     from sga_core.runs import checkpoints
+    from sga_core.runs.backends import backend_of
 
     run_dir = Path(run_dir)
     st = run_status.effective_run(run_dir)
@@ -71,10 +72,9 @@ def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
         raise ValueError(f"run {run_dir.name} is {st.get('state') or 'unknown'}: only a "
                          "failed, cancelled or timed-out run can be resumed (a run stopped "
                          "at its time limit is recorded as failed)")
-    if st.get("slurm_state_final") == "UNKNOWN" and not st.get("cancel_requested_at"):
-        raise ValueError(f"run {run_dir.name} was only inferred to have ended: SLURM may still "
-                         f"run its job {st.get('slurm_job_id')}; cancel the run first, then "
-                         "resume it")
+    unsure = backend_of(st).unsure_reason(st)
+    if unsure:
+        raise ValueError(f"run {run_dir.name}: {unsure}")
     if checkpoints.latest(run_dir) is None:
         raise ValueError(f"run {run_dir.name} has no checkpoint to resume from (set "
                          "training.save_every, or stop it with SIGTERM/SIGUSR1)")

@@ -287,7 +287,8 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     run_dir = Path(run_dir)
     root = runs_root(root or run_dir.parent)
     st = run_status.effective_run(run_dir)
-    if st.get("state") != "queued" or st.get("mode") != "queue" or st.get("slurm_job_id"):
+    if st.get("state") != "queued" or st.get("mode") != "queue" or \
+            backend_of(st) is not backend():
         return None
     if RunFolder(run_dir).cancel_requested():
         return "cancel requested: it is dropped before it starts"

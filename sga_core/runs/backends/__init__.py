@@ -37,7 +37,7 @@ def backends() -> dict[str, Backend]:
     return _FOUND
 
 
-def backend(name: str | None) -> Backend:
+def backend(name: str | None = None) -> Backend:
     """The backend called ``name`` (None: the default); ValueError naming the choices."""
     try:
         return backends()[name or DEFAULT]
@@ -54,9 +54,15 @@ def backend_of(status: dict) -> Backend:
     return found[DEFAULT]
 
 
+def job_where(status: dict) -> str | None:
+    """Where a job runs, as its backend says it (None: nothing to say, as for a job of this
+    machine's queue)."""
+    return backend_of(status).describe(status)
+
+
 def names() -> list[str]:
     """The backends' names, the default first (the ``--backend`` choices)."""
     return [DEFAULT] + sorted(n for n in backends() if n != DEFAULT)
 
 
-__all__ = ["DEFAULT", "Backend", "backend", "backend_of", "backends", "names"]
+__all__ = ["DEFAULT", "Backend", "backend", "backend_of", "backends", "job_where", "names"]

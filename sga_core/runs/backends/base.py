@@ -23,6 +23,9 @@ class Backend:
     name: str = ""
     #: what a person reads ("this machine's queue")
     label: str = ""
+    #: whether the CLI may run a job of it in its own foreground (``train`` without
+    #: ``--queue``); a backend that is not gives its jobs to a scheduler and returns at once
+    foreground: bool = False
 
     # --- which jobs are its own ---------------------------------------------------------------
     def owns(self, status: dict) -> bool:
@@ -33,6 +36,11 @@ class Backend:
         """Whether a final state in ``status`` is only the workbench's inference (the job
         may still run there, so a cancel must still reach it)."""
         return False
+
+    def unsure_reason(self, status: dict) -> str | None:
+        """Why a job that looks ended must not be resumed yet (None: it may be): its end is
+        only inferred, and it may still run there."""
+        return None
 
     def unavailable(self) -> str | None:
         """Why this backend cannot take jobs on this machine now (None: it can)."""
@@ -77,3 +85,11 @@ class Backend:
         """A line saying where the job is (its scheduler's id, node, reason); None: nothing
         to add."""
         return None
+
+    def wait_reason(self, run_dir: Path, status: dict) -> str | None:
+        """Why a queued run has not started (None: nothing to say)."""
+        return None
+
+    def launched(self, run_dir: Path) -> list[str]:
+        """What the CLI prints of a run it just sent here (its job, its script)."""
+        return []

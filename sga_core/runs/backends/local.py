@@ -14,6 +14,7 @@ from sga_core.runs.jobs import base as jobs
 class Local(Backend):
     name = "local"
     label = "this machine's queue"
+    foreground = True
 
     def owns(self, status: dict) -> bool:
         return True  # the default: what no other backend owns runs here
@@ -38,6 +39,11 @@ class Local(Backend):
         if kind.request is None:  # training: its queued status is its request
             return cancel_training(run_dir)
         return jobs.cancel(kind, run_dir)
+
+    def wait_reason(self, run_dir: Path, status: dict) -> str | None:
+        from sga_core.runs.queue import wait_reason
+
+        return wait_reason(run_dir)
 
     def resume(self, run_dir: Path) -> dict:
         from sga_core.runs.launch import request_resume

@@ -77,6 +77,39 @@ class Slurm(Backend):
 
         return slurm.resume(run_dir)
 
+    def describe(self, status: dict) -> str | None:
+        """The job's id, node and time waited, SLURM's reason while it waits, and why SLURM
+        cannot be asked when it cannot."""
+        from sga_core.runs.progress import fmt_seconds
+        from sga_core.runs.slurm.states import wait_s
+
+        jid = status.get("slurm_job_id")
+        if not jid:
+            return None
+        parts = [f"SLURM job {jid}" + (f": {status['slurm_reason']}"
+                                        if status.get("slurm_reason") else "")]
+        if status.get("slurm_node"):
+            parts.append(f"node {status['slurm_node']}")
+        wait = wait_s(status)
+        if wait is not None:
+            parts.append(f"waited {fmt_seconds(wait)}")
+        if status.get("slurm_problem"):
+            parts.append(f"SLURM cannot be asked: {status['slurm_problem']}")
+        return " · ".join(parts)
+
+    def unsure_reason(self, status: dict) -> str | None:
+        if not self.unsure(status) or status.get("cancel_requested_at"):
+            return None
+        return (f"it was only inferred to have ended: SLURM may still run its job "
+                f"{status.get('slurm_job_id')}; cancel the run first, then resume it")
+
+    def launched(self, run_dir: Path) -> list[str]:
+        from sga_core.runs import status as run_status
+        from sga_core.runs.folder import SLURM_SCRIPT
+
+        jid = run_status.read_run(run_dir).get("slurm_job_id")
+        return [f"slurm job:  {jid} (batch script: {Path(run_dir) / SLURM_SCRIPT})"]
+
     def log(self, kind, run_dir: Path, n_lines: int = 40) -> str:
         from sga_core.runs.folder import SLURM_LOG, tail
 
