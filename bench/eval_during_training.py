@@ -106,7 +106,8 @@ def quick(demo: Demo, args) -> int:
     import time
     from pathlib import Path
 
-    from sga_core.train.trainer import Trainer, make_batches
+    from sga_core.train.batches import make_batches
+    from sga_core.train.trainer import Trainer
 
     cfg = demo.config(r=args.r, training={"eval_every": args.eval_every, "probe_count": 0},
                       evaluate=False)

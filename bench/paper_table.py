@@ -16,7 +16,7 @@ under another name with the same defaults (``gd`` and ``graddiff``) run once. SG
 the project's normal answers when complete for K = 4, else "I don't know" answers.
 Last line: ``runs=<n> completed=<n> total_s=<s>``.
 
-``--stress quant4,relearn`` (or ``--stress`` alone: the ``stress`` command's default attacks)
+``--stress ATTACKS`` (comma-separated; ``--stress`` alone: the ``stress`` command's defaults)
 also stress-tests every run once it is evaluated, and the Retained model, with the
 project's Original as the far end of each recovery (docs/stress-tests.md), and adds one
 recovery column per attack result to the table; with ``--report GROUP --stress`` the table
@@ -190,10 +190,9 @@ def main(argv=None) -> int:
         raise SystemExit("--backend slurm: smoke mode's temporary folder (its model and runs) "
                          "is gone when this command returns; use a prepared project")
     if args.stress:
-        from sga_core.stress.run import DEFAULT_ATTACKS, parse_attacks
+        from sga_core.stress.run import parse_attacks
 
-        args.stress = parse_attacks(DEFAULT_ATTACKS if args.stress == "default"
-                                    else args.stress)
+        args.stress = parse_attacks(args.stress)  # "default": the stress command's
     if args.report:
         return report(args.project, args.report, bool(args.stress))
     if args.stress and args.backend == "slurm":

@@ -31,7 +31,9 @@ def parse_args(argv=None):
     p.add_argument("--r", default="0,-0.8,0.4", help="r values (default 0,-0.8,0.4)")
     p.add_argument("--seeds", default="0", help="unlearning seeds (default 0)")
     p.add_argument("--attack-seeds", default="0,1,2", help="seeds of the seeded attacks")
-    p.add_argument("--attacks", default="relearn,quant4,quant8,fewshot,roleplay")
+    p.add_argument("--attacks", default="default",
+                   help="comma-separated attack names, all, or default (the stress "
+                        "command's default attacks)")
     p.add_argument("--relearn-steps", default="10,50")
     p.add_argument("--max-steps", type=int, default=0, help="cap the preset's 25 steps")
     p.add_argument("--lr", type=float, default=0.0, help="override the preset's 1e-5")
@@ -45,7 +47,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     from sga_core.evaluation.run import choose_device, settings_from_config
     from sga_core.report.stats import t_interval
-    from sga_core.stress.base import StressSettings
+    from sga_core.stress import StressSettings
     from sga_core.stress.run import parse_attacks, score_original, stress_run
 
     args = parse_args(argv)

@@ -81,7 +81,7 @@ def batch_seqs(units, batches):
 def padding_report(units, batch_size, seeds=range(10)):
     """Padding efficiency of one epoch's SGA batches, with and without length grouping."""
     from sga_core.model.encoding import padding_efficiency
-    from sga_core.train.trainer import make_batches
+    from sga_core.train.batches import make_batches
 
     out = {}
     for grouped in (True, False):
@@ -258,7 +258,7 @@ def main(argv=None) -> int:
     from sga_core.data import load_dataset
     from sga_core.model.encoding import Encoder
     from sga_core.model.loading import load_tokenizer
-    from sga_core.train.trainer import make_batches
+    from sga_core.train.batches import make_batches
 
     tmp = None
     spec = args.model

@@ -5,7 +5,9 @@
   ``Config`` (:func:`sga_core.params.field_specs`);
 - ``docs/reference/metrics.md`` from the metric catalog, the protocol registry and its
   deviations;
-- ``docs/reference/extensions.md`` from the normals-backend and benchmark registries.
+- ``docs/reference/extensions.md`` from the normals-backend and benchmark registries;
+- ``docs/reference/attacks.md`` from the stress attacks' registry (each attack's module
+  docstring, its declarations and its typed ``Settings``).
 
 ``python -m tools.docs_reference`` rewrites them; ``--check`` exits 1 naming every page that
 differs from what the code generates (``tests/repo/test_docs.py`` runs it, and builds the site
@@ -209,8 +211,42 @@ def extensions_page() -> str:
     return BANNER + "\n".join(lines).rstrip() + "\n"
 
 
+# --- stress attacks ----------------------------------------------------------------------------
+
+def attacks_page() -> str:
+    from sga_core.stress.attacks import attacks
+    from sga_core.stress.base import KINDS, CommonSettings
+    from sga_core.stress.settings import settings_class
+
+    classes = attacks()
+    defaults = settings_class()()
+    lines = ["# Stress attacks", "",
+             "Every attack is one module of `sga_core/stress/attacks/`, found by discovery "
+             "([how to add one](../stress-tests.md#add-an-attack)): `stress --attacks NAME` "
+             "runs it, the Runs and Results pages offer it, and its settings below are flags "
+             "of `stress` and fields of a queued request. [Stress tests](../stress-tests.md) "
+             "says what the recovery means and how the attacks run.", "",
+             "| attack | what it does | result keys (default settings) | data | run by default |",
+             "|---|---|---|---|---|"]
+    for c in classes:
+        keys = ", ".join(f"`{k}`" for k in c.keys(defaults))
+        kinds = ", ".join(KINDS[k] for k in c.kinds)
+        lines.append(f"| [`{c.name}`](#{c.name}) | {_cell(c.label)}: {_cell(c.description)} "
+                     f"| {keys} | {kinds} | {'yes' if c.default else 'no'} |")
+    lines += ["", "## Settings every attack shares", ""]
+    lines += _fields_table(CommonSettings)
+    for c in classes:
+        doc = inspect.cleandoc(sys.modules[c.__module__].__doc__ or "")
+        lines += [f"## `{c.name}`", "", f"**{c.label}**: {c.description}.", "", doc, ""]
+        if c.form:
+            lines += ["The pages' stress forms offer: " + "; ".join(
+                f"{fc.label} (`{fc.setting}`)" for fc in c.form) + ".", ""]
+        lines += _fields_table(c.Settings) if c.Settings else ["No settings of its own.", ""]
+    return BANNER + "\n".join(lines).rstrip() + "\n"
+
+
 PAGES = {"cli.md": cli_page, "methods.md": methods_page, "metrics.md": metrics_page,
-         "extensions.md": extensions_page}
+         "extensions.md": extensions_page, "attacks.md": attacks_page}
 
 
 def main(argv: list[str] | None = None) -> int:

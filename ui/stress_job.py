@@ -12,27 +12,26 @@ from sga_core import workbench as wb
 from ui.show import panel, plain, show_error
 
 ALL_RUNS = "all runs shown"
-#: who writes the paraphrase attack's questions where the data has no paraphrased_question
-PARAPHRASERS = {"": "the data's own paraphrases only",
-                "local": "written by a local model (the embedded SmolLM2, offline)",
-                "openai": "written by an OpenAI-compatible API (OPENAI_API_KEY)"}
 
 
-def paraphraser_choice(key: str) -> dict:
-    """The paraphrase attack's ``paraphrase_backend`` setting, chosen in a form (empty: the
-    default, only the data's paraphrases)."""
-    name = st.selectbox("paraphrases", list(PARAPHRASERS), key=key,
-                        format_func=PARAPHRASERS.get,
-                        help="the paraphrase attack asks each forget question reworded: by "
-                             "the data's paraphrased_question, or written greedily by a "
-                             "normals backend with assets/attacks/paraphrase.yaml (the "
-                             "stress command's --paraphrase-* flags set its model and URL)")
-    return {"paraphrase_backend": name} if name else {}
+def attack_settings(prefix: str) -> dict:
+    """The attacks' settings a stress form offers (each attack's ``form``, declared in its
+    own file), as chosen; an empty value leaves the setting at its default (left out of
+    the request)."""
+    chosen = {}
+    for fc in wb.stress_form_choices():
+        value = st.selectbox(fc.label, list(fc.choices), key=f"{prefix}.stress_{fc.key}",
+                             format_func=fc.choices.get, help=fc.help or None)
+        if value:
+            chosen[fc.setting] = value
+    return chosen
 
 
-def _paraphraser(settings: dict) -> str:
-    name = settings.get("paraphrase_backend")
-    return f"; paraphrases written by the {name} backend" if name else ""
+def _said(settings: dict) -> str:
+    """The chosen settings in words for the "Queued ..." line ("; paraphrases written by
+    the local backend")."""
+    return "".join(f"; {fc.said.format(value=settings[fc.setting])}"
+                   for fc in wb.stress_form_choices() if fc.said and fc.setting in settings)
 
 
 def job_line(sp: dict) -> str:
@@ -81,9 +80,9 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
     with st.form("runs.stress_form", border=False):
         attacks = st.multiselect("attacks", wb.attack_names(), default=wb.default_attacks(),
                                  key="runs.stress_attacks",
-                                 help="relearning, quantization and prompt attacks (the "
-                                      "stress command's --attacks)")
-        settings = paraphraser_choice("runs.stress_paraphraser")
+                                 help="the registered attacks (the stress command's "
+                                      "--attacks; the reference lists them)")
+        settings = attack_settings("runs")
         go = st.form_submit_button("Stress-test", help="queued as a job like an evaluation "
                                    "(it goes to SLURM for a run trained there)")
     if not go:
@@ -97,7 +96,7 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
         show_error(exc, "cannot stress-test")
         return
     st.session_state["runs.done"] = (f"Queued a stress test of {selected} "
-                                     f"({', '.join(attacks)}{_paraphraser(settings)}).")
+                                     f"({', '.join(attacks)}{_said(settings)}).")
     st.rerun()
 
 
@@ -133,7 +132,7 @@ def runs_form(rows: list[dict], root: Path) -> None:
             attacks = st.multiselect("attacks", wb.attack_names(),
                                      default=wb.default_attacks(),
                                      key="results.stress_attacks")
-            settings = paraphraser_choice("results.stress_paraphraser")
+            settings = attack_settings("results")
             go = st.form_submit_button("Stress-test runs",
                                        help="each run's test is a job like an evaluation "
                                             "(SLURM for runs trained there)")
@@ -156,7 +155,7 @@ def runs_form(rows: list[dict], root: Path) -> None:
         return
     n = len(done["queued"])
     head = (f"Queued {wb.plural(n, 'stress test')} ({', '.join(attacks)}"
-            f"{_paraphraser(settings)})"
+            f"{_said(settings)})"
             + (f"; skipped {len(done['skipped'])}" if done["skipped"] else "") + ".")
     st.session_state["results.stress_done"] = (
         n > 0, head, [f"skipped {names.get(i, i)}: {w}" for i, w in done["skipped"].items()])

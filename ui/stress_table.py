@@ -52,7 +52,7 @@ def show_stress_table(rows: list[dict], root) -> None:
     if not table:
         st.caption("No stress tests yet. \"Stress-test runs\" below (or Stress-test on the "
                    "Runs page, or `python -m sga_core stress RUN --queue --attacks "
-                   "relearn,quant4,quant8,paraphrase,fewshot,roleplay`) attacks the runs' "
+                   f"{','.join(wb.default_attacks())}`) attacks the runs' "
                    "models as queued jobs and saves the results beside their evaluations "
                    "(docs/stress-tests.md).")
         runs_form(rows, root)

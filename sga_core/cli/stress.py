@@ -1,5 +1,5 @@
-"""``stress``: does the forgetting hold? Relearning, quantization and prompt attacks on a run
-folder or a model (docs/stress-tests.md)."""
+"""``stress``: does the forgetting hold? The registered attacks (:mod:`sga_core.stress.attacks`)
+on a run folder or a model (docs/stress-tests.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 from sga_core.cli.flags import add_dataclass_flags
 from sga_core.params import ConfigError
-from sga_core.stress.run import DEFAULT_ATTACKS
 
 PREFIX = "stress_"
 
@@ -48,14 +47,14 @@ def check_options(args) -> None:
 
 
 def settings_from_args(args):
-    """The :class:`~sga_core.stress.base.StressSettings` of the flags given (unset flags keep
-    the defaults), checked like a config file's."""
+    """The StressSettings (:mod:`sga_core.stress.settings`) of the flags given (unset flags
+    keep the defaults), checked like a config file's."""
     from sga_core.params import from_dict
-    from sga_core.stress.base import StressSettings
+    from sga_core.stress.settings import settings_class
 
     given = {k[len(PREFIX):]: v for k, v in vars(args).items()
              if k.startswith(PREFIX) and v is not None}
-    return from_dict(StressSettings, given, "--")
+    return from_dict(settings_class(), given, "--")
 
 
 def _stress(args) -> int:
@@ -174,18 +173,19 @@ def format_results(results: dict) -> str:
 
 def add_parsers(sub, argv: list[str] | None = None) -> None:
     """Add this module's commands to the subparsers ``sub``."""
-    from sga_core.stress.base import StressSettings
-    from sga_core.stress.run import attack_names
+    from sga_core.stress.attacks import attacks, default_attacks
+    from sga_core.stress.settings import settings_class
 
+    registered = attacks()
+    default = ",".join(default_attacks())
     s = sub.add_parser(
-        "stress", help="stress-test the forgetting (relearning, quantization, prompts)",
+        "stress", help="stress-test the forgetting: does it hold under attack?",
         description="Does the forgetting hold? Attack a run's model (or any model) and "
-                    "re-score the forget answers: relearning on a share of the forget set, "
-                    "4/8-bit round-to-nearest quantization, paraphrased questions, a "
-                    "few-shot prefix, role-play prompts. Each attack writes "
-                    "RUN_DIR/stress/<attack>.json with the forget metrics after the attack "
-                    "and the recovery, the share of the unlearning gap it closes (0 = held, "
-                    "1 = all back). See docs/stress-tests.md.")
+                    "re-score the forget answers: "
+                    + "; ".join(f"{c.name}: {c.description}" for c in registered)
+                    + ". Each attack writes RUN_DIR/stress/<attack>.json with the forget "
+                    "metrics after the attack and the recovery, the share of the unlearning "
+                    "gap it closes (0 = held, 1 = all back). See docs/stress-tests.md.")
     s.add_argument("target", metavar="RUN_DIR|MODEL", nargs="+",
                    help="a run folder (or run id), or a model to stress-test (with --queue "
                         "or --cancel: one or more runs)")
@@ -197,14 +197,14 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--cancel", action="store_true",
                    help="cancel each run's queued or running stress test (a queued one "
                         "never starts; a running one stops, its files written so far kept)")
-    s.add_argument("--attacks", default=DEFAULT_ATTACKS,
-                   help=f"comma-separated, of: {', '.join(attack_names())}, or all "
-                        f"(default: {DEFAULT_ATTACKS})")
+    s.add_argument("--attacks", default=default,
+                   help=f"comma-separated, of: {', '.join(c.name for c in registered)}, or "
+                        f"all (default: {default})")
     s.add_argument("--original", help="the model before unlearning (default for a run: its "
                                       "config's model); the recovery's far end")
     s.add_argument("--forget", help="forget data, QA or text (a model only)")
-    s.add_argument("--retain", help="retain data, QA or text (a model only: benign relearning, "
-                                    "few-shot examples)")
+    s.add_argument("--retain", help="retain data, QA or text (a model only: for the attacks "
+                                    "that train on retain rows or take examples from them)")
     s.add_argument("--out", help="output folder (required for a model; default for a run: "
                                  "RUN_DIR/stress)")
     s.add_argument("--max-new-tokens", type=int, help="tokens per greedy answer (default: "
@@ -214,5 +214,5 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
                    help="a model only")
     s.add_argument("--runs-dir", help="where to look up a run id")
-    add_dataclass_flags(s, StressSettings, PREFIX)
+    add_dataclass_flags(s, settings_class(), PREFIX)
     s.set_defaults(func=cmd_stress)

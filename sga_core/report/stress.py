@@ -13,16 +13,17 @@ def stress_table(rows: Sequence[dict], root=None) -> tuple[list[dict], list[str]
     ``root / run_id``; optionally ``collapsed``). Each table row: ``run``, ``collapsed``,
     and per attack key the recovery mean (None when undefined) plus ``<key> (text)`` in
     words and ``<key> (detail)``: the values it is made of. Runs with no stress results
-    are left out; the columns are the attack keys any run has, in the attacks' order."""
+    are left out; the columns are the attack keys any run has, in the attacks' order (a
+    key no registered attack writes last)."""
+    from sga_core.stress.attacks import attack_of, attacks
     from sga_core.stress.results import (
         read_results,
         recovery_detail,
         recovery_interval,
         recovery_text,
     )
-    from sga_core.stress.run import attack_names
 
-    order = {n: i for i, n in enumerate(attack_names())}
+    rank = {c: i for i, c in enumerate(attacks())}
     out, keys = [], set()
     for r in rows:
         path = r.get("path") or (Path(root) / r["run_id"] if root and r.get("run_id")
@@ -39,13 +40,14 @@ def stress_table(rows: Sequence[dict], root=None) -> tuple[list[dict], list[str]
             row[f"{key} (text)"] = recovery_text(data)
             row[f"{key} (detail)"] = recovery_detail(data)
         out.append(row)
-    columns = sorted(keys, key=lambda k: (order.get(k.split("-")[0], 99), _steps(k), k))
-    return out, columns
 
+    def place(key: str) -> tuple:
+        attack = attack_of(key)
+        if attack is None:
+            return (len(rank), 0, key)
+        return (rank[attack], attack.key_order(key), key)
 
-def _steps(key: str) -> int:
-    tail = key.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+    return out, sorted(keys, key=place)
 
 
 def recovery_band(value: float | None) -> str:

@@ -32,6 +32,7 @@ from sga_core.runs.folder import (
 from sga_core.runs.jobs import KINDS, kind
 from sga_core.runs.procs import is_ours, recorded, spawn
 from sga_core.runs.status import FINAL_STATES
+from sga_core.stress.attacks import default_attacks
 
 RUNNER_LOCK = ".runner.lock"
 RUNNER_INFO = ".runner.json"
@@ -404,23 +405,16 @@ def eval_requested(run_dir: str | os.PathLike) -> bool:
 
 # --- stress tests queued as jobs (docs/stress-tests.md#queued-as-a-job) ---------------------
 
-def default_attacks() -> list[str]:
-    """The attacks a stress test runs when none are named (the ``stress`` command's)."""
-    from sga_core.stress.run import DEFAULT_ATTACKS
-
-    return DEFAULT_ATTACKS.split(",")
-
-
 def check_stress(attacks, settings: dict | None = None) -> list[str]:
     """The attacks (names, or "a,b" text; None: :func:`default_attacks`) checked against
     the registry, and ``settings`` (StressSettings fields) checked like the stress command's
     flags; ConfigError saying what is wrong."""
     from sga_core.params import from_dict
-    from sga_core.stress.base import StressSettings
     from sga_core.stress.run import parse_attacks
+    from sga_core.stress.settings import settings_class
 
     names = parse_attacks(default_attacks() if attacks is None else attacks)
-    from_dict(StressSettings, settings or {}, "--")
+    from_dict(settings_class(), settings or {}, "--")
     return names
 
 

@@ -503,12 +503,24 @@ STRESS_METRIC = opt(lambda v: fields(v, {
     "original": NUM, "undefined": COUNT, "reason": STAMP}))
 STRESS_CASE_METRIC = opt(lambda v: fields(v, {
     "attacked": NUM, "unlearned": NUM, "original": NUM, "recovery": NUM, "reason": STAMP}))
+#: the check of a value of each type an attack may declare for its cases' ``info``
+#: (sga_core.stress.base.INFO_TYPES)
+INFO_CHECKS = {int: COUNT, float: NUM, str: STAMP, bool: opt(flag),
+               dict[str, str]: opt(map_of(text)), list[int]: opt(list_of(integer(0)))}
+
+
+def case_info(v: Any) -> str | None:
+    """A case's ``info``: each field any registered attack declares (its ``info_fields``,
+    :mod:`sga_core.stress.attacks`) of the type it declares."""
+    from sga_core.stress.attacks import info_fields
+
+    return fields(v, {k: INFO_CHECKS[t] for k, t in info_fields().items()})
+
+
 STRESS_CASE = {
     "label": STAMP, "seed": opt(integer()), "reason": STAMP,
     "eval_rows": opt(list_of(integer(0))), "attack_rows": opt(list_of(integer(0))),
-    "attack_set": STAMP, "metrics": opt(map_of(STRESS_CASE_METRIC)),
-    "info": opt(lambda v: fields(v, {"from_data": COUNT, "generated": COUNT,
-                                     "paraphraser": STAMP, "left_out": opt(map_of(text))})),
+    "attack_set": STAMP, "metrics": opt(map_of(STRESS_CASE_METRIC)), "info": opt(case_info),
 }
 STRESS_SAMPLE = {
     "case": opt(integer(0)), "index": opt(integer(0)), "question": STAMP, "generated": STAMP,

@@ -1,16 +1,18 @@
-"""What every stress attack shares: the registry, the context an attack runs in, and the
-case it hands back (docs/stress-tests.md).
+"""What every stress attack shares: the registry, the settings common to all, and the case
+it hands back (docs/stress-tests.md); the context an attack runs in is
+:mod:`sga_core.stress.context`. Nothing here loads or scores a model, so the readers of
+result files may ask the registry.
 
-An attack is a small class with a ``name`` (the CLI's ``--attacks`` key) and a ``run``
-that, given the loaded unlearned model and its data (:class:`StressContext`), returns its
-cases: per result key (``quant4``; ``relearn-10`` and ``relearn-50`` from one trajectory)
-a list of :class:`Case`, one per seed or template. An attack never changes the model it is
-given: it works on a copy, or only on the prompts.
+An attack is a small class in a file of its own (:mod:`sga_core.stress.attacks`) with a
+``name`` (the CLI's ``--attacks`` key) and a ``run`` that, given the loaded unlearned model
+and its data (:class:`~sga_core.stress.context.StressContext`), returns its cases: per
+result key (one, or one per step count of a relearning trajectory) a list of
+:class:`Case`, one per seed or template. An attack never changes the model it is given: it
+works on a copy, or only on the prompts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -18,97 +20,62 @@ from sga_core.params import param
 
 REGISTRY: dict[str, type[Attack]] = {}
 
-#: bounds of the settings (a seed is a whole relearning trajectory; a step count is one
-#: trajectory's length; a learning rate above 1 only turns the weights into NaN)
+#: the data kinds a stress test scores (docs/stress-tests.md#text-data)
+KINDS = {"qa": "question-answer", "text": "text"}
+
+#: the types a field of a case's ``info`` may be declared as (``Attack.info_fields``; the
+#: result files are checked against them, sga_core.runs.validate)
+INFO_TYPES = (int, float, str, bool, dict[str, str], list[int])
+
+#: bounds of the settings every attack shares (a seed is a whole relearning trajectory)
 MAX_STRESS_SEEDS = 20
 MAX_SEED = 2**31 - 1
-MAX_RELEARN_STEPS = 100_000
-MAX_LR = 1.0
 
 
 @dataclass
-class StressSettings:
-    """The attacks' knobs: typed ``param()`` fields, so the ``stress`` command's flags and
-    the YAML of a result's ``settings`` come from here (``stress --help`` lists them)."""
+class CommonSettings:
+    """The settings every attack shares: typed ``param()`` fields. Each attack adds its own
+    (its ``Settings``); :func:`sga_core.stress.settings.settings_class` joins them into the
+    one ``StressSettings`` that the ``stress`` command's flags, a queued request and a
+    result's ``settings`` come from (``stress --help`` lists them)."""
 
     seeds: list[int] = param([0, 1, 2], "Seeds of the seeded attacks (relearning rows, "
                              "few-shot examples); intervals run over them "
                              f"(at most {MAX_STRESS_SEEDS}, each 0 to {MAX_SEED}).")
-    relearn_steps: list[int] = param([10, 50], "Relearning: optimizer steps after which the "
-                                     "forget rows are re-scored (one trajectory; each 1 to "
-                                     f"{MAX_RELEARN_STEPS}).")
-    relearn_share: float = param(0.1, "Relearning: share of the forget rows trained on "
-                                 "(at least 1, never all).", min=0.0, max=1.0)
-    relearn_lr: float | None = param(None, "Relearning learning rate (default: the run's "
-                                     "training lr, else 1e-5).", min=0.0, max=MAX_LR)
-    relearn_batch_size: int = param(4, "Relearning: rows per step.", min=1, max=4096)
-    benign_text: str | None = param(None, "Benign relearning on this text file (blank-line "
-                                    "separated paragraphs) instead of retain rows.")
-    quant_group_size: int = param(128, "Quantization: weights per group along the input "
-                                  "dimension.", min=1, max=2**20)
-    quant_symmetric: bool = param(True, "Quantization: symmetric absmax (else asymmetric "
-                                  "min-max with a zero point).")
-    fewshot_k: int = param(3, "Few-shot: retain QA pairs before each question.", min=1,
-                           max=64)
-    templates: str | None = param(None, "Role-play templates YAML (default: "
-                                  "assets/attacks/roleplay.yaml).")
-    paraphrase_backend: str | None = param(
-        None, "Paraphrases: a normals backend with a prompt (local, openai) that rewords the "
-        "forget questions without a paraphrased_question (empty: only the data's).")
-    paraphrase_model: str | None = param(None, "Paraphrases: the backend's model (empty: "
-                                         "its default, the embedded SmolLM2 or gpt-4o-mini).")
-    paraphrase_base_url: str | None = param(None, "Paraphrases: an OpenAI-compatible "
-                                            "server's base URL (openai only; empty = "
-                                            "OpenAI).", advanced=True)
-    paraphrase_timeout: float = param(60.0, "Paraphrases: seconds one request to the "
-                                      "server may take in all (openai only); one that "
-                                      "times out is tried once more, then the server is "
-                                      "taken for hung.", min=1.0, max=3600.0, advanced=True)
-    paraphrase_template: str | None = param(None, "Paraphrases: the prompt (a normals "
-                                            "template YAML; default: "
-                                            "assets/attacks/paraphrase.yaml).", advanced=True)
-    keep: bool = param(False, "Keep the relearned copies under stress/kept/ (else deleted).")
     rouge: bool = param(True, "Generate answers for ROUGE-L (the slow part on a CPU).")
 
-    def settings_problem(self) -> str | None:
-        """Settings each valid alone but not together, and the lists' items (params.from_dict
-        asks, so a bad setting is refused before any model loads)."""
-        problem = self.list_problem()
-        if problem:
-            return problem
-        if self.paraphrase_backend:
-            from sga_core.stress.paraphrases import backend_problem
-
-            return backend_problem(self.paraphrase_backend, self.paraphrase_base_url)
-        if self.paraphrase_model or self.paraphrase_base_url or self.paraphrase_template:
-            return ("paraphrase_model/base_url/template: they set how paraphrases are "
-                    "generated; choose a paraphrase_backend too (local or openai)")
-        return None
+    @staticmethod
+    def settings_problem(settings) -> str | None:
+        return list_problem("seeds", settings.seeds, 0, MAX_SEED, MAX_STRESS_SEEDS)
 
 
-    def list_problem(self) -> str | None:
-        """What is wrong with ``seeds`` or ``relearn_steps`` (None: nothing)."""
-        for name, items, lo, hi, most in (
-                ("seeds", self.seeds, 0, MAX_SEED, MAX_STRESS_SEEDS),
-                ("relearn_steps", self.relearn_steps, 1, MAX_RELEARN_STEPS, 20)):
-            if not isinstance(items, list) or not items:
-                return f"{name}: give at least one"
-            if len(set(items)) > most:
-                return f"{name}: {len(set(items))} is too many (at most {most})"
-            bad = next((v for v in items if isinstance(v, bool) or not isinstance(v, int)
-                        or not lo <= v <= hi), None)
-            if bad is not None:
-                return f"{name}: {bad!r} is outside {lo}..{hi}"
-        return None
+def list_problem(name: str, items, lo: int, hi: int, most: int) -> str | None:
+    """What is wrong with the whole-number list setting ``name`` (None: nothing): at least
+    one item, at most ``most`` distinct ones, each ``lo`` to ``hi``."""
+    if not isinstance(items, list) or not items:
+        return f"{name}: give at least one"
+    if len(set(items)) > most:
+        return f"{name}: {len(set(items))} is too many (at most {most})"
+    bad = next((v for v in items if isinstance(v, bool) or not isinstance(v, int)
+                or not lo <= v <= hi), None)
+    if bad is not None:
+        return f"{name}: {bad!r} is outside {lo}..{hi}"
+    return None
 
-    def check(self) -> None:
-        """ConfigError naming the first bad setting (settings built without from_dict)."""
-        from sga_core.params import ConfigError, validate_fields
 
-        validate_fields(self)
-        problem = self.settings_problem()
-        if problem:
-            raise ConfigError(problem)
+@dataclass(frozen=True)
+class FormChoice:
+    """A setting of an attack that the pages' stress forms offer as a choice: a selectbox
+    ``label`` with the words of each value (``choices``, the first one preselected); the
+    value "" leaves the setting at its default (it is left out of the request). ``said``:
+    how a chosen value reads in the page's "Queued ..." line (``{value}`` filled in)."""
+
+    key: str  # the widget's key under the form: runs.stress_<key>, results.stress_<key>
+    setting: str  # the settings field it sets
+    label: str
+    choices: dict[str, str]
+    help: str = ""
+    said: str = ""
 
 
 @dataclass
@@ -128,82 +95,100 @@ class Case:
     info: dict | None = None  # what else a reader needs (where the questions came from)
 
 
-@dataclass
-class StressContext:
-    """The unlearned model as loaded, its encoder and data, and how to score rows."""
-
-    model: Any
-    enc: Any
-    forget_rows: list[dict]
-    retain_rows: list[dict]
-    settings: StressSettings
-    device: str = "cpu"
-    batch_size: int = 16
-    max_new_tokens: int = 48
-    train_lr: float | None = None  # the run's own learning rate, when it is a run
-    keep_dir: Any = None  # where --keep saves relearned copies
-    progress: Callable[[str, int, int], None] | None = None
-    #: "qa", or "text": each forget row a passage's prefix (``question``) and continuation
-    #: cut to the VerbMem tokens (``answer``), its whole passage in ``text``
-    #: (:func:`sga_core.stress.rows.text_rows`)
-    kind: str = "qa"
-
-    def score(self, model, rows: Sequence[int], questions: Sequence[str] | None = None,
-              stage: str = "scoring") -> list[dict]:
-        """Per forget row of ``rows``: its answer's probability under ``model`` asked with
-        ``questions`` (default: the row's own question), and with :attr:`settings.rouge`
-        the greedy answer and its ROUGE-L recall."""
-        from sga_core.stress.scoring import score_rows
-
-        qs = list(questions) if questions is not None else [
-            self.forget_rows[i]["question"] for i in rows]
-        answers = [self.forget_rows[i]["answer"] for i in rows]
-        return score_rows(model, self.enc, qs, answers, self.device, self.batch_size,
-                          self.max_new_tokens if self.settings.rouge else 0,
-                          progress=self.progress, stage=stage, kind=self.kind)
-
-    def train_seq(self, row: dict):
-        """A row as relearning trains on it: a QA pair's answer after its question, or a
-        text row's whole passage."""
-        if self.kind == "text":
-            return self.enc.text("", row["text"])
-        return self.enc.qa(row["question"], row["answer"])
-
-    def report(self, stage: str, done: int, total: int) -> None:
-        if self.progress is not None:
-            self.progress(stage, done, total)
-
-
 class Attack:
-    """One attack: subclasses set ``name``, ``label``, ``description`` and ``run``."""
+    """One attack, and everything the surfaces need to know of it, declared in its own file
+    of :mod:`sga_core.stress.attacks` (docs/stress-tests.md#add-an-attack). Subclasses set
+    ``name``, ``label``, ``description`` and :meth:`run`; the rest has defaults:
+
+    - ``rank``: the display order; ``default``: whether ``stress`` without ``--attacks``
+      (and the pages' preselection) runs it; ``kinds``: the data kinds it attacks (on any
+      other it writes one "not applicable" case);
+    - ``Settings``: a dataclass of typed ``param()`` fields, its own settings (flags, the
+      request, a result's ``settings``), their names unique among the attacks;
+      :meth:`settings_problem` checks them together; ``form``: those the pages' stress
+      forms offer (:class:`FormChoice`);
+    - :meth:`keys`: the result files it writes (``stress/<key>.json``), :meth:`owns` and
+      :meth:`key_order` place a key in the "Does it hold?" table;
+    - ``info_fields``: what a case's ``info`` may hold (name -> one of :data:`INFO_TYPES`;
+      the result files are checked against them), and
+      :meth:`case_words`: how it reads where the result is shown.
+    """
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    rank: ClassVar[int] = 100  # display order
-    #: it rewords or wraps the forget questions, so on text data (a passage has no
-    #: question) it is not applicable
-    asks_questions: ClassVar[bool] = False
+    rank: ClassVar[int] = 100
+    default: ClassVar[bool] = True
+    kinds: ClassVar[tuple[str, ...]] = tuple(KINDS)
+    Settings: ClassVar[type | None] = None
+    form: ClassVar[tuple[FormChoice, ...]] = ()
+    info_fields: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        if cls.name:
-            REGISTRY[cls.name] = cls
+        name = cls.__dict__.get("name")
+        if not name:
+            return  # a base shared by several attacks (relearning, quantization)
+        old = REGISTRY.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__,
+                                                                       cls.__qualname__):
+            raise ValueError(f"attack name {name!r} is already registered by "
+                             f"{old.__module__}.{old.__qualname__}")
+        unknown = set(cls.kinds) - set(KINDS)
+        if unknown or not cls.kinds:
+            raise ValueError(f"attack {name!r}: kinds must be some of {list(KINDS)}, got "
+                             f"{list(cls.kinds)}")
+        odd = [k for k, t in cls.info_fields.items() if t not in INFO_TYPES]
+        if odd:
+            raise ValueError(f"attack {name!r}: info field {odd[0]!r} must be one of the "
+                             f"types {[getattr(t, '__name__', str(t)) for t in INFO_TYPES]}")
+        for other in REGISTRY.values():
+            clash = {k for k in set(cls.info_fields) & set(other.info_fields)
+                     if cls.info_fields[k] != other.info_fields[k]} if other.name != name \
+                else set()
+            if clash:
+                raise ValueError(f"attack {name!r}: info field {sorted(clash)[0]!r} has "
+                                 f"another type in attack {other.name!r}")
+        REGISTRY[name] = cls
 
-    def keys(self, settings: StressSettings) -> list[str]:
-        """The result keys this attack writes (one file each)."""
-        return [self.name]
+    @classmethod
+    def keys(cls, settings) -> list[str]:
+        """The result keys this attack writes with ``settings`` (one file each)."""
+        return [cls.name]
 
-    def cases(self, ctx: StressContext) -> dict[str, list[Case]]:
-        """:meth:`run`, or for a question attack on text data its one case: not
+    @classmethod
+    def owns(cls, key: str) -> bool:
+        """Whether result key ``key`` is one this attack writes (with any settings)."""
+        return key == cls.name
+
+    @classmethod
+    def key_order(cls, key: str) -> int:
+        """Where ``key`` stands among this attack's keys (their table columns)."""
+        return 0
+
+    @classmethod
+    def settings_problem(cls, settings) -> str | None:
+        """What is wrong with this attack's settings taken together (None: nothing)."""
+        return None
+
+    @classmethod
+    def case_words(cls, info: dict) -> str | None:
+        """A case's ``info`` in words, for the hover of its table cell (None: nothing)."""
+        return None
+
+    def cases(self, ctx) -> dict[str, list[Case]]:
+        """:meth:`run`, or on a kind of data the attack does not take its one case: not
         applicable."""
-        if self.asks_questions and ctx.kind == "text":
-            return {self.name: [Case("", None, [], [], reason="not applicable: text data "
-                                     "(this attack rewords or wraps questions; a passage "
-                                     "has none)")]}
+        if ctx.kind not in self.kinds:
+            takes = " and ".join(KINDS[k] for k in self.kinds)
+            return {key: [Case("", None, [], [], reason=f"not applicable: {ctx.kind} data "
+                               f"(this attack takes {takes} data only)")]
+                    for key in self.keys(ctx.settings)}
         return self.run(ctx)
 
-    def run(self, ctx: StressContext) -> dict[str, list[Case]]:  # pragma: no cover
+    def run(self, ctx) -> dict[str, list[Case]]:  # pragma: no cover
+        """The attack on ``ctx`` (a :class:`~sga_core.stress.context.StressContext`): per
+        result key its cases."""
         raise NotImplementedError
 
 

@@ -1,6 +1,7 @@
 """Round-to-nearest (RTN) weight quantization, simulated in torch (quantize, then dequantize
 back to the model's dtype), so it runs on a CPU and a GPU alike
-(docs/stress-tests.md#quantization).
+(docs/stress-tests.md#quantization); the quantization attacks (:mod:`sga_core.stress.attacks`)
+subclass :class:`RoundToNearest` with their number of bits.
 
 Zhang et al., "Catastrophic Failure of LLM Unlearning via Quantization" (ICLR 2025), show
 that rounding an unlearned model's weights to 4 bits brings back much of what GA-style
@@ -26,7 +27,21 @@ So every weight moves by at most ``Δ/2`` (:func:`max_error`).
 
 from __future__ import annotations
 
-from sga_core.stress.base import Attack, Case, StressContext
+from dataclasses import dataclass
+
+from sga_core.params import param
+from sga_core.stress.base import Attack, Case
+from sga_core.stress.context import StressContext
+
+
+@dataclass
+class QuantSettings:
+    """The quantization attacks' settings."""
+
+    quant_group_size: int = param(128, "Quantization: weights per group along the input "
+                                  "dimension.", min=1, max=2**20)
+    quant_symmetric: bool = param(True, "Quantization: symmetric absmax (else asymmetric "
+                                  "min-max with a zero point).")
 
 
 def quantize_dequantize(w, bits: int, group_size: int = 128, symmetric: bool = True):
@@ -111,8 +126,11 @@ def quantize_model(model, bits: int, group_size: int = 128, symmetric: bool = Tr
     return len(mods)
 
 
-class _Quant(Attack):
+class RoundToNearest(Attack):
+    """A quantization attack: the weights of a copy rounded to ``bits``, then re-scored."""
+
     bits = 0
+    Settings = QuantSettings
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
         import copy
@@ -130,19 +148,3 @@ class _Quant(Attack):
             del model
             free_memory()
         return {self.name: [Case("", None, rows, scores)]}
-
-
-class Quant4(_Quant):
-    name = "quant4"
-    label = "4-bit RTN"
-    description = "the weights rounded to 4 bits (RTN, groups of 128), then re-scored"
-    bits = 4
-    rank = 30
-
-
-class Quant8(_Quant):
-    name = "quant8"
-    label = "8-bit RTN"
-    description = "the weights rounded to 8 bits (RTN, groups of 128), then re-scored"
-    bits = 8
-    rank = 31

@@ -1,26 +1,44 @@
-"""Relearning attacks (docs/stress-tests.md#relearning): fine-tune a copy of the unlearned
-model for a few steps and re-score the forget rows it did not see.
+"""Relearning, what the relearning attacks share (docs/stress-tests.md#relearning):
+fine-tune a copy of the unlearned model for a few steps and re-score the forget rows it did
+not see. Each attack (:mod:`sga_core.stress.attacks`) subclasses :class:`Relearning` and
+says which rows it trains on (:meth:`Relearning.training_rows`); the settings here
+(:class:`RelearnSettings`) are theirs.
 
-- ``relearn``: per seed, a share of the forget rows (default 10%, at least one, never all)
-  is drawn; a copy is fine-tuned on them (plain next-token loss on the answers, AdamW)
-  and the REST of the forget set is re-scored after each of the step counts (default 10
-  and 50, one trajectory). Hu et al., "Unlearning or Obfuscating? Jogging the Memory of
-  Unlearned LLMs via Benign Relearning" (ICLR 2025); Łucki et al. 2024.
-- ``benign``: the same, trained on retain rows (as many as the forget share, drawn per
-  seed) or on a text the user gives (``--benign-text``, one paragraph per training row);
-  every forget row is re-scored, since none was trained on.
-
-The run's own model is never touched: the copy lives in memory and is dropped, or with
-``--keep`` saved under ``stress/kept/<attack>-seed<seed>/``.
+Hu et al., "Unlearning or Obfuscating? Jogging the Memory of Unlearned LLMs via Benign
+Relearning" (ICLR 2025); Łucki et al. 2024. The run's own model is never touched: the copy
+lives in memory and is dropped, or with ``--keep`` saved under
+``stress/kept/<attack>-seed<seed>/``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from sga_core.stress.base import Attack, Case, StressContext, seeded_rows
+from sga_core.params import param
+from sga_core.stress.base import Attack, Case, list_problem
+from sga_core.stress.context import StressContext
 
+#: a step count is one trajectory's length; a learning rate above 1 only turns the weights
+#: into NaN
+MAX_RELEARN_STEPS = 100_000
+MAX_LR = 1.0
 DEFAULT_LR = 1e-5
+
+
+@dataclass
+class RelearnSettings:
+    """The relearning attacks' settings."""
+
+    relearn_steps: list[int] = param([10, 50], "Relearning: optimizer steps after which the "
+                                     "forget rows are re-scored (one trajectory; each 1 to "
+                                     f"{MAX_RELEARN_STEPS}).")
+    relearn_share: float = param(0.1, "Relearning: share of the forget rows trained on "
+                                 "(at least 1, never all).", min=0.0, max=1.0)
+    relearn_lr: float | None = param(None, "Relearning learning rate (default: the run's "
+                                     "training lr, else 1e-5).", min=0.0, max=MAX_LR)
+    relearn_batch_size: int = param(4, "Relearning: rows per step.", min=1, max=4096)
+    keep: bool = param(False, "Keep the relearned copies under stress/kept/ (else deleted).")
 
 
 class Diverged(ArithmeticError):
@@ -93,9 +111,27 @@ def _keep(ctx: StressContext, model, name: str) -> None:
         ctx.enc.tok.save_pretrained(tmp)
 
 
-class _Relearn(Attack):
-    def keys(self, settings) -> list[str]:
-        return [f"{self.name}-{n}" for n in sorted(set(settings.relearn_steps))]
+class Relearning(Attack):
+    """A relearning attack: one result key per step count, ``<name>-<steps>``."""
+
+    Settings = RelearnSettings
+
+    @classmethod
+    def keys(cls, settings) -> list[str]:
+        return [f"{cls.name}-{n}" for n in sorted(set(settings.relearn_steps))]
+
+    @classmethod
+    def owns(cls, key: str) -> bool:
+        head, _, steps = key.rpartition("-")
+        return head == cls.name and steps.isdigit()
+
+    @classmethod
+    def key_order(cls, key: str) -> int:
+        return int(key.rpartition("-")[2])
+
+    @classmethod
+    def settings_problem(cls, settings) -> str | None:
+        return list_problem("relearn_steps", settings.relearn_steps, 1, MAX_RELEARN_STEPS, 20)
 
     def training_rows(self, ctx: StressContext, seed: int) -> tuple[str, list[int], list, list]:
         """``(attack set, its rows used, token sequences, forget rows evaluated)``."""
@@ -138,58 +174,3 @@ class _Relearn(Attack):
                 del model
                 free_memory()
         return out
-
-
-class Relearn(_Relearn):
-    name = "relearn"
-    label = "relearning"
-    description = ("a copy fine-tuned for N steps on a share of the forget rows; the rest "
-                   "re-scored")
-    rank = 10
-
-    def training_rows(self, ctx, seed):
-        n = len(ctx.forget_rows)
-        used = seeded_rows(n, ctx.settings.relearn_share, seed)
-        seqs = [ctx.train_seq(ctx.forget_rows[i]) for i in used]
-        rest = [i for i in range(n) if i not in set(used)]
-        return "forget", used, seqs, rest
-
-
-class Benign(_Relearn):
-    name = "benign"
-    label = "benign relearning"
-    description = ("a copy fine-tuned for N steps on retain rows (or --benign-text); every "
-                   "forget row re-scored")
-    rank = 20
-
-    def training_rows(self, ctx, seed):
-        import random
-
-        n = len(ctx.forget_rows)
-        k = max(1, round(ctx.settings.relearn_share * n))
-        if ctx.settings.benign_text:
-            paras = benign_paragraphs(ctx.settings.benign_text)
-            used = sorted(random.Random(seed).sample(range(len(paras)), min(k, len(paras))))
-            seqs = [ctx.enc.text("", paras[i]) for i in used]
-            return "text", used, seqs, list(range(n))
-        if not ctx.retain_rows:
-            raise ValueError("benign relearning needs retain rows or --benign-text")
-        used = sorted(random.Random(seed).sample(range(len(ctx.retain_rows)),
-                                                 min(k, len(ctx.retain_rows))))
-        seqs = [ctx.train_seq(ctx.retain_rows[i]) for i in used]
-        return "retain", used, seqs, list(range(n))
-
-
-def benign_paragraphs(path: str) -> list[str]:
-    """The paragraphs (blank-line separated) of a text file, each one training row."""
-    from sga_core.params import ConfigError
-
-    try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--benign-text {path}: {getattr(exc, 'strerror', None) or exc}") \
-            from None
-    paras = [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
-    if not paras:
-        raise ConfigError(f"--benign-text {path}: the file has no text")
-    return paras

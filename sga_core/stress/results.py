@@ -56,7 +56,10 @@ def recovery_detail(res: dict, digits: int = 3) -> str:
     """What the recovery is made of, for a reader to judge it: the forget probability of
     the unlearned, attacked and Original models and the gap between the two ends ("small"
     below :data:`SMALL_GAP`: the ratio of two small numbers is noisy), what a negative
-    recovery means, and where a case's questions came from (generated paraphrases)."""
+    recovery means, and what the attack says of its cases (its ``case_words``: where a
+    case's questions came from)."""
+    from sga_core.stress.attacks import attack_of
+
     head = (res.get("summary") or {}).get("probability") or {}
     u, o = head.get("unlearned"), head.get("original")
     a = (head.get("attacked") or {}).get("mean")
@@ -70,24 +73,19 @@ def recovery_detail(res: dict, digits: int = 3) -> str:
     mean = recovery_interval(res).get("mean")
     if isinstance(mean, (int, float)) and mean < 0:
         parts.append("below 0: the attack moved the model further from the Original")
+    attack = attack_of(str(res.get("attack") or ""), res.get("family"))
     for c in res.get("cases") or []:
         info = c.get("info") if isinstance(c, dict) else None
-        if not info:
-            continue
-        said = [f"{info.get('from_data', 0)} paraphrases from the data"]
-        if info.get("paraphraser"):
-            said.append(f"{info.get('generated', 0)} written by {info['paraphraser']}")
-        if info.get("left_out"):
-            said.append(f"{len(info['left_out'])} left out (e.g. "
-                        f"{next(iter(info['left_out'].values()))})")
-        parts.append(", ".join(said))
+        words = attack.case_words(info) if info and attack is not None else None
+        if words:
+            parts.append(words)
     return "; ".join(parts)
 
 
 def attacked_token_tables(run_dir: str | os.PathLike, row: int) -> dict[str, dict]:
     """Per result key that re-scored forget row ``row``: the attacked model's token record
     of that row's answer (``tokens``, ``probs``, ``top``), from the first case that
-    evaluated it; a case other than the only one is named in the key ("relearn-10 seed 0")."""
+    evaluated it; a case other than the only one is named in the key ("<key> seed 0")."""
     out: dict[str, dict] = {}
     for key, res in read_results(run_dir).items():
         cases = res.get("cases") or []

@@ -1,11 +1,11 @@
 """Running stress tests on a run folder or a model, and writing their results
 (docs/stress-tests.md, docs/spec.md#5-the-run-directory).
 
-Per result key (``quant4``, ``relearn-10``, ...) one file ``<out>/<key>.json``, written
-atomically by the one stress process that holds the folder (a second one is refused):
-the settings, each case (seed or template) with its rows, the attacked, unlearned and
-Original means on those rows and the recovery, the summary over the cases, and the
-per-row samples. For a run folder ``<out>`` is ``RUN_DIR/stress/``.
+Per result key (an attack's name, or one per step count of a relearning attack) one file
+``<out>/<key>.json``, written atomically by the one stress process that holds the folder
+(a second one is refused): the settings, each case (seed or template) with its rows, the
+attacked, unlearned and Original means on those rows and the recovery, the summary over
+the cases, and the per-row samples. For a run folder ``<out>`` is ``RUN_DIR/stress/``.
 """
 
 from __future__ import annotations
@@ -17,23 +17,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sga_core.stress.base import REGISTRY, StressContext, StressSettings
+from sga_core.stress.attacks import attack_names, default_attacks, get_attack
+from sga_core.stress.context import StressContext
 from sga_core.stress.scoring import case_metrics, summarise
+from sga_core.stress.settings import settings_class
 
 RESULT_VERSION = 1
-#: the attacks run when none are named (``stress`` without --attacks, the pages' default)
-DEFAULT_ATTACKS = "relearn,quant4,quant8,paraphrase,fewshot,roleplay"
-
-
-def attack_names() -> list[str]:
-    """Registered attacks in display order."""
-    import sga_core.stress  # noqa: F401  (registers the attacks)
-
-    return [c.name for c in sorted(REGISTRY.values(), key=lambda c: (c.rank, c.name))]
 
 
 def parse_attacks(text: str | Sequence[str]) -> list[str]:
-    """``"relearn,quant4"`` (or a list) checked against the registry; "all" = every one."""
+    """Attack names, comma-separated (or a list), checked against the registry; "all" =
+    every one, "default" = :func:`~sga_core.stress.attacks.default_attacks`."""
     from sga_core.params import ConfigError
 
     items = text.split(",") if isinstance(text, str) else list(text)
@@ -41,6 +35,8 @@ def parse_attacks(text: str | Sequence[str]) -> list[str]:
     known = attack_names()
     if names == ["all"]:
         return known
+    if names == ["default"]:
+        return default_attacks()
     bad = [n for n in names if n not in known]
     if bad or not names:
         raise ConfigError(f"--attacks: unknown attack {', '.join(bad) or '(none given)'}; "
@@ -48,8 +44,8 @@ def parse_attacks(text: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def result_keys(attacks: Sequence[str], settings: StressSettings) -> list[str]:
-    return [k for a in attacks for k in REGISTRY[a]().keys(settings)]
+def result_keys(attacks: Sequence[str], settings) -> list[str]:
+    return [k for a in attacks for k in get_attack(a).keys(settings)]
 
 
 @contextlib.contextmanager
@@ -78,8 +74,8 @@ def writer_lock(out_dir: Path) -> Iterator[None]:
 
 
 def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
-                 original: str | None = None, attacks: Sequence[str] = ("quant4",),
-                 settings: StressSettings | None = None, eval_settings=None,
+                 original: str | None = None, attacks: Sequence[str] | None = None,
+                 settings=None, eval_settings=None,
                  progress=None, run_id: str | None = None, train_lr: float | None = None,
                  original_scores: list[dict] | None = None,
                  meta: Mapping[str, Any] | None = None, job=None) -> dict[str, dict]:
@@ -89,6 +85,8 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     from (the recovery's far end; None leaves every recovery undefined).
     ``original_scores``: the
     Original's plain scores of every forget row, already computed (a sweep scores it once).
+    ``attacks``: names (None: the default ones); ``settings``: a StressSettings
+    (:mod:`sga_core.stress.settings`; None: the defaults).
     Writes ``out_dir/<key>.json`` per result key; returns key -> result. ``job``: a
     :class:`sga_core.stress.job.JobRecord` told the parts, the progress and each file
     written, once the folder is held (a run's stress test as a job)."""
@@ -96,12 +94,12 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     from sga_core.evaluation.run import EvalSettings, choose_device, load_model_and_tokenizer
     from sga_core.stress.rows import load_rows, text_retain, text_rows
 
-    st = settings or StressSettings()
+    st = settings or settings_class()()
     st.check()  # before any model loads: a bad setting costs nothing
     proto, es, _ = (eval_settings or EvalSettings()).resolve()
     device = check_device(choose_device(es.device))
     forget_rows, retain_rows, kind = load_rows(forget, retain)
-    attacks = parse_attacks(attacks)
+    attacks = parse_attacks(default_attacks() if attacks is None else attacks)
     out = Path(out_dir)
     verbmem = proto.verbmem_new_tokens
     new_tokens = generated_tokens(kind, es, verbmem, st.rouge)
@@ -134,7 +132,7 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
             for i, name in enumerate(attacks):
                 _part(job, int(original_part) + 1 + i)
                 ta = time.time()
-                cases = REGISTRY[name]().cases(ctx)
+                cases = get_attack(name)().cases(ctx)
                 elapsed = time.time() - ta
                 for key, case_list in cases.items():
                     res = _result(key, name, case_list, unlearned, original_scores, st, es,
@@ -292,7 +290,7 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
         reason = "; ".join(sorted({c["reason"] for c in case_out if c.get("reason")}))
     elif head["recovery"]["mean"] is None:
         reason = head["reason"]
-    cls = REGISTRY[family]
+    cls = get_attack(family)
     return finite({
         "version": RESULT_VERSION, "attack": key, "family": family, "label": cls.label,
         "description": cls.description, "model": model, "original": original_spec,

@@ -2,7 +2,7 @@
 (docs/spec.md#15-data-order).
 
 For a given seed the batches (which forget rows share one, and their order) come from
-:func:`sga_core.train.trainer.make_batches`: a seeded shuffle of the units, then length
+:func:`sga_core.train.batches.make_batches`: a seeded shuffle of the units, then length
 grouping. Every unlearning method makes one unit per forget row, so the shuffle is the same
 for all of them; the length grouping sorts by :attr:`Unit.sort_len`, which
 :func:`set_order_lengths` sets to the forget row's own encoded length. An SGA unit's normal

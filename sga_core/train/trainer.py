@@ -1,9 +1,10 @@
 """The training loop behind ``accelerate launch -m sga_core.train``.
 
 Written for several processes from the start: every process builds the same global batches
-(same seed), takes its share of each, and the loss is scaled so that data-parallel gradient
-averaging gives exactly the gradient of the mean loss over the global batch. Only the main
-process writes files. Works unchanged with DDP, DeepSpeed and FSDP accelerate configs.
+(same seed; :mod:`sga_core.train.batches` builds and orders them), takes its share of each,
+and the loss is scaled so that data-parallel gradient averaging gives exactly the gradient of
+the mean loss over the global batch. Only the main process writes files. Works unchanged with
+DDP, DeepSpeed and FSDP accelerate configs.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from __future__ import annotations
 import functools
 import math
 import os
-import random
 import signal
 import time
 import traceback
+from itertools import islice
 from pathlib import Path
 
 from sga_core.config import TrainConfig
 from sga_core.fileio import append_jsonl, atomic_dir, now_iso
-from sga_core.methods import MethodData, StopTraining, Unit, get_method
+from sga_core.methods import StopTraining, Unit, get_method
 from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder
 from sga_core.model.forward import forward_stats
@@ -37,52 +38,18 @@ from sga_core.runs.folder import (
 from sga_core.runs.procs import caller_gone, foreground_caller
 from sga_core.text import plural
 from sga_core.train import trackers
+from sga_core.train.batches import (
+    batches_from,
+    load_method_data,
+    make_batches,  # noqa: F401  (re-exported: the data-order tests import it from here)
+    micro_batches,
+    shard,
+    steps_per_epoch,
+)
 from sga_core.train.eval_steps import StepEval
 from sga_core.train.order import dropout_note, set_order_lengths
 
-# ------------------------------------------------------------------------------ data --------
-
-def load_method_data(cfg: TrainConfig) -> MethodData:
-    from sga_core.assets import idk_templates
-    from sga_core.data import NormalTable, load_dataset
-
-    forget = load_dataset(cfg.resolve(cfg.data.forget), kind=cfg.data.task)
-    retain = (load_dataset(cfg.resolve(cfg.data.retain), kind=cfg.data.task).rows
-              if cfg.data.retain else [])
-    normals = NormalTable.load(cfg.resolve(cfg.data.normals)) if cfg.data.normals else None
-    return MethodData(kind=forget.kind, forget=forget.rows, retain=retain, normals=normals,
-                      idk_templates=idk_templates())
-
-
-def make_batches(units: list[Unit], batch_size: int, seed: int, epoch: int,
-                 group_by_length: bool = True) -> list[list[int]]:
-    """Global batches (lists of unit positions) for one epoch, identical on every process.
-
-    With ``group_by_length``, shuffled units are sorted by length inside windows of 16
-    batches, cut into batches, and the batches shuffled again (as HF's length grouping does).
-    The length is :attr:`Unit.sort_len` (the forget row's own length in training: see
-    :func:`sga_core.train.order.set_order_lengths`), so the order depends only on the seed,
-    the epoch and the forget rows.
-    """
-    rng = random.Random(seed * 1_000_003 + epoch)
-    order = list(range(len(units)))
-    rng.shuffle(order)
-    if group_by_length:
-        window = batch_size * 16
-        grouped = []
-        for s in range(0, len(order), window):
-            chunk = sorted(order[s:s + window], key=lambda i: -units[i].sort_len)
-            grouped += chunk
-        order = grouped
-    batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
-    if group_by_length:
-        rng.shuffle(batches)
-    return batches
-
-
-def shard(batch: list[int], rank: int, world: int) -> list[int]:
-    return batch[rank::world]
-
+# ----------------------------------------------------------------------------- probes -------
 
 def probe_records(model, enc: Encoder, units_by_index: dict[int, Unit], rows: list[int],
                   device, step: int, top_k: int = 5) -> list[dict]:
@@ -213,7 +180,7 @@ class Trainer:
         self.reference = for_method(method_cls, self.acc, self.model, cfg)
         self.method.attach(self.model, self.reference.model if self.reference else None)
         n = len(self.units)
-        self.steps_per_epoch = math.ceil(n / t.batch_size)
+        self.steps_per_epoch = steps_per_epoch(n, t.batch_size)
         self.total_steps = t.max_steps or max(1, math.ceil(t.epochs * self.steps_per_epoch))
         opt = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
                                 lr=t.lr, weight_decay=t.weight_decay)
@@ -345,12 +312,6 @@ class Trainer:
         """The parameters the optimizer updates (all, or the LoRA adapters)."""
         return [p for p in self.model.parameters() if p.requires_grad]
 
-    def micro_batches(self, batch: list[int]) -> list[list[int]]:
-        # exactly grad_accum micro-batches per step (some may be empty when the batch is
-        # smaller), so accelerate's accumulation counter syncs at the last one of every step
-        ga, n = self.cfg.training.grad_accum, len(batch)
-        return [batch[j * n // ga:(j + 1) * n // ga] for j in range(ga)]
-
     def grad_norm(self, max_norm: float) -> float | None:
         """The norm of the whole model's gradient for this step, clipped to ``max_norm`` when
         it is > 0 (0: measured only). accelerate's clip_grad_norm_ knows where each backend
@@ -419,7 +380,7 @@ class Trainer:
         n_global = len(batch)
         tot = torch.zeros(8, dtype=torch.float64, device=acc.device)
         grad_norm = None
-        micros = self.micro_batches(batch)
+        micros = micro_batches(batch, t.grad_accum)
         # accelerate's accumulate() divides each backward by grad_accum; undo that for the
         # micro-batches we actually have, so the step gradient is that of the global mean
         scale = world * t.grad_accum / n_global
@@ -528,57 +489,51 @@ class Trainer:
         from sga_core.train import caller_watch
 
         caller_watch.stand_down()  # the loop checks the foreground caller from now on
-        # the place in the data order: every epoch has steps_per_epoch batches
-        epoch, skip = divmod(step, self.steps_per_epoch)
+        # the batches from the place in the data order where a resume continues
+        batches = batches_from(self.units, t.batch_size, t.seed, step, t.group_by_length)
         try:
-            while step < self.total_steps:
-                batches = make_batches(self.units, t.batch_size, t.seed, epoch,
-                                       t.group_by_length)
-                for batch in batches[skip:]:
-                    if step >= self.total_steps:
-                        break
-                    cancel, signalled = self.stop_requests()
-                    if cancel:
-                        raise StopTraining("cancelled", (
-                            f"its foreground caller (pid {self._caller['pid']}) exited"
-                            if self.caller_gone() else "cancelled by request"))
-                    if signalled:
-                        self.save_checkpoint(step, time.time() - t0)
-                        self.stopped_at = step
-                        raise StopTraining("cancelled",
-                                           f"stopped: checkpoint saved at step {step}")
-                    if self._ppid is not None and os.getppid() != self._ppid:
-                        # the launcher is gone (killed): stop at once, and let the process
-                        # that launched it record the end (never "failed" while training)
-                        self.log("the launcher process exited; stopping")
-                        os._exit(3)
-                    ts = time.time()
-                    out = self.method.step(self, batch, step) or self.train_step(batch)
-                    step += 1
-                    dt = time.time() - ts
-                    rec = {"step": step, "epoch": round(step / self.steps_per_epoch, 4),
-                           "loss": out["loss"], "forget_nll": out["forget_nll"],
-                           "normal_nll": out["normal_nll"], "retain_nll": out["retain_nll"],
-                           "r": self.method.log_fields().get("r"),
-                           "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
-                           "grad_norm": out["grad_norm"],
-                           "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
-                           "elapsed_s": round(time.time() - t0, 3),
-                           "batch": [self.units[i].index for i in batch]}
-                    if step % t.log_every == 0 or step == self.total_steps:
-                        if self.acc.is_main_process:
-                            append_jsonl(self.run_dir / METRICS, rec)
-                        trackers.log_step(self.acc, self.cfg, rec)
-                        self.status(step=step, epoch=rec["epoch"])
-                        self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
-                                 f"{_nll_text(out, self.nll_names)} "
-                                 f"tok/s={rec['tokens_per_s'] or 0:.0f}")
-                    if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
-                        self.write_probes(step)
-                    self.evaluate_steps(step, t0, last=step == self.total_steps)
-                    if t.save_every and step % t.save_every == 0 and step < self.total_steps:
-                        self.save_checkpoint(step, time.time() - t0)
-                epoch, skip = epoch + 1, 0
+            for batch in islice(batches, max(0, self.total_steps - step)):
+                cancel, signalled = self.stop_requests()
+                if cancel:
+                    raise StopTraining("cancelled", (
+                        f"its foreground caller (pid {self._caller['pid']}) exited"
+                        if self.caller_gone() else "cancelled by request"))
+                if signalled:
+                    self.save_checkpoint(step, time.time() - t0)
+                    self.stopped_at = step
+                    raise StopTraining("cancelled",
+                                       f"stopped: checkpoint saved at step {step}")
+                if self._ppid is not None and os.getppid() != self._ppid:
+                    # the launcher is gone (killed): stop at once, and let the process
+                    # that launched it record the end (never "failed" while training)
+                    self.log("the launcher process exited; stopping")
+                    os._exit(3)
+                ts = time.time()
+                out = self.method.step(self, batch, step) or self.train_step(batch)
+                step += 1
+                dt = time.time() - ts
+                rec = {"step": step, "epoch": round(step / self.steps_per_epoch, 4),
+                       "loss": out["loss"], "forget_nll": out["forget_nll"],
+                       "normal_nll": out["normal_nll"], "retain_nll": out["retain_nll"],
+                       "r": self.method.log_fields().get("r"),
+                       "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
+                       "grad_norm": out["grad_norm"],
+                       "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
+                       "elapsed_s": round(time.time() - t0, 3),
+                       "batch": [self.units[i].index for i in batch]}
+                if step % t.log_every == 0 or step == self.total_steps:
+                    if self.acc.is_main_process:
+                        append_jsonl(self.run_dir / METRICS, rec)
+                    trackers.log_step(self.acc, self.cfg, rec)
+                    self.status(step=step, epoch=rec["epoch"])
+                    self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
+                             f"{_nll_text(out, self.nll_names)} "
+                             f"tok/s={rec['tokens_per_s'] or 0:.0f}")
+                if t.probe_every and step % t.probe_every == 0 and step < self.total_steps:
+                    self.write_probes(step)
+                self.evaluate_steps(step, t0, last=step == self.total_steps)
+                if t.save_every and step % t.save_every == 0 and step < self.total_steps:
+                    self.save_checkpoint(step, time.time() - t0)
         except StopTraining as stop:
             state, reason = stop.state, stop.reason
             self.log(f"stopping at step {step}: {reason}")

@@ -34,7 +34,7 @@ def test_write_demo_is_deterministic_and_matches_shipped_copy(tmp_path):
         shipped = SHIPPED / path.name
         assert shipped.exists(), f"missing shipped file {shipped}"
         assert data == shipped.read_bytes(), (
-            f"{shipped} is stale: regenerate with sga_core.demo.write_demo('assets/demo')"
+            f"{shipped} is stale: regenerate with python -m tools.demo_corpus assets/demo"
         )
     # no temporary files left behind
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(demo.DEMO_FILES)

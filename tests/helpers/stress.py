@@ -1,9 +1,12 @@
 """A run folder to stress-test without training it: the tiny model copied in as its
-``model/``, the demo's QA (or text) data as its snapshot; and a hash of a folder's files, to show a
-stress test left a model untouched."""
+``model/``, the demo's QA (or text) data as its snapshot; a hash of a folder's files, to show a
+stress test left a model untouched; and the runner's lock held, so that a page's request is
+written and no runner takes it."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import shutil
 from pathlib import Path
@@ -45,3 +48,14 @@ def file_hashes(folder: Path) -> dict[str, str]:
     """Relative path -> sha256 of every file under ``folder``."""
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+@contextlib.contextmanager
+def runner_lock(runs: Path):
+    """Hold the runner's lock: requests are written, no runner starts to take them."""
+    from sga_core.runs.queue import RUNNER_LOCK
+
+    runs.mkdir(parents=True, exist_ok=True)
+    with open(runs / RUNNER_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield

@@ -14,7 +14,7 @@ import pytest
 
 from sga_core.normals import generate_normals
 from sga_core.normals.openai_backend import MAX_REPLY_BYTES
-from sga_core.stress.base import StressSettings
+from sga_core.stress import StressSettings
 from tests.helpers.openai_server import HUGE
 
 WAIT = 240  # seconds a call may take before the test calls it endless (deadlines are ~1 s)

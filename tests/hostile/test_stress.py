@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from sga_core.params import ConfigError, from_dict
-from sga_core.stress.base import StressSettings
+from sga_core.stress import StressSettings
 from tests.helpers.cli import sga_cli
 from tests.helpers.stress import tiny_run
 

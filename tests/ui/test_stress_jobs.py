@@ -6,8 +6,6 @@ runner's lock is held so that no real runner (and no stress test) starts."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -15,9 +13,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sga_core.runs.folder import RunFolder
-from sga_core.runs.queue import RUNNER_LOCK, wait_until
+from sga_core.runs.queue import wait_until
 from sga_core.runs.status import read_stress, write_stress
 from tests.helpers.own_data import fake_run, metrics, own_project, tofu_files
+from tests.helpers.stress import runner_lock
 from tests.helpers.ui import open_page, shown
 
 pytestmark = pytest.mark.slow
@@ -25,15 +24,6 @@ pytestmark = pytest.mark.slow
 
 def stamp(seconds_ago: float) -> str:
     return (datetime.now(UTC) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@contextlib.contextmanager
-def runner_lock(runs):
-    """Hold the runner's lock: requests are written, no runner starts to take them."""
-    runs.mkdir(parents=True, exist_ok=True)
-    with open(runs / RUNNER_LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        yield
 
 
 def with_model(run_dir):

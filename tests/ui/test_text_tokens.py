@@ -113,7 +113,7 @@ def test_a_copyright_project_gets_the_same_token_view(ui_env, demo_dir, tiny_mod
 
     # a stress test of the text run: its 8-bit variant scores the same continuation tokens,
     # so it lines up as an extra heatmap row under the run
-    from sga_core.stress.base import StressSettings
+    from sga_core.stress import StressSettings
     from sga_core.stress.run import stress_run
 
     res = stress_run(ui_env / "runs" / "sga-book", ["quant8"], StressSettings(rouge=False),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sga_core.params import ConfigError
-from sga_core.stress.base import StressSettings
+from sga_core.stress import StressSettings
 
 
 def test_attack_names_parse_and_unknown_ones_are_named():
@@ -18,7 +18,7 @@ def test_attack_names_parse_and_unknown_ones_are_named():
 
 
 def test_templates_need_a_question_placeholder(tmp_path):
-    from sga_core.stress.prompts import load_templates, wrap
+    from sga_core.stress.attacks.roleplay import load_templates, wrap
 
     shipped = load_templates()
     assert shipped and all("{question}" in t["text"] for t in shipped)

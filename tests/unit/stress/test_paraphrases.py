@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sga_core.params import ConfigError, from_dict
-from sga_core.stress.base import StressSettings
+from sga_core.stress import StressSettings
 
 
 def test_a_reply_is_cleaned_to_one_question_and_echoes_are_left_out():

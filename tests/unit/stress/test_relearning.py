@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sga_core.stress.base import StressSettings, seeded_rows
+from sga_core.stress import StressSettings
+from sga_core.stress.base import seeded_rows
 from tests.helpers.stress import file_hashes, tiny_run
 
 FAST = dict(seeds=[0, 1], relearn_steps=[1, 2], rouge=False, relearn_lr=1e-2)
@@ -22,8 +23,8 @@ def run_with_model(runs_dir, tiny_model_dir, demo_dir) -> Path:
 
 @pytest.mark.parametrize("n,share", [(10, 0.1), (10, 0.5), (3, 0.9), (40, 0.1), (2, 0.1)])
 def test_attack_rows_never_overlap_the_evaluated_rows(n, share):
-    from sga_core.stress.base import StressContext
-    from sga_core.stress.relearning import Relearn
+    from sga_core.stress import StressContext
+    from sga_core.stress.attacks.relearn import Relearn
 
     class Enc:  # training_rows only pairs each row's question and answer
         @staticmethod

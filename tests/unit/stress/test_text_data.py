@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from sga_core.stress.base import StressSettings
+from sga_core.stress import StressSettings
 from tests.helpers.stress import tiny_run
 
 pytestmark = pytest.mark.slow
@@ -76,7 +76,7 @@ def test_text_rouge_compares_a_generated_continuation(tmp_path, tiny_model_dir, 
 def test_relearning_on_text_trains_on_the_whole_passage(tiny_model_dir, demo_dir):
     from sga_core.evaluation.run import EvalSettings, load_model_and_tokenizer
     from sga_core.model.encoding import IGNORE
-    from sga_core.stress.base import StressContext
+    from sga_core.stress import StressContext
     from sga_core.stress.rows import text_rows
 
     rows = [json.loads(line) for line in (demo_dir / "text_forget.jsonl").open()][:2]
