@@ -52,8 +52,8 @@ def ask_training(bench, run_id: str) -> Path:
         "run_id": run_id, "model": str(bench["model"]), "method": "ga",
         "data": {"forget": str(bench["demo"] / "forget.jsonl")},
         "training": {"batch_size": 2, "max_steps": 100000, "lr": 1e-4, "probe_count": 0,
-                     "eval_nll": False, "device": "cpu"},
-        "eval": {"enabled": False}})
+                     "eval_nll": False},
+        "launch": {"device": "cpu"}, "eval": {"enabled": False}})
     return backend("slurm").launch([cfg], bench["runs"], workspace=bench["ws"])[0]
 
 
