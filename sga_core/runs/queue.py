@@ -29,7 +29,7 @@ from sga_core.runs.folder import (
     runs_root,
     stress_state,
 )
-from sga_core.runs.jobs import KINDS, kind
+from sga_core.runs.jobs import kind, run_kinds
 from sga_core.runs.procs import is_ours, recorded, spawn
 from sga_core.runs.status import FINAL_STATES
 from sga_core.stress.attacks import default_attacks
@@ -259,7 +259,7 @@ def live_jobs(run_dir: str | os.PathLike, processes: bool = True) -> list[str]:
     if not run_dir.is_dir():
         return []
     out = []
-    for k in KINDS.values():
+    for k in run_kinds():
         shown = k.effective(run_dir)
         state = shown.get("state")
         if state == "running":
@@ -270,7 +270,7 @@ def live_jobs(run_dir: str | os.PathLike, processes: bool = True) -> list[str]:
             out.append(f"its {k.name} is queued")
     if out or not processes:
         return out
-    for k in KINDS.values():
+    for k in run_kinds():
         status = k.read_status(run_dir)
         if status.get("host") not in (None, socket.gethostname()):
             continue

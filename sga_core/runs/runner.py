@@ -28,7 +28,7 @@ from sga_core.fileio import atomic_write_json, dir_lock, now_iso
 from sga_core.runs import launch, memory
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE, list_runs
-from sga_core.runs.jobs import KINDS
+from sga_core.runs.jobs import KINDS, run_kinds
 from sga_core.runs.jobs import base as jobs
 from sga_core.runs.procs import is_ours, kill_group, recorded, signal_ours
 from sga_core.runs.queue import (
@@ -75,7 +75,7 @@ class Runner:
         # the jobs it started, one table per kind (sga_core.runs.jobs.KINDS): run_dir -> the
         # Popen of its process (a training's launcher); every job holds a slot, since
         # evaluating and stress-testing are as CPU/GPU heavy as training
-        self.tables: dict[str, dict[Path, object]] = {k.name: {} for k in KINDS.values()}
+        self.tables: dict[str, dict[Path, object]] = {k.name: {} for k in run_kinds()}
         self.escalated: dict = {}  # run_dir (training) or (run_dir, job) -> 1 SIGTERM, 2 KILL
         self.idents: dict[tuple[str, Path], tuple | None] = {}  # (job, run_dir) -> its folder
         self.orphaned: dict[tuple[str, Path], float] = {}  # since when it is stopped
@@ -253,7 +253,7 @@ class Runner:
     def start_requested(self) -> None:
         """The jobs asked for by a request marker (an evaluation, a stress test), of
         completed runs, one of each kind per run at a time, while a slot is free."""
-        asked = [k for k in KINDS.values() if k.request]
+        asked = [k for k in run_kinds() if k.request]
         if not asked:
             return
         for r in list_runs(self.root):
@@ -302,7 +302,7 @@ class Runner:
             run_dir = Path(r["path"])
             if run_dir in mine:
                 continue
-            for kind in KINDS.values():
+            for kind in run_kinds():
                 if not kind.request:
                     continue  # a training's cancel is its CANCEL file, followed by its caller
                 st = kind.read_status(run_dir)
@@ -371,7 +371,7 @@ class Runner:
 
 def _kind(job: str):
     """The job kind a table of the runner is named by."""
-    return next(k for k in KINDS.values() if k.name == job)
+    return next(k for k in run_kinds() if k.name == job)
 
 
 def refusal(kind, run_dir: Path) -> str | None:

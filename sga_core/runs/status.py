@@ -4,7 +4,8 @@
   then the trainer's progress and final state;
 - a run's ``eval/status.json``: the evaluation's own state, stage and progress;
 - a run's ``stress_status.json``: its stress test queued as a job (state, stage, progress);
-- a project job's ``status.json`` (normal answers, r*, probes).
+- a project job's ``status.json`` (normal answers, r*, probes, imports), through its kind
+  (:mod:`sga_core.runs.jobs`), which reads and shows it too.
 
 Every write is a locked read-merge-write done atomically, so two processes updating one file
 (a launcher and its trainer) never lose each other's fields. Readers call the ``effective_*``
@@ -123,24 +124,3 @@ def run_view(run_dir: str | os.PathLike) -> dict:
     ev = effective_eval(run_dir)
     return {**effective_run(run_dir), "eval_state": ev.get("state"),
             "eval_error": ev.get("error"), "eval_stage": ev.get("stage")}
-
-
-# --- project jobs ---------------------------------------------------------------------------
-
-def read_job(job_dir: str | os.PathLike) -> dict:
-    return read(Path(job_dir) / STATUS)
-
-
-def write_job(job_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(Path(job_dir) / STATUS, state, **fields)
-
-
-def reset_job(job_dir: str | os.PathLike, **fields) -> dict:
-    """Start a job's status afresh (a new job replaces the last one's record)."""
-    path = Path(job_dir) / STATUS
-    path.unlink(missing_ok=True)
-    return update(path, **fields)
-
-
-def effective_job(job_dir: str | os.PathLike) -> dict:
-    return derive(read_job(job_dir), ("pid",), "job's")

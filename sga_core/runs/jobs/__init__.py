@@ -1,6 +1,8 @@
-"""The kinds of job a run folder has, found by discovery: one module of this package each,
-with a ``KIND`` (:class:`~sga_core.runs.jobs.base.JobKind`). This is the one place that
-says which kinds exist; the lifecycle they share is :mod:`sga_core.runs.jobs.base`."""
+"""Every kind of background job, found by discovery: one module of this package each, with
+a ``KIND`` (:class:`~sga_core.runs.jobs.base.JobKind`). This is the one place that says
+which kinds exist: a run folder's (training, evaluation, stress test; prepare is two
+trainings and their evaluations) and a project's (normal answers, r*, probe, import). The
+lifecycle they share is :mod:`sga_core.runs.jobs.base`."""
 
 from __future__ import annotations
 
@@ -26,6 +28,12 @@ def _discover() -> dict[str, JobKind]:
 KINDS: dict[str, JobKind] = _discover()
 
 
+def run_kinds() -> list[JobKind]:
+    """The kinds of job a run folder has (training, evaluation, stress test), in the order
+    the runner starts them; the others are a project's (normals, r*, probe, import)."""
+    return [k for k in KINDS.values() if k.where == "run"]
+
+
 def kind(key: str) -> JobKind:
     """The job kind named ``key`` (KeyError naming the kinds there are)."""
     try:
@@ -34,4 +42,4 @@ def kind(key: str) -> JobKind:
         raise KeyError(f"no job kind {key!r}; there are: {', '.join(KINDS)}") from None
 
 
-__all__ = ["KINDS", "JobKind", "kind"]
+__all__ = ["KINDS", "JobKind", "kind", "run_kinds"]

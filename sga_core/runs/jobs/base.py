@@ -26,9 +26,9 @@ from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso, read_json
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import RunFolder
+from sga_core.runs.folder import STATUS, RunFolder
 from sga_core.runs.memory import exit_cause
-from sga_core.runs.procs import caller_env, recorded, signal_ours, spawn
+from sga_core.runs.procs import caller_env, derive, recorded, signal_ours, spawn
 
 
 @dataclass(frozen=True)
@@ -65,18 +65,27 @@ class JobKind:
     ended: str = "recording how it ended"
     #: the fields a request dropped before it started is recorded cancelled with
     dropped: Callable[[dict], dict] | None = None
+    #: "run": a job of a run folder (``status``, ``request``, ``log``, ``read`` and ``shown``
+    #: name :class:`RunFolder`'s paths and readers); "project": a project's job, in a folder
+    #: of its own (``<project>/<key>/``: the file names themselves), run as ``python -m
+    #: <module> <project folder>`` at once, its status a fresh record each time
+    where: str = "run"
+    module: str | None = None
     #: the order the runner starts waiting jobs of different kinds in (lowest first)
     priority: int = 1
 
     # --- files ------------------------------------------------------------------------------
+    def _path(self, folder, name: str) -> Path:
+        return getattr(RunFolder(folder), name) if self.where == "run" else Path(folder) / name
+
     def status_path(self, run_dir) -> Path:
-        return getattr(RunFolder(run_dir), self.status)
+        return self._path(run_dir, self.status)
 
     def request_path(self, run_dir) -> Path | None:
-        return getattr(RunFolder(run_dir), self.request) if self.request else None
+        return self._path(run_dir, self.request) if self.request else None
 
     def log_path(self, run_dir) -> Path:
-        return getattr(RunFolder(run_dir), self.log)
+        return self._path(run_dir, self.log)
 
     def log_tail(self, run_dir, n_lines: int = 15) -> str:
         from sga_core.runs.folder import tail
@@ -86,10 +95,14 @@ class JobKind:
     # --- status: one reader, one writer -----------------------------------------------------
     def read_status(self, run_dir) -> dict:
         """Its status file as written, checked ({} when absent)."""
+        if self.where != "run":
+            return run_status.read(self.status_path(run_dir))
         return getattr(RunFolder(run_dir), self.read)()
 
     def effective(self, run_dir) -> dict:
         """Its status as shown (processes gone: failed; on SLURM: as its job is)."""
+        if self.where != "run":
+            return derive(self.read_status(run_dir), self.pids, f"{self.name} job's")
         return getattr(RunFolder(run_dir), self.shown)()
 
     def write(self, run_dir, state: str | None = None, **fields) -> dict:
@@ -131,18 +144,42 @@ def claim(kind: JobKind, run_dir) -> dict | None:
 
 
 def start(kind: JobKind, run_dir, req: dict, *, foreground: bool = False,
-          **fields) -> subprocess.Popen:
-    """Start the job's command (output appended to its log, its own session); its status
-    says running at once, with a fresh record. ``foreground``: it stops once this process
-    is gone. Returns the Popen (not waited for)."""
+          env: dict | None = None, **fields) -> subprocess.Popen:
+    """Start the job's command (its own session; output appended to its log, a project
+    job's log begun afresh); its status says running at once, with a fresh record (a
+    project job's holds nothing of the last one). ``foreground``: it stops once this
+    process is gone; ``env``: entries for its environment only (secrets). Returns the Popen
+    (not waited for)."""
     run_dir = Path(run_dir).resolve()
-    proc = spawn(kind.argv(run_dir, req), kind.log_path(run_dir), nice=0,
-                 env=caller_env() if foreground else None)
+    project = kind.where != "run"
+    if project:
+        kind.status_path(run_dir).unlink(missing_ok=True)
+    env = {**(caller_env() if foreground else {}), **(env or {})}
+    # a project job runs at the background niceness of every job the UI starts; a run's
+    # jobs at the runner's (already niced)
+    proc = spawn(kind.argv(run_dir, req), kind.log_path(run_dir), nice=None if project else 0,
+                 env=env or None, append=not project)
     kind.write(run_dir, "running", pid=proc.pid, pid_start=proc.sga_record["start"],
                error=None, stage="starting", started_at=now_iso(), ended_at=None,
                host=os.uname().nodename, cancel_requested_at=None,
                **{**kind.fresh, **fields})
     return proc
+
+
+def project_argv(module: str):
+    """The command of a project job: ``python -m module <project folder>`` (its folder is
+    ``<project>/<key>/``)."""
+    def argv(job_dir: Path, request: dict) -> list[str]:
+        return ["python", "-m", module, str(Path(job_dir).parent)]
+    return argv
+
+
+def project_kind(key: str, name: str, module: str) -> JobKind:
+    """A project's job kind: ``<project>/<key>/`` holds its ``spec.json`` (what it was asked,
+    never a secret), ``status.json`` and ``job.log``; ``module`` does the work."""
+    return JobKind(name=name, key=key, where="project", module=module, status=STATUS,
+                   request="spec.json", log="job.log", read="", shown="",
+                   argv=project_argv(module), priority=10)
 
 
 def finish(kind: JobKind, run_dir, returncode: int) -> dict:
