@@ -1,6 +1,7 @@
 """The Runs page's Resume button: a failed or cancelled run (one stopped at its time limit is
-failed) that has a checkpoint continues from it in its own folder, queued for the runner
-(docs/long-runs.md)."""
+failed) that has a checkpoint continues from it in its own folder, on the backend it ran on:
+queued for the runner, or a run sent to SLURM resubmitted to SLURM (docs/long-runs.md,
+docs/slurm.md)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ def resume_button(container, run_dir: Path, root: Path, state: dict) -> None:
     if not container.button("Resume", key="runs.resume", disabled=offer is None, help=why):
         return
     try:
-        wb.resume(run_dir, root)
-    except (ValueError, OSError) as exc:  # the run changed since the page was drawn
-        show_error(exc, "cannot resume")
+        done = wb.resume(run_dir, root)
+    except (ValueError, OSError) as exc:  # the run changed since the page was drawn, or
+        show_error(exc, "cannot resume")  # SLURM refused it, or is not offered here
         return
-    st.session_state["runs.done"] = f"Queued {run_dir.name} to resume from {offer}."
+    st.session_state["runs.done"] = (
+        f"Queued {run_dir.name} to resume from {offer}." if done.get("mode") == "queue" else
+        f"Resubmitted {run_dir.name} to SLURM as job {done.get('slurm_job_id')} to resume "
+        f"from {offer}.")
     st.rerun()

@@ -83,20 +83,25 @@ def demo_defaults(base: dict, args) -> None:
 
 def cmd_resume(args) -> int:
     """``train --resume RUN``: the run continues in its own folder from its newest
-    checkpoint, here (or queued with --queue)."""
+    checkpoint, on the backend it ran on (:func:`sga_core.runs.queue.resume`): a SLURM run
+    is resubmitted to SLURM, a local run runs here (or is queued with --queue)."""
     from sga_core.runs.folder import RunFolder, run_path, runs_root
-    from sga_core.runs.launch import request_resume, run_foreground
-    from sga_core.runs.queue import ensure_runner
+    from sga_core.runs.launch import run_foreground
+    from sga_core.runs.queue import resume
 
     given = Path(args.resume)
     run_dir = given if given.is_dir() else run_path(args.resume, args.runs_dir)
     if not RunFolder(run_dir).exists():
         raise ConfigError(f"--resume {args.resume}: no run folder at {run_dir}")
-    request_resume(run_dir, "queue" if args.queue else "foreground")
+    st = resume(run_dir, runs_root(run_dir.resolve().parent), here=not args.queue,
+                workspace=args.workspace)
     print(f"run folder: {run_dir.resolve()}")
-    if args.queue:
-        ensure_runner(runs_root(run_dir.resolve().parent))
+    if st.get("mode") == "queue":
         print("queued: the background runner resumes it")
+        return 0
+    if st.get("mode") != "foreground":  # resubmitted to the cluster it ran on
+        print(f"resubmitted to SLURM as job {st.get('slurm_job_id')}: it continues from its "
+              "checkpoint (`runs list` shows it)")
         return 0
     status = run_foreground(run_dir, evaluate=args.eval_enabled)
     print(f"state: {status.get('state')}" + (f" ({status['error']})"
@@ -329,7 +334,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--resume", metavar="RUN",
                    help="continue a failed or cancelled run (its id or folder; a run "
                         "stopped at its time limit is failed) from its newest checkpoint, "
-                        "in the same run folder, once the checkpoint and config are checked;"
+                        "in the same run folder, once the checkpoint and config are checked,"
+                        " on the backend it ran on (a SLURM run is resubmitted to SLURM);"
                         " the other flags are not used (docs/long-runs.md)")
     s.add_argument("--demo", action="store_true",
                    help="use the demo data and the model from `prepare --demo`")

@@ -63,6 +63,7 @@ SLURM_LOG = "slurm.log"
 SLURM_ARRAY_SCRIPT = "slurm-array.sh"
 SLURM_EVAL_SCRIPT = "slurm-eval.sh"  # a re-evaluation sent to SLURM
 SLURM_STRESS_SCRIPT = "slurm-stress.sh"  # a stress test sent to SLURM
+SLURM_PROFILE = "slurm-profile.yaml"  # the cluster profile slurm.sh was made from (a resume's)
 MANIFEST = Path(DATA_DIR) / MANIFEST_FILE
 
 #: every name above, for the check that no other module spells one
@@ -71,7 +72,7 @@ NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, D
          CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
          PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST, STRESS_DIR,
          SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, STRESS_REQUEST,
-         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT)
+         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT, SLURM_PROFILE)
 
 
 def shown_status(path: Path, status: dict, key: str, pids: tuple[str, ...], what: str,
@@ -157,6 +158,8 @@ class RunFolder:
     stress_status_path = property(lambda self: self.path / STRESS_STATUS)
     stress_log_path = property(lambda self: self.path / STRESS_LOG)
     slurm_stress_script_path = property(lambda self: self.path / SLURM_STRESS_SCRIPT)
+    slurm_script_path = property(lambda self: self.path / SLURM_SCRIPT)
+    slurm_profile_path = property(lambda self: self.path / SLURM_PROFILE)
 
     # --- checked readers (sga_core.runs.validate) -------------------------------------------
     def config(self) -> TrainConfig:

@@ -55,13 +55,25 @@ def start(run_dir: str | os.PathLike, foreground: bool = False,
 def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
     """Make a failed or cancelled run with a checkpoint startable again as a resume (its
     next :func:`start` passes ``--resume``): the cancel request is dropped and the run is
-    queued (``mode`` "queue": the runner starts it; "foreground": its caller does).
+    queued (``mode`` "queue": the runner starts it; "foreground": its caller does). The
+    local backend's resume; :func:`sga_core.runs.queue.resume` chooses the backend.
 
-    Everything is checked before anything is written: the run's state, its config, and its
-    newest checkpoint against that config
-    (:func:`~sga_core.runs.checkpoints.check_resume`). A run that cannot be resumed is a
-    ValueError saying why (naming the file at fault), and the run is left as it was. (A run
-    stopped at its time limit is failed, and resumable.)"""
+    Everything is checked before anything is written (:func:`check_resumable`); a run that
+    cannot be resumed is a ValueError saying why, and the run is left as it was."""
+    check_resumable(run_dir)
+    RunFolder(run_dir).cancel_path.unlink(missing_ok=True)
+    return run_status.write_run(run_dir, "queued", resume=True, mode=mode,
+                                queued_ns=time.time_ns(), ended_at=None, exit_code=None)
+
+
+def check_resumable(run_dir: str | os.PathLike, processes=None):
+    """Every check a resume makes before it changes anything, whichever backend runs it:
+    the run's state, its config, and its newest checkpoint against that config
+    (:func:`~sga_core.runs.checkpoints.check_resume`; ``processes(cfg)``: how many
+    processes the resumed training will have, None where its accelerate config file says;
+    default: the run's own launch). Returns the run's config; a run that cannot be resumed
+    is a ValueError saying why (naming the file at fault). (A run stopped at its time limit
+    is failed, and resumable.)"""
     from sga_core.config import ConfigError
     from sga_core.runs import checkpoints
     from sga_core.runs.backends import backend_of
@@ -82,11 +94,9 @@ def request_resume(run_dir: str | os.PathLike, mode: str) -> dict:
         cfg = RunFolder(run_dir).config()
     except ConfigError as exc:
         raise ValueError(f"cannot resume run {run_dir.name}: its config.yaml: {exc}") from None
-    checkpoints.check_resume(run_dir, cfg, num_processes=cfg.launch.num_processes
-                             if not cfg.launch.config_file else None)
-    RunFolder(run_dir).cancel_path.unlink(missing_ok=True)
-    return run_status.write_run(run_dir, "queued", resume=True, mode=mode,
-                                queued_ns=time.time_ns(), ended_at=None, exit_code=None)
+    checkpoints.check_resume(run_dir, cfg, num_processes=processes(cfg) if processes else
+                             cfg.launch.num_processes if not cfg.launch.config_file else None)
+    return cfg
 
 
 def reap(run_dir: str | os.PathLike, proc: subprocess.Popen) -> bool:

@@ -336,12 +336,19 @@ def eval_refusal(run_dir: str | os.PathLike) -> str | None:
     return None
 
 
-def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None) -> dict:
-    """Send a failed, cancelled or timed-out run that has a checkpoint back to the backend it
-    ran on, to continue from it in its own folder (ValueError saying why when it cannot):
-    a SLURM run as a SLURM job again, a local run to this machine's queue."""
+def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
+           here: bool = False, workspace=None) -> dict:
+    """Continue a failed, cancelled or timed-out run that has a checkpoint from it, in its
+    own folder, on the backend it ran on (:meth:`Backend.resume
+    <sga_core.runs.backends.base.Backend.resume>`; ValueError saying why when it cannot, the
+    run then left as it was): a SLURM run is resubmitted to SLURM with its profile (refused
+    when SLURM is not available here, never run on this machine instead); a local run is
+    queued for this machine's runner, or with ``here`` made ready for its caller to run
+    (``train --resume`` without ``--queue``). Returns the run's status: its ``mode`` says
+    which ("slurm", "queue" or "foreground")."""
     run_dir = Path(run_dir)
-    return backend_of(run_status.read_run(run_dir)).resume(run_dir)
+    return backend_of(run_status.read_run(run_dir)).resume(run_dir, root=root, here=here,
+                                                            workspace=workspace)
 
 
 def job_backend(run_dir: str | os.PathLike):

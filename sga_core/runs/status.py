@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from sga_core.fileio import atomic_write_json, dir_lock, now_iso
+from sga_core.fileio import atomic_write_bytes, atomic_write_json, dir_lock, now_iso
 from sga_core.runs.folder import EVAL_DIR, STATUS, RunFolder
 from sga_core.runs.procs import EVAL_PIDS, RUN_PIDS, derive, start_fields  # noqa: F401
 from sga_core.runs.validate import FINAL_STATES, STATES  # noqa: F401  (read from here)
@@ -77,6 +77,25 @@ def read_run(run_dir: str | os.PathLike) -> dict:
 
 def write_run(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
     return update(RunFolder(run_dir).status_path, state, within=run_dir, **fields)
+
+
+def saved_run(run_dir: str | os.PathLike) -> bytes | None:
+    """status.json's bytes as they are now (None: there is none), for :func:`restore_run`."""
+    try:
+        return RunFolder(run_dir).status_path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def restore_run(run_dir: str | os.PathLike, saved: bytes | None) -> None:
+    """Put status.json back as :func:`saved_run` read it, under the lock its writers take:
+    a change undone whole (a resume that SLURM refused leaves the run as it was)."""
+    path = RunFolder(run_dir).status_path
+    with dir_lock(path.parent):
+        if saved is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(path, saved)
 
 
 def effective_run(run_dir: str | os.PathLike) -> dict:

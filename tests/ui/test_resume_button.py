@@ -1,14 +1,17 @@
 """The Runs page's Resume button (docs/long-runs.md): offered for a failed or cancelled run
-with a checkpoint, and it queues that run to continue in its own folder."""
+with a checkpoint, and it queues that run to continue in its own folder; a run sent to
+SLURM is resubmitted to SLURM (docs/slurm.md)."""
 
 from __future__ import annotations
 
 import fcntl
 
+import pytest
+
 from sga_core.config import TrainConfig
 from sga_core.runs import checkpoints as ckpts
 from sga_core.runs.create import create_run
-from sga_core.runs.folder import CHECKPOINT_INFO
+from sga_core.runs.folder import CHECKPOINT_INFO, SLURM_SCRIPT
 from sga_core.runs.queue import RUNNER_LOCK
 from sga_core.runs.status import read_run, write_run
 from tests.helpers.resume import write_checkpoint
@@ -81,8 +84,6 @@ def test_the_train_form_offers_checkpoints_and_trackers_and_refuses_a_missing_on
     that is not installed is one clear error at launch, and no run folder is made."""
     import importlib.util
 
-    import pytest
-
     from tests.ui.test_train import fill_tiny_form
 
     if importlib.util.find_spec("wandb") is not None:
@@ -98,3 +99,33 @@ def test_the_train_form_offers_checkpoints_and_trackers_and_refuses_a_missing_on
                in shown(e.value) for e in at.error), [e.value for e in at.error]
     runs = ui_env / "runs"
     assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]
+
+
+@pytest.mark.slow
+def test_resume_resubmits_a_slurm_run_to_slurm(slurm, ui_env):
+    """A run sent to SLURM goes back to SLURM (a new job; with no profile kept in its
+    folder, the workspace's), never to this machine's queue. The node is kept busy, so
+    the job waits and trains nothing here."""
+    from sga_core.runs.slurm.profile import ClusterProfile, save_profile
+    from tests.helpers.slurm import wait_for
+
+    save_profile(ClusterProfile(cpus=1, time_limit="15"), ui_env / "workspace")
+    run_dir = _run(ui_env, "cut", "failed", 10)
+    write_run(run_dir, mode="slurm", backend="slurm", slurm_job_id="4242",
+              slurm_state_final="FAILED", slurm_started_at="2026-01-01T00:00:00")
+    blocker = slurm.run("sbatch", "--parsable", "-c", str(slurm.cpus), "-o", "/dev/null",
+                        "--wrap", "sleep 600").strip()
+    wait_for(lambda: any(j["id"] == blocker and j["state"] == "RUNNING"
+                         for j in slurm.jobs()), 120, "the blocking job to run")
+    with open(ui_env / "runs" / RUNNER_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        at = _page_on("cut")
+        at.button(key="runs.resume").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    st = read_run(run_dir)
+    job = st["slurm_job_id"]
+    assert (st["state"], st["mode"]) == ("queued", "slurm") and job != "4242", st
+    assert next(j for j in slurm.jobs() if j["id"] == job)["state"] == "PENDING"
+    assert "job start --resume" in (run_dir / SLURM_SCRIPT).read_text()
+    assert any(f"Resubmitted cut to SLURM as job {job} to resume from the checkpoint at "
+               "step 10" in shown(s.value) for s in at.success), [s.value for s in at.success]

@@ -72,9 +72,12 @@ class Backend:
         as they do for the default."""
         return status, False
 
-    def resume(self, run_dir: Path) -> dict:
+    def resume(self, run_dir: Path, *, root=None, here: bool = False,
+               workspace=None) -> dict:
         """Send a failed or cancelled run with a checkpoint back here, to continue from it
-        (ValueError saying why it cannot, the run left as it was)."""
+        (ValueError saying why it cannot, the run left as it was). ``here``: its caller runs
+        it (a backend that cannot ignores it); ``workspace``: the projects folder whose
+        settings a backend reads."""
         raise NotImplementedError
 
     def log(self, kind, run_dir: Path, n_lines: int = 40) -> str:

@@ -45,12 +45,14 @@ class Local(Backend):
 
         return wait_reason(run_dir)
 
-    def resume(self, run_dir: Path) -> dict:
+    def resume(self, run_dir: Path, *, root=None, here: bool = False,
+               workspace=None) -> dict:
         from sga_core.runs.launch import request_resume
         from sga_core.runs.queue import ensure_runner
 
-        st = request_resume(run_dir, "queue")
-        ensure_runner(Path(run_dir).parent)
+        st = request_resume(run_dir, "foreground" if here else "queue")
+        if not here:
+            ensure_runner(root or Path(run_dir).parent)
         return st
 
 

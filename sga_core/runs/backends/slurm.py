@@ -72,10 +72,11 @@ class Slurm(Backend):
         # SLURM cannot be asked now: the processes on this machine can (slurm_problem says why)
         return shown, not shown.get("slurm_problem")
 
-    def resume(self, run_dir: Path) -> dict:
+    def resume(self, run_dir: Path, *, root=None, here: bool = False,
+               workspace=None) -> dict:
         from sga_core.runs.slurm import backend as slurm
 
-        return slurm.resume(run_dir)
+        return slurm.resume(run_dir, workspace=workspace)
 
     def describe(self, status: dict) -> str | None:
         """The job's id, node and time waited, SLURM's reason while it waits, and why SLURM

@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from sga_core.fileio import atomic_write_text, now_iso
+from sga_core.fileio import atomic_write_bytes, atomic_write_text, now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
@@ -21,12 +21,19 @@ from sga_core.runs.folder import (
     SLURM_EVAL_SCRIPT,
     SLURM_LOG,
     SLURM_SCRIPT,
+    RunFolder,
     request_cancel,
     runs_root,
 )
 from sga_core.runs.slurm import client
-from sga_core.runs.slurm.profile import ClusterProfile, load_profile
-from sga_core.runs.slurm.script import array_script, check_path, eval_script, run_script
+from sga_core.runs.slurm.profile import ClusterProfile, load_profile, profile_text, read_profile
+from sga_core.runs.slurm.script import (
+    array_script,
+    check_path,
+    eval_script,
+    job_processes,
+    run_script,
+)
 from sga_core.runs.slurm.states import UNSEEN_FIELDS, inferred
 
 MODE = "slurm"
@@ -65,6 +72,7 @@ def submit(cfgs: list, root: str | os.PathLike | None = None,
     def add_script(tmp: Path, final: Path, cfg) -> None:
         atomic_write_text(tmp / SLURM_SCRIPT, run_script(profile, final, cfg))
         (tmp / SLURM_SCRIPT).chmod(0o755)
+        atomic_write_text(RunFolder(tmp).slurm_profile_path, profile_text(profile))
         if not checked:  # partition, account, QoS, limits: before any folder exists
             sbatch(profile, str(tmp / SLURM_SCRIPT), test_only=True)
             checked.append(True)
@@ -351,3 +359,85 @@ def cancel_stress(run_dir: str | os.PathLike) -> dict:
 
 def is_slurm_run(status: dict) -> bool:
     return bool(status.get("slurm_job_id")) or status.get("mode") == MODE
+
+
+#: the fields of a run's SLURM job that a new job of it starts without: where and when the
+#: old one ran, its restarts, SLURM's verdict on it, its misses, a cancel asked of it
+OLD_JOB_FIELDS = ("slurm_node", "slurm_started_at", "slurm_wait_s", "slurm_restarts",
+                  "slurm_state", "slurm_state_final", "slurm_reason", "cancel_requested_at",
+                  *UNSEEN_FIELDS)
+
+
+def run_profile(run_dir: str | os.PathLike, workspace=None) -> ClusterProfile:
+    """The cluster profile a SLURM run's job was made from: its run folder's copy
+    (slurm-profile.yaml, written at each submission), or for a run submitted before runs
+    kept one, the workspace's profile as it is now. A damaged copy is a ConfigError."""
+    recorded = RunFolder(run_dir).slurm_profile_path
+    return read_profile(recorded) if recorded.exists() else load_profile(workspace)
+
+
+def resume(run_dir: str | os.PathLike, profile: ClusterProfile | None = None,
+           workspace=None) -> dict:
+    """Resubmit a failed or cancelled SLURM run that has a checkpoint to SLURM, to continue
+    from it in its own folder (:func:`sga_core.runs.queue.resume` sends a SLURM run here).
+    The job asks for ``profile`` when given, else the run's own (:func:`run_profile`: the
+    one it was submitted with). Returns the run's status: queued, with the new job's id.
+
+    Everything is checked before anything is written: SLURM is offered here (a run sent to
+    SLURM is never run on this machine instead), the profile reads, and every check of a
+    local resume (:func:`sga_core.runs.launch.check_resumable`, with the job's process
+    count). Then the run's slurm.sh is made again with the resume (``job start --resume``,
+    the training with ``SGA_TRAIN_RESUME=1``: what a requeued job does), the run is queued
+    without its old job's fields (:data:`OLD_JOB_FIELDS`) and the job submitted; slurm.log
+    and slurm-profile.yaml say so once it is. Queued before sbatch, so the job never starts
+    on a run that still says it ended; a refusal (:class:`~client.SlurmError`, sbatch's one
+    line) puts status.json, slurm.sh and the CANCEL file back as they were. A run whose
+    evaluation is a job of its own (``eval.in_process: false``) gets that job again, held
+    until the new one ends well."""
+    from sga_core.runs.checkpoints import latest
+    from sga_core.runs.launch import check_resumable
+
+    run_dir = Path(run_dir).resolve()
+    why = client.unavailable()
+    if why:
+        raise client.SlurmError(f"cannot resume run {run_dir.name}: it runs on SLURM, which "
+                                f"is not available here ({why}); resume it where sbatch is")
+    profile = profile or run_profile(run_dir, workspace)
+    check_path(run_dir)
+    cfg = check_resumable(run_dir, lambda c: job_processes(profile, c))
+    step = latest(run_dir)[0]
+    text = run_script(profile, run_dir, cfg, resume=True)
+    folder = RunFolder(run_dir)
+    before = {p: (p.read_bytes(), p.stat().st_mode) if p.exists() else None
+              for p in (folder.slurm_script_path, folder.cancel_path)}
+    status_before = run_status.saved_run(run_dir)
+    submitted = now_iso()
+    try:
+        run_status.write_run(run_dir, "queued", mode=MODE, backend=MODE, slurm_job_id=None,
+                             slurm_submitted_at=submitted, ended_at=None, exit_code=None,
+                             error=None, resume=None, **dict.fromkeys(OLD_JOB_FIELDS))
+        folder.cancel_path.unlink(missing_ok=True)
+        atomic_write_text(folder.slurm_script_path, text)
+        folder.slurm_script_path.chmod(0o755)
+        jid = sbatch(profile, str(folder.slurm_script_path))
+    except BaseException:
+        for path, kept in before.items():
+            if kept is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write_bytes(path, kept[0])
+                path.chmod(kept[1] & 0o7777)
+        run_status.restore_run(run_dir, status_before)
+        raise
+    st = run_status.write_run(run_dir, slurm_job_id=jid)
+    atomic_write_text(folder.slurm_profile_path, profile_text(profile))
+    note_submitted(run_dir, jid, f"training (resumed from its checkpoint at step {step})")
+    client.TABLE.forget()
+    if cfg.eval.enabled and not cfg.eval.in_process:
+        try:
+            submit_eval(run_dir, profile=profile, after=jid)
+        except client.SlurmError as exc:  # the training is submitted: said, not undone
+            run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
+                                  error=f"the evaluation's job was not submitted with the "
+                                        f"resume: {exc}")
+    return st

@@ -133,11 +133,18 @@ def profile_path(workspace: str | os.PathLike | None = None) -> Path:
 def load_profile(workspace: str | os.PathLike | None = None) -> ClusterProfile:
     """The workspace's profile (the defaults when it has none); a damaged file is a
     ConfigError naming it and the bad key."""
-    path = profile_path(workspace)
+    return read_profile(profile_path(workspace))
+
+
+def read_profile(path: str | os.PathLike) -> ClusterProfile:
+    """The profile in the YAML file ``path`` (the defaults when there is none): the
+    workspace's, or the one a SLURM run was submitted with (its run folder's copy). A
+    damaged file is a ConfigError naming it and the bad key."""
+    path = Path(path)
     if not path.exists():
         return ClusterProfile()
     try:
-        data = load_yaml(path.read_bytes(), PROFILE_FILE)
+        data = load_yaml(path.read_bytes(), path.name)
     except Exception as exc:
         raise ConfigError(f"{path}: not readable YAML ({str(exc).splitlines()[0]})") from None
     if data is None:
@@ -150,16 +157,21 @@ def load_profile(workspace: str | os.PathLike | None = None) -> ClusterProfile:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+def profile_text(profile: ClusterProfile) -> str:
+    """The profile as its YAML file holds it."""
+    import yaml
+
+    return yaml.safe_dump(to_dict(profile), sort_keys=False)
+
+
 def save_profile(profile: ClusterProfile | dict,
                  workspace: str | os.PathLike | None = None) -> Path:
     """Check and write the profile (or a mapping of its settings: a form's values)
     atomically; returns its path. A bad value is a ConfigError and nothing is written."""
-    import yaml
-
     good = checked(profile if isinstance(profile, dict) else to_dict(profile))
     path = profile_path(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, yaml.safe_dump(to_dict(good), sort_keys=False))
+    atomic_write_text(path, profile_text(good))
     return path
 
 

@@ -119,19 +119,25 @@ def environment_lines(profile: ClusterProfile) -> list[str]:
     return lines
 
 
-def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
+def run_script(profile: ClusterProfile, run_dir: Path, cfg=None, resume: bool = False) -> str:
     """``slurm.sh`` of the run at ``run_dir`` (its final path); ``cfg`` (the run's
-    TrainConfig, default: the defaults) gives a multi-node launch its accelerate config."""
+    TrainConfig, default: the defaults) gives a multi-node launch its accelerate config.
+    ``resume``: the job of a run resumed by request
+    (:func:`sga_core.runs.slurm.backend.resume`): the training continues from the newest
+    checkpoint, as every start does with the profile's ``resume_after_stop``."""
     run_dir = Path(run_dir)
     q = shlex.quote(check_path(run_dir))
     setup, train = launch_lines(profile, run_dir, cfg)
     # with resume_after_stop every start continues from the newest checkpoint (the first,
     # with none yet, starts from step 0), and a run stopped at a checkpoint may start again
-    resume = " --resume" if profile.resume_after_stop else ""
-    env = f"export {RESUME_ENV}=1; " if profile.resume_after_stop else ""
+    resumes = resume or profile.resume_after_stop
+    flag = " --resume" if resumes else ""
+    env = f"export {RESUME_ENV}=1; " if resumes else ""
+    what = ("resumed by request: the training continues from its newest checkpoint" if resume
+            else "from the workspace's cluster profile")
     body = [
         "#!/usr/bin/env bash",
-        comment(f"The SLURM job of run {run_dir.name}, from the workspace's cluster profile."),
+        comment(f"The SLURM job of run {run_dir.name}, {what}."),
         comment(f"Resubmit it by hand: sbatch {shlex.quote(str(run_dir / SLURM_SCRIPT))}"),
         *sbatch_lines(profile, f"sga-{run_dir.name}", run_dir / SLURM_LOG),
         "",
@@ -140,7 +146,7 @@ def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
         "# records the node and the wait; a run cancelled before it started ends here (the",
         f"# job ends well: exit {NOT_STARTED} -> 0); any other failure of the start fails the "
         "job",
-        f'code=0; python -m sga_core.runs.slurm.job start{resume} "$RUN_DIR" || code=$?',
+        f'code=0; python -m sga_core.runs.slurm.job start{flag} "$RUN_DIR" || code=$?',
         f'if [ "$code" -eq {NOT_STARTED} ]; then exit 0; elif [ "$code" -ne 0 ]; then '
         'exit "$code"; fi',
         *setup,
@@ -165,7 +171,7 @@ def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
             '[ -z "$forwarder" ] || kill "$forwarder" 2>/dev/null',
         ]
     else:
-        body += [f"code=0; {train} || code=$?"]
+        body += [f"code=0; {env}{train} || code=$?"]
     if profile.resume_after_stop:
         body += [
             "# stopped at a checkpoint (not cancelled): requeue; the next start resumes",
@@ -183,6 +189,22 @@ def run_script(profile: ClusterProfile, run_dir: Path, cfg=None) -> str:
     return "\n".join(body)
 
 
+def cluster_launch(profile: ClusterProfile, cfg) -> bool:
+    """Whether the job launches the training itself (:func:`launch_lines`): the profile's
+    nodes or GPUs give another process count than the run's own launch (command.sh)."""
+    return profile.nodes > 1 or (profile.gpus or cfg.launch.num_processes) != \
+        cfg.launch.num_processes
+
+
+def job_processes(profile: ClusterProfile, cfg) -> int | None:
+    """How many training processes the job of ``cfg`` has under ``profile``: GPUs per node
+    x nodes when it launches them itself (:func:`cluster_launch`), else the run's own
+    launch's (None where its accelerate config file says)."""
+    if cluster_launch(profile, cfg):
+        return int(profile.gpus or cfg.launch.num_processes) * int(profile.nodes)
+    return None if cfg.launch.config_file else cfg.launch.num_processes
+
+
 def launch_lines(profile: ClusterProfile, run_dir: Path, cfg=None) -> tuple[list[str], str]:
     """``(setup lines, the training command)`` of a job: the run folder's command.sh, or,
     when the profile's nodes or GPUs set another process count than the run's launch,
@@ -197,7 +219,7 @@ def launch_lines(profile: ClusterProfile, run_dir: Path, cfg=None) -> tuple[list
 
     cfg = cfg or TrainConfig()
     per_node = profile.gpus or cfg.launch.num_processes
-    if profile.nodes <= 1 and per_node == cfg.launch.num_processes:
+    if not cluster_launch(profile, cfg):
         return [], 'bash "$RUN_DIR/command.sh"'
     line = cluster_launch_text(cfg, check_path(RunFolder(run_dir).config_path), per_node,
                                profile.nodes)

@@ -84,6 +84,20 @@ def test_resume_after_stop_requeues_a_run_stopped_at_a_checkpoint_and_resumes_it
     assert "trap forward USR1" in alone and "scontrol requeue" in alone
 
 
+def test_a_resumed_runs_script_continues_from_its_checkpoint_without_requeueing():
+    """A resume by request (the Runs page, ``train --resume``: slurm.backend.resume) makes
+    slurm.sh again: the job starts as a requeued one does, and the training resumes."""
+    lines = run_script(ClusterProfile(), RUN, resume=True).splitlines()
+    assert 'code=0; python -m sga_core.runs.slurm.job start --resume "$RUN_DIR" || code=$?' \
+        in lines
+    assert 'code=0; export SGA_TRAIN_RESUME=1; bash "$RUN_DIR/command.sh" || code=$?' in lines
+    assert "#SBATCH --no-requeue" in lines and "scontrol requeue" not in "\n".join(lines)
+    assert "resumed by request" in lines[1]
+    signalled = run_script(ClusterProfile(signal_seconds=120), RUN, resume=True)
+    assert "(export SGA_TRAIN_RESUME=1; trap '' USR1; exec bash \"$RUN_DIR/command.sh\") &" \
+        in signalled.splitlines()
+
+
 def test_array_script_runs_each_folder_and_throttles_to_the_profile():
     runs = [RUN.with_name(f"r{i}") for i in range(6)]
     text = array_script(updated(ClusterProfile(), {"max_jobs": 2}), runs, "sweep-x")
