@@ -121,7 +121,7 @@ from sga_core.report.uncertainty import (
     fq_resolution_text,
     run_intervals,
 )
-from sga_core.runs.backends import job_where
+from sga_core.runs.backends import job_where, sent_to
 from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.command import command_text, device_note
 from sga_core.runs.create import RunIdTaken, make_run_id
@@ -172,7 +172,7 @@ from sga_core.text import plural, printable
 
 __all__ = [
     "ClusterProfile", "SlurmError", "load_cluster_profile", "save_cluster_profile",
-    "slurm_preview", "slurm_unavailable", "job_where",
+    "slurm_preview", "slurm_unavailable", "job_where", "sent_to",
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS", "prepare_defaults",

@@ -22,7 +22,7 @@ from sga_core.config import LaunchConfig, TrainingArgs, name_problem
 from sga_core.methods import REGISTRY, method_names
 from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError
-from sga_core.runs.backends import backend
+from sga_core.runs.backends import backend, sent_to
 from sga_core.runs.backends import names as backend_names
 from sga_core.text import plural
 
@@ -100,8 +100,8 @@ def cmd_resume(args) -> int:
         print("queued: the background runner resumes it")
         return 0
     if st.get("mode") != "foreground":  # resubmitted to the cluster it ran on
-        print(f"resubmitted to SLURM as job {st.get('slurm_job_id')}: it continues from its "
-              "checkpoint (`runs list` shows it)")
+        print(f"resubmitted to {sent_to(st)}: it continues from its checkpoint (`runs list` "
+              "shows it)")
         return 0
     status = run_foreground(run_dir, evaluate=args.eval_enabled)
     print(f"state: {status.get('state')}" + (f" ({status['error']})"

@@ -60,9 +60,18 @@ def job_where(status: dict) -> str | None:
     return backend_of(status).describe(status)
 
 
+def sent_to(status: dict) -> str:
+    """Where a job was sent, as a message says it ("SLURM as job 12", "this machine's
+    queue")."""
+    b = backend_of(status)
+    job = b.job_name(status)
+    return f"{b.label} as {job}" if job else b.label
+
+
 def names() -> list[str]:
     """The backends' names, the default first (the ``--backend`` choices)."""
     return [DEFAULT] + sorted(n for n in backends() if n != DEFAULT)
 
 
-__all__ = ["DEFAULT", "Backend", "backend", "backend_of", "backends", "job_where", "names"]
+__all__ = ["DEFAULT", "Backend", "backend", "backend_of", "backends", "job_where", "names",
+           "sent_to"]

@@ -89,6 +89,10 @@ class Backend:
         to add."""
         return None
 
+    def job_name(self, status: dict) -> str | None:
+        """What its scheduler calls the job ("job 12"; None: it has no name there)."""
+        return None
+
     def wait_reason(self, run_dir: Path, status: dict) -> str | None:
         """Why a queued run has not started (None: nothing to say)."""
         return None

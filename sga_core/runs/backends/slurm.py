@@ -78,6 +78,10 @@ class Slurm(Backend):
 
         return slurm.resume(run_dir, workspace=workspace)
 
+    def job_name(self, status: dict) -> str | None:
+        jid = status.get("slurm_job_id")
+        return f"job {jid}" if jid else None
+
     def describe(self, status: dict) -> str | None:
         """The job's id, node and time waited, SLURM's reason while it waits, and why SLURM
         cannot be asked when it cannot."""
