@@ -390,6 +390,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "sweep_param": swept, "sweep_value": _number(args.get(swept)),
                     "sweep": cfg.get("sweep"), "group": cfg.get("group"),
                     "seed": training.get("seed"), "mode": st.get("mode"),
+                    "backend": st.get("backend"),
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
