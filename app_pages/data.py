@@ -10,7 +10,7 @@ from ui.context import current_project, select_project, show_damaged
 from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for, valid
 from ui.protocol import protocol_section
-from ui.show import created_flash, panel, plain, show_error, show_flash
+from ui.show import created_flash, demo_reset_flash, panel, plain, show_error, show_flash
 
 st.title("Data")
 show_flash()
@@ -73,11 +73,12 @@ if st.session_state.get("data.demo.ask"):
     if y.button("Yes, reset the demo", key="data.demo.yes", type="primary"):
         st.session_state.pop("data.demo.ask", None)
         try:
-            wb.create_demo_project(overwrite=True)
+            demo = wb.create_demo_project(overwrite=True)
         except (wb.DataError, wb.ProjectError, OSError) as exc:
             show_error(exc, "The demo was not reset")
         else:
             select_project("demo")
+            (demo_reset_flash if has_demo else created_flash)(demo)  # shown after the rerun
             st.rerun()
     if n.button("Cancel", key="data.demo.no"):
         st.session_state.pop("data.demo.ask", None)
@@ -103,8 +104,8 @@ if meta.get("import_notes"):
     st.warning(plain(f"Import notes ({meta.get('benchmark')}): what this project lacks or "
                      "kept only in part"), icon=":material/warning:")
     st.text("\n".join(meta["import_notes"]))
-st.caption(plain(f"from {meta.get('forget_source')} / {meta.get('retain_source') or '-'} · "
-                 f"created {meta.get('created_at')} · folder {project.path}"))
+st.caption(plain(f"from {project.sources} · created {meta.get('created_at')} · "
+                 f"folder {project.path}"))
 for warning in project.data_warnings(forget_rows, retain_rows):
     st.warning(plain(warning))
 for role, mapping in project.field_maps.items():

@@ -14,6 +14,7 @@ from ui.damaged import unless_damaged, warn_damaged
 from ui.measurable import show_verdict, verdict
 from ui.paper_table import show_paper_table
 from ui.results_table import show_results_table
+from ui.run_detail import not_a_number_note
 from ui.show import plain
 from ui.stress_table import show_stress_table
 
@@ -71,10 +72,12 @@ chosen = st.multiselect("runs", trained, default=started[:3],
 metric = st.selectbox("curve", ["forget_nll", "loss", "normal_nll", "retain_nll", "r"],
                       key="results.curve_metric")
 if chosen:
-    fig = go.Figure()
+    fig, nan_lines = go.Figure(), []
     for run_id in chosen:
         with unless_damaged(run_id):
             m = wb.metrics(root / run_id)
+            nan_lines += [f"{names.get(run_id, run_id)} {line}"
+                          for line in wb.not_a_number(m, [metric])]
             ys = [p.get(metric) for p in m]
             if any(y is not None for y in ys):
                 fig.add_scatter(x=[p["step"] for p in m], y=ys, mode="lines",
@@ -86,6 +89,7 @@ if chosen:
     else:
         st.caption(f"The chosen runs did not log {metric} (retain_nll needs a method that "
                    "trains on retain rows, e.g. GradDiff; r only varies with adaptive r).")
+    not_a_number_note(nan_lines)
 
 st.subheader("Config diff")
 ids = [r["run_id"] for r in all_runs]

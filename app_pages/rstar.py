@@ -12,7 +12,7 @@ from ui.cluster import backend_choice
 from ui.context import project_note, require_project
 from ui.damaged import warn_damaged
 from ui.measurable import verdict
-from ui.show import follow_job, job_progress, panel, plain, show_error
+from ui.show import as_list, follow_job, job_progress, panel, show_error
 
 job = wb.rstar
 st.title("Choose r from the gradients")
@@ -45,8 +45,8 @@ if not original:
                "the analysis then uses the base model.")
 problems = wb.normals_problems(project, k)[1]
 if problems:
-    st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:3]) +
-                     ". Fix them on the Normal answers page first."))
+    st.warning("Normal answers are not ready:\n" + as_list(problems, 3) +
+               "\n\nFix them on the Normal answers page first.")
 
 done = wb.results_table(project, root, project.kind)  # evaluated runs: sweeps so far
 warn_damaged(wb.project_runs(project, root))

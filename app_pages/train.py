@@ -10,8 +10,8 @@ from ui import forms
 from ui.cluster import backend_choice, show_batch_script
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
-from ui.protocol import eval_rows_input, protocol_line
-from ui.show import panel, plain, show_error
+from ui.protocol import eval_rows_input, protocol_caption
+from ui.show import as_list, panel, plain, show_error
 from ui.train_model import OTHER, model_section
 from ui.train_sweep import sweep_panel
 
@@ -105,10 +105,9 @@ if "normals" in cls.needs:
                        "project's own are not ready: " + plain("; ".join(problems[:2])) +
                        "; the Normal answers page generates and edits them).")
         else:
-            st.warning(plain("Normal answers are not ready: " + "; ".join(problems[:5]) +
-                             (" ..." if len(problems) > 5 else "") +
-                             ". Fix them on the Normal answers page, or tick the box above "
-                             "to train with generated \"I don't know\" answers."))
+            st.warning("Normal answers are not ready:\n" + as_list(problems, 5) + "\n\nFix "
+                       "them on the Normal answers page, or tick the box above to train "
+                       "with generated \"I don't know\" answers.")
 
 # ---------------------------------------------------------------- settings ------------------
 st.subheader("Training")
@@ -123,7 +122,7 @@ st.caption(wb.device_note(launch))  # decided when the run starts, on the machin
 evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run completes "
                 "(TOFU/MUSE metrics, token tables; on a CPU often several times as long as "
                 "a short run: the benchmark protocols generate up to 128 tokens per row)")
-st.caption(plain(protocol_line(project) + " The Data page changes it."))
+protocol_caption(project, " The Data page changes it.")
 eval_rows = eval_rows_input(project)  # text: a row limit for every evaluation set
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
 backend = backend_choice()  # this machine's queue, or the SLURM cluster

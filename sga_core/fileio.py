@@ -19,6 +19,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import tempfile
@@ -76,6 +77,29 @@ def finite_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [finite_json(v) for v in obj]
     return obj
+
+
+#: JSON has no NaN or infinity. A log that must tell a non-finite value (a diverged step)
+#: from one not logged (null) writes it as one of these strings (metrics.jsonl:
+#: docs/spec.md#5-the-run-directory); its checked reader turns them back into floats.
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def non_finite_as_text(obj: Any) -> Any:
+    """NaN and infinities as the strings of :data:`NON_FINITE`, recursively (None stays
+    None: not logged)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "NaN" if obj != obj else ("Infinity" if obj > 0 else "-Infinity")
+    if isinstance(obj, dict):
+        return {k: non_finite_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [non_finite_as_text(v) for v in obj]
+    return obj
+
+
+def is_non_finite_text(value: Any) -> bool:
+    """Whether ``value`` is one of the strings :func:`non_finite_as_text` writes."""
+    return isinstance(value, str) and value in NON_FINITE
 
 
 # Characters that json.dumps(ensure_ascii=False) leaves raw but that break a reader: U+0085,

@@ -10,7 +10,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui.forms import dataclass_form
-from ui.show import created_flash, follow_job, panel, plain, show_error
+from ui.show import created_flash, follow_job, job_progress, panel, show_error
 
 SOURCES = {"cache": "the local Hugging Face cache (offline)",
            "hub": "the Hugging Face hub (needs network)",
@@ -83,9 +83,8 @@ def _render(js: dict, select_project) -> None:
     """The import job as this session sees it: its stage while it runs; once the import
     this session started ends, the new project (chosen) or the importer's message."""
     mine = js.get("started_at") and js.get("started_at") == st.session_state.get(STARTED)
-    if js.get("state") == "running":
-        st.progress(0.0, text=plain(f"Importing {js.get('benchmark', '')}: "
-                                    f"{js.get('stage') or 'starting'}"))
+    if js.get("state") == "running":  # the bar: done of total of the stage it is in
+        job_progress(js, f"Importing {js.get('benchmark', '')}")
         return
     if not mine:
         return

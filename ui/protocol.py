@@ -7,16 +7,20 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
-from ui.show import plain
+from ui.show import as_list, plain
 
 DONE = "data.protocol_done"  # the last action's confirmation, shown after the rerun
 
 
-def protocol_line(project) -> str:
-    """``protocol: <title> — <its settings>`` for a caption."""
+def protocol_caption(project, note: str = "") -> None:
+    """The Train page's ``Evaluation protocol: <title>. Settings: ...`` caption (``note``
+    after it), then what the project lacks of what the protocol promises, one a line."""
     proto = next(p for p in wb.protocols() if p.name == project.protocol)
-    return (f"Evaluation protocol: {proto.describe()}. Settings: {proto.summary()}." +
-            "".join(f" In this project: {gap}." for gap in wb.protocol_gaps(project)))
+    st.caption(plain(f"Evaluation protocol: {proto.describe()}. Settings: {proto.summary()}."
+                     f"{note}"))
+    gaps = wb.protocol_gaps(project)
+    if gaps:
+        st.warning("In this project:\n" + as_list(gaps))
 
 
 def eval_rows_input(project) -> int:

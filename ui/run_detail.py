@@ -20,6 +20,14 @@ def eta(p: dict) -> str:
     return f" · ETA {wb.fmt_seconds(p['eta_s'])}" if p.get("eta_s") is not None else ""
 
 
+def not_a_number_note(lines: list[str]) -> None:
+    """Say where a chart's curves hold NaN or an infinity (``wb.not_a_number``'s lines): a
+    chart leaves such a point out, as it leaves out one not logged, so it must be said."""
+    if lines:
+        st.warning(plain("Not a number (the training diverged there; the chart leaves these "
+                         "steps out): " + "; ".join(lines)))
+
+
 def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
     """The run's state, progress, evaluation progress, losses, probe answers and log, from
     the state the page read for this refresh (``p``: its progress, ``ev``: its
@@ -54,7 +62,8 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
 
         fig = go.Figure()
         curve = wb.curve_names(run_dir)  # e.g. a prepare run's forget_nll is its retain NLL
-        for key in ("loss", "forget_nll", "normal_nll", "retain_nll"):
+        keys = ("loss", "forget_nll", "normal_nll", "retain_nll")
+        for key in keys:
             ys = [row.get(key) for row in m]
             if any(y is not None for y in ys):
                 fig.add_scatter(x=[row["step"] for row in m], y=ys, mode="lines",
@@ -62,6 +71,7 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
         fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
                           xaxis_title="step", title="losses")
         st.plotly_chart(fig, key=f"loss-{selected}")
+        not_a_number_note(wb.not_a_number(m, keys, curve))
     eval_steps.show(run_dir, selected)  # evaluation during training, if the run has it
     probes = {}
     with unless_damaged(selected):

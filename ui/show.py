@@ -44,6 +44,15 @@ def plain(text) -> str:
     return _LINE_NUMBER.sub(r"\1\\\2", out)
 
 
+def as_list(items: list[str], most: int = 0) -> str:
+    """``items`` as a Markdown list, one a line, each shown as text (:func:`plain`); past
+    ``most`` (0: no limit), one last line says how many more there are."""
+    shown = items[:most] if most else items
+    more = len(items) - len(shown)
+    return "\n".join([f"- {plain(item)}" for item in shown] +
+                     ([f"- ... and {more} more"] if more else []))
+
+
 def state_text(state: str | None) -> str:
     """A run state as plain text (tables, where icons do not render)."""
     return STATES.get(state or "", (state or "unknown", ""))[0]
@@ -76,6 +85,19 @@ def created_flash(project) -> None:
     flash(f"Created project **{plain(project.name)}** "
           f"({plural(len(project.forget()), 'forget row')}, "
           f"{plural(len(project.retain()), 'retain row')}); every page now works on it.")
+
+
+def demo_reset_flash(project) -> None:
+    """Confirm a reset of the demo, after the rerun: what was written afresh, and that its
+    normal-answer history was kept (how many versions, where to restore one)."""
+    kept = len(project.history())
+    flash(f"Reset the demo project **{plain(project.name)}**: its forget data "
+          f"({plural(len(project.forget()), 'row')}), retain data "
+          f"({plural(len(project.retain()), 'row')}) and evaluation sets "
+          f"({plain(', '.join(project.eval_sets()))}) are written afresh, with no normal "
+          "answers. " + (f"Its normal-answer history is kept ({plural(kept, 'version')}): "
+                         "restore one on the Normal answers page." if kept else
+                         "It had no normal answers to keep."))
 
 
 def show_error(exc: Exception | str, what: str = "") -> None:

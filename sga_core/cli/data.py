@@ -104,14 +104,19 @@ def cmd_import(args) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sga_core.projects.benchmarks import import_with
 
+    said = []
+
+    def say(stage: str, done=None, total=None) -> None:  # each stage once
+        if not said or said[-1] != stage:
+            said.append(stage)
+            print(f"  {stage} ...", file=sys.stderr, flush=True)
+
     project = import_with(args.benchmark, args.name, import_options(args),
-                          root=args.workspace, overwrite=args.overwrite,
-                          progress=lambda stage: print(f"  {stage} ...", file=sys.stderr,
-                                                       flush=True))
+                          root=args.workspace, overwrite=args.overwrite, progress=say)
     meta = project.meta
     print(f"project {project.name}: {project.path}")
-    print(f"  forget rows: {meta.get('n_forget')} ({meta.get('forget_source')}), retain rows: "
-          f"{meta.get('n_retain')} ({meta.get('retain_source')})")
+    print(f"  forget rows: {meta.get('n_forget')}, retain rows: {meta.get('n_retain')}; "
+          f"from {project.sources}")
     sets = project.eval_sets()
     print(f"  evaluation sets: {', '.join(sets) or 'none'}; protocol: {meta.get('protocol')}")
     for note in meta.get("import_notes") or []:

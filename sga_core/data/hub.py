@@ -86,12 +86,12 @@ def muse_parts() -> list[Part]:
         return Part(role, config, split, True, purpose, lacking, older)
 
     return [
-        Part("forget", "raw", "forget", purpose="the forget articles (training data)"),
-        opt("retain", "raw", "retain1", "the retain articles (GradDiff, KL, prepare's "
+        Part("forget", "raw", "forget", purpose="the forget texts (training data)"),
+        opt("retain", "raw", "retain1", "the retain texts (GradDiff, KL, prepare's "
             "retained model; retain PPL)", "no retain data: prepare, GradDiff and KL cannot "
             "run, retain PPL is not computed", (("raw", "retain2"),)),
         opt("forget_eval", "verbmem", "forget", "VerbMem's forget passages (prompt + gt) "
-            "and PrivLeak's members", "VerbMem and PrivLeak read the raw forget articles "
+            "and PrivLeak's members", "VerbMem and PrivLeak read the raw forget texts "
             "instead (split after 15 words), unlike MUSE's numbers"),
         opt("holdout", "privleak", "holdout", "texts never trained on: the non-members of "
             "MIA AUC and PrivLeak, and PPL", "no MIA AUC, PrivLeak or holdout PPL",
@@ -99,12 +99,12 @@ def muse_parts() -> list[Part]:
         opt("privleak_forget", "privleak", "forget", "MUSE's PrivLeak forget passages (their "
             "perplexity is reported)", "no perplexity of MUSE's PrivLeak forget passages"),
         opt("forget_qa", "knowmem", "forget_qa", "KnowMem forget: questions about the forget "
-            "articles", "no KnowMem forget column"),
+            "texts", "no KnowMem forget column"),
         opt("forget_qa_icl", "knowmem", "forget_qa_icl", "few-shot examples for KnowMem "
             "forget (the MUSE protocol)", "KnowMem forget is asked zero-shot (not MUSE's "
             "few-shot prompts)"),
         opt("retain_qa", "knowmem", "retain_qa", "KnowMem retain: questions about the "
-            "retain articles", "no KnowMem retain column", (("knowmem", "retain2_qa"),)),
+            "retain texts", "no KnowMem retain column", (("knowmem", "retain2_qa"),)),
         opt("retain_qa_icl", "knowmem", "retain_qa_icl", "few-shot examples for KnowMem "
             "retain (the MUSE protocol)", "KnowMem retain is asked zero-shot (not MUSE's "
             "few-shot prompts)", (("knowmem", "retain2_qa_icl"),)),

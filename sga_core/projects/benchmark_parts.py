@@ -1,8 +1,9 @@
 """A benchmark's parts as the researcher has them: every part that is there is loaded; the
 optional ones that are not are reported all at once (what each is for, what the project will
-lack), or refused together under ``strict``; and a consistent subset of MUSE, "the first N
-forget articles", whose VerbMem and PrivLeak forget passages are kept only where they are
-found verbatim in those articles (:mod:`sga_core.data.overlap`), as MUSE derived them."""
+lack), or refused together under ``strict``; and a consistent subset of MUSE, N forget rows
+(News' articles, or chunks of Books' book), whose VerbMem and PrivLeak forget passages are
+kept only where they are found verbatim in those rows (:mod:`sga_core.data.overlap`), as
+MUSE derived them. Messages say "rows", which is true of both."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sga_core.text import plural
 
 #: sets whose passages MUSE cut from the forget articles: a subset keeps those found in it
 DERIVED_FROM_FORGET = ("forget_eval", "privleak_forget")
-#: sets that cannot be matched to articles (questions): a subset keeps them whole
+#: sets that cannot be matched to forget rows (questions): a subset keeps them whole
 UNMATCHABLE = ("forget_qa",)
 #: parts that are raw text MUSE trains or scores on in token chunks (a book is one text)
 RAW_TEXT = ("forget", "retain", "holdout")
@@ -44,14 +45,18 @@ def missing_lines(missing: list[Part]) -> list[str]:
 
 
 def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool = False,
-           strict: bool = False) -> Gathered:
+           strict: bool = False, progress=None) -> Gathered:
     """Load every part that is there; a missing required part, or any missing part under
-    ``strict``, raises one HubError naming every missing part (nothing is kept then)."""
+    ``strict``, raises one HubError naming every missing part (nothing is kept then).
+    ``progress(stage, done, total)`` is told each part as it is read."""
     out = Gathered()
     first: str | None = None  # the first missing required part's message (with its fix)
     required: list[Part] = []
+    parts = bench.parts(variant)
     try:
-        for part in bench.parts(variant):
+        for i, part in enumerate(parts):
+            if progress is not None:
+                progress("reading the files", i, len(parts))
             try:
                 got, name = load_named(bench, part, folder=folder, online=online,
                                        variant=variant)
@@ -91,21 +96,21 @@ def cut_long_texts(got: Gathered, tokenizer: str, chunk_tokens: int,
     (:mod:`sga_core.data.long_text`): a ``.txt`` file is one text, a JSON list of strings one
     text each. Writes the chunk rows under ``tmp``; returns role -> file for the parts it
     cut (and adds a note for each), and loads the tokenizer only when a text is long
-    enough to need it. ``progress(stage)`` is told each part as it is cut."""
+    enough to need it. ``progress(stage, done, total)`` is told each part as it is read and
+    cut (done of the raw text parts)."""
     from sga_core.data.long_text import chunk_records, needs_cutting, read_long_records
     from sga_core.fileio import atomic_write_jsonl
 
     out: dict[str, Path] = {}
     tok = None
-    for role in RAW_TEXT:
-        if role not in got.loaded:
-            continue
+    roles = [role for role in RAW_TEXT if role in got.loaded]
+    for i, role in enumerate(roles):
         where = labels.get(role, role)
+        if progress is not None:
+            progress(f"cutting {where} into {chunk_tokens}-token chunks", i, len(roles))
         records = read_long_records(got.loaded[role].path, where)
         if not needs_cutting(records, chunk_tokens):
             continue
-        if progress is not None:
-            progress(f"cutting {where} into {chunk_tokens}-token chunks")
         if tok is None:
             from sga_core.model.loading import load_tokenizer
 
@@ -197,7 +202,7 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
                             exc.field) from None
 
     if n < 1:
-        raise HubError(f"first {n}: keep at least 1 forget article")
+        raise HubError(f"first {n}: keep at least 1 forget row")
     if choose not in SUBSET_CHOICES:
         raise HubError(f"subset {choose!r}: choose one of {', '.join(SUBSET_CHOICES)}")
     forget = rows("forget")
@@ -219,8 +224,11 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
     kept_forget = [forget[i] for i in kept_idx]
     out = {"forget": Path(tmp) / "forget.jsonl"}
     atomic_write_jsonl(out["forget"], kept_forget)
-    if kept_idx == list(range(len(kept_idx))):
-        got.notes.append(f"subset: the first {plural(len(kept_forget), 'forget article')} of "
+    if n > len(forget):  # never capped silently
+        got.notes.append(f"subset: N = {n} forget rows asked for, but the forget data has "
+                         f"only {len(forget)} rows: all {len(forget)} are kept")
+    elif kept_idx == list(range(len(kept_idx))):
+        got.notes.append(f"subset: the first {plural(len(kept_forget), 'forget row')} of "
                          f"{len(forget)}")
     else:
         got.notes.append(f"subset: {plural(len(kept_forget), 'forget row')} of {len(forget)}, "
@@ -243,10 +251,10 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
         out[role] = Path(tmp) / f"{role}.jsonl"
         atomic_write_jsonl(out[role], kept)
         got.notes.append(f"subset: {where}: {len(kept)} of {len(all_rows)} passages kept "
-                         f"(found verbatim in those articles){lost}")
+                         f"(found verbatim in the kept rows){lost}")
     for role in UNMATCHABLE:
         if role in got.loaded:
             got.notes.append(f"subset: {labels.get(role, role)}: every question kept; "
-                             "questions cannot be matched to articles, so some may be about "
-                             "articles left out")
+                             "questions cannot be matched to forget rows, so some may be "
+                             "about rows left out")
     return out

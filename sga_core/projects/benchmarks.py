@@ -22,6 +22,15 @@ from sga_core.params import ConfigError, from_dict, param
 from sga_core.projects.project import Project, check_name, create_project
 
 
+def teller(progress) -> Callable[..., None]:
+    """``progress(stage, done, total)`` (or nothing, for None) as ``say(stage, done=0,
+    total=1)``: a stage not counted in parts is one step."""
+    def say(stage: str, done: int = 0, total: int = 1) -> None:
+        if progress is not None:
+            progress(stage, done, total)
+    return say
+
+
 def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | None = None,
                      folder: str | os.PathLike | None = None, online: bool = False,
                      k: int = 4, root=None, overwrite: bool = False, strict: bool = False,
@@ -40,33 +49,29 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     :func:`~sga_core.projects.benchmark_parts.cut_long_texts`); the data limits apply to the
     chunks. ``first``: keep N forget rows and the passages that lie in them, ``subset``
     "evaluated" (the rows that hold the VerbMem / PrivLeak passages first) or "first"
-    (:func:`~sga_core.projects.benchmark_parts.first_articles`). ``progress(stage)`` is told
-    each stage. A bad file is a DataError naming it by its path inside the folder; nothing
+    (:func:`~sga_core.projects.benchmark_parts.first_articles`). ``progress(stage, done,
+    total)`` is told each stage and how far it is (done of total parts, texts or steps). A
+    bad file is a DataError naming it by its path inside the folder; nothing
     is written then."""
     from sga_core.data.hub import get_benchmark
     from sga_core.data.long_text import CHUNK_TOKENS
     from sga_core.projects.benchmark_parts import cut_long_texts, first_articles, gather
     from sga_core.runs.leftovers import temp_dir
 
-    def say(stage: str) -> None:
-        if progress is not None:
-            progress(stage)
-
+    say = teller(progress)
     chunk_tokens = CHUNK_TOKENS if chunk_tokens is None else chunk_tokens
     if isinstance(chunk_tokens, bool) or not isinstance(chunk_tokens, int) or \
             not 16 <= chunk_tokens <= 65536:
         raise ConfigError(f"chunk tokens: from 16 to 65536 tokens per chunk, got "
                           f"{chunk_tokens!r}")
     bench = get_benchmark(benchmark)
-    say("reading the files")
     variant = variant or (bench.variants[-1] if bench.variants else None)
     name = check_name(name or (f"{bench.name}-{variant}" if variant else bench.name))
-    got = gather(bench, variant, folder=folder, online=online, strict=strict)
+    got = gather(bench, variant, folder=folder, online=online, strict=strict, progress=say)
     try:
         files = {role: part.path for role, part in got.loaded.items()}
         labels = {role: part.label for role, part in got.loaded.items()}
         where = str(folder) if folder is not None else bench.repo
-        parts = {p.role: p for p in bench.parts(variant)}
         with temp_dir("hub") as tmp:
             if bench.kind == "text":
                 files.update(cut_long_texts(got, tokenizer, chunk_tokens, tmp, labels, say))
@@ -78,7 +83,9 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
             project = create_project(
                 name, files["forget"], files.get("retain"), kind=bench.kind, k=k, root=root,
                 overwrite=overwrite, eval_sets=evals,
-                sources={r: f"{where}: {parts[r].config}" for r in ("forget", "retain")},
+                # the file each came from (a folder's path, the hub's config/split)
+                sources={r: f"{where}: {labels[r].removesuffix(f' ({bench.repo})')}"
+                         for r in ("forget", "retain") if r in labels},
                 labels=labels,
                 # one step: the project is written with its protocol, or not at all
                 meta={"protocol": bench.protocol, "benchmark": bench.name, "variant": variant,
@@ -109,16 +116,18 @@ def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLi
     name = check_name(name)
     check_token_counts(segment_tokens, prompt_tokens)
     book_text, retain_text = read_text_file(book), read_text_file(retain)
-    if progress is not None:
-        progress(f"loading {model}'s tokenizer")
+    say = teller(progress)
+    say(f"loading {model}'s tokenizer")
     tok = load_tokenizer(model)
-    if progress is not None:
-        progress("cutting the book and the retain text into segments")
+    cutting = "cutting the book and the retain text into segments"
+    say(cutting, 0, 2)
     with temp_dir("book") as tmp:
         forget_file, retain_file = Path(tmp) / "forget.jsonl", Path(tmp) / "retain.jsonl"
         atomic_write_jsonl(forget_file, book_rows(book_text, tok, segment_tokens,
                                                   prompt_tokens))
+        say(cutting, 1, 2)
         atomic_write_jsonl(retain_file, corpus_rows(retain_text, tok, segment_tokens))
+        say("checking and writing the project")
         project = create_project(name, forget_file, retain_file, kind="text", k=k, root=root,
                                  overwrite=overwrite,
                                  sources={"forget": Path(book).name,
@@ -140,6 +149,7 @@ class Importer:
     variants: tuple[str, ...]  # () = one variant
     config: type  # its import options: a dataclass of param() fields
     run: Callable[..., Project]  # run(name, config, *, root, overwrite, progress) -> Project
+    # progress(stage, done, total): each stage, and done of its total parts, texts or steps
     files: tuple[str, ...] = ()  # settings that are text files: the page uploads them
     from_hub: bool = False  # its files come from the hub, the HF cache or a folder
     needs_name: bool = False  # no default project name
@@ -155,7 +165,8 @@ def register_importer(name: str, config: type, *, label: str, protocol: str,
                       variants: tuple[str, ...] = (), files: tuple[str, ...] = (),
                       from_hub: bool = False, needs_name: bool = False):
     """Decorate a benchmark's ``run(name, config, *, root, overwrite, progress)``: register
-    it (``progress(stage)``: a callable told each stage, or None)."""
+    it (``progress(stage, done, total)``: a callable told each stage and how far it is, or
+    None)."""
     def decorate(run: Callable[..., Project]) -> Callable[..., Project]:
         if name in IMPORTERS and IMPORTERS[name].run is not run:
             raise ValueError(f"benchmark {name!r} is registered twice")
@@ -184,7 +195,8 @@ def get_importer(name: str) -> Importer:
 def import_with(benchmark: str, name: str | None, options: dict | None = None, *,
                 root=None, overwrite: bool = False, progress=None) -> Project:
     """Import ``benchmark`` with ``options`` (its Config's fields, checked and typed by it);
-    ``progress(stage)`` is told each stage (the import job's status)."""
+    ``progress(stage, done, total)`` is told each stage and how far it is (the import job's
+    status, the page's progress bar)."""
     entry = get_importer(benchmark)
     config = from_dict(entry.config, options or {})
     return entry.run(name or None, config, root=root, overwrite=overwrite, progress=progress)

@@ -133,13 +133,11 @@ def protocol_gaps(project, protocol: str | None = None) -> list[str]:
     if proto.knowmem_icl:
         bare = [n for n in sets if not n.endswith(ICL_SUFFIX) and n + ICL_SUFFIX not in sets
                 and (role := set_role("text", n)) is not None and role.data_kind == "qa"]
-        if bare:
-            out.append(f"KnowMem is asked zero-shot on {_and(bare)}, not with the protocol's "
-                       f"few-shot prompts: the project has no "
-                       f"{_and([n + ICL_SUFFIX for n in bare])} set")
+        out += [f"no {n + ICL_SUFFIX} set: KnowMem is asked zero-shot on {n}, not with the "
+                "protocol's few-shot prompts" for n in bare]  # one missing set a line
     if proto.verbmem_gt_tokens and "forget_eval" not in sets:
-        out.append("VerbMem and PrivLeak read the project's own forget rows: it has no "
-                   "forget_eval set (the benchmark's VerbMem passages), so they are not the "
+        out.append("no forget_eval set (the benchmark's VerbMem passages): VerbMem and "
+                   "PrivLeak read the project's own forget rows, so they are not the "
                    "benchmark's numbers")
     return out
 

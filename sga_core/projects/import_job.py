@@ -4,7 +4,8 @@ into token chunks (:mod:`sga_core.data.long_text`), so the Data page never impor
 own process. The page starts ``python -m sga_core.projects.import_job <workspace>/.import``
 (:mod:`sga_core.projects.jobs`), which imports with
 :func:`~sga_core.projects.benchmarks.import_with` and records each stage in
-``<workspace>/.import/import/status.json``; the page follows it and a reload re-attaches.
+``<workspace>/.import/import/status.json`` (with how far it is: done of total, which the
+page's bar shows); the page follows it and a reload re-attaches.
 
 The uploads (the copyright task's book and retain text) are handed over as files in the
 job's folder, imported under their own names (an error names the user's file), and deleted
@@ -70,6 +71,14 @@ def result(root=None) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def recorder(job_home: Project):
+    """The importer's ``progress(stage, done, total)``, recorded in the job's status.json:
+    the page shows the stage and a bar at done of total."""
+    def progress(stage: str, done: int | None = None, total: int | None = None) -> None:
+        bgjob.update(job_home, NAME, stage=stage, done=done, total=total, pid=os.getpid())
+    return progress
+
+
 def _work(job_home: Project, spec: dict) -> dict:
     from sga_core.fileio import atomic_write_json
     from sga_core.projects.benchmarks import import_with
@@ -77,10 +86,7 @@ def _work(job_home: Project, spec: dict) -> dict:
     from sga_core.runs.leftovers import temp_dir
 
     d = bgjob.job_dir(job_home, NAME)
-
-    def progress(stage: str) -> None:
-        bgjob.update(job_home, NAME, stage=stage, pid=os.getpid())
-
+    progress = recorder(job_home)
     options = dict(spec.get("options") or {})
     with temp_dir("upload") as tmp:
         for field, filename in (spec.get("uploads") or {}).items():

@@ -145,6 +145,23 @@ class Project:
                                                                      "qa"))
 
     @property
+    def sources(self) -> str:
+        """Where its forget and retain data came from, each thing said once: "forget.jsonl
+        (forget), retain.jsonl (retain)"; a benchmark's "/data/books: raw/forget.txt
+        (forget), raw/retain2.json (retain)" (its source named once; "muse-bench/MUSE-Books:
+        raw" for a project whose sources name the same config)."""
+        forget = str(self.meta.get("forget_source") or "-")
+        retain = self.meta.get("retain_source")
+        if not retain or not self.retain_path.exists():
+            return f"{forget} (forget; no retain data)"
+        where, _, f_name = forget.rpartition(": ")
+        r_where, _, r_name = str(retain).rpartition(": ")
+        if where and where == r_where:
+            return f"{where}: " + (f_name if f_name == r_name else
+                                   f"{f_name} (forget), {r_name} (retain)")
+        return f"{forget} (forget), {retain} (retain)"
+
+    @property
     def forget_hash(self) -> str | None:
         """The content hash of the forget rows (``sga_core.data.rows_hash``): runs with the same
         hash trained on the same rows and compare (stored at creation)."""

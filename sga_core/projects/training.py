@@ -135,12 +135,41 @@ def parse_r_values(text: str) -> list[float]:
     return parse_sweep_values(text, "sga")
 
 
+def missing_data(project: Project, method: str, method_args: dict,
+                 normals: str | None) -> str | None:
+    """What ``method`` trains on that the project cannot give it yet, in the user's words
+    and with how to get it (None: nothing is missing, or the method is unknown)."""
+    from sga_core.methods import REGISTRY
+
+    cls = REGISTRY.get(method)
+    if cls is None:
+        return None  # TrainConfig names an unknown method
+    name = (cls.title or method).split(" (")[0]
+    if "normals" in cls.needs and not normals:
+        from sga_core.projects.normal_answers import normals_problems
+
+        why = "; ".join(normals_problems(project, method_args.get("k"))[1][:3])
+        return (f"{name} trains on normal answers (K-1 for each forget row), and project "
+                f"{project.name}'s are not ready{f' ({why})' if why else ''}. Generate them on "
+                "the Normal answers page, or tick \"use generated 'I don't know' normal "
+                "answers instead\" on the Train page.")
+    if "retain" in cls.needs and not project.retain_path.exists():
+        return (f"{name} trains on retain rows, and project {project.name} has no retain "
+                "data. Create the project again with a retain file (Data page), or choose a "
+                "method that needs none.")
+    return None
+
+
 def build_config(project: Project, *, method: str, method_args: dict, training: dict,
                  launch: dict, model: str, run_id: str = "", sweep: str | None = None,
                  normals: str | None = None, eval_cfg: dict | None = None,
                  notes: str = "") -> TrainConfig:
     """A validated TrainConfig for a project's data (data files are snapshotted into the run
-    folder when it is created)."""
+    folder when it is created); data the method needs and the project lacks is refused in
+    the user's words (:func:`missing_data`)."""
+    missing = missing_data(project, method, method_args, normals)
+    if missing:
+        raise ConfigError(missing)
     data = {"task": project.kind, "forget": str(project.forget_path)}
     if project.retain_path.exists():
         data["retain"] = str(project.retain_path)

@@ -4,6 +4,7 @@ metrics, and its probes by forget row. Data only (no Streamlit, no HTML): the pa
 from __future__ import annotations
 
 import functools
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -216,6 +217,27 @@ def curve_names(run_dir: str | Path) -> dict[str, str]:
     method = REGISTRY.get(cfg.get("method") or "")
     args = cfg.get("method_args") or {}
     return method.curve_names(args) if method else {}
+
+
+def not_a_number(rows: list[dict], keys, names: dict | None = None) -> list[str]:
+    """Where the metrics rows' curves ``keys`` hold NaN or an infinity (a diverged step, which
+    a chart can only leave out), one line a curve: "loss: NaN at step 3". A missing value
+    (None: not logged) is not listed. ``names``: a key's shown name (:func:`curve_names`)."""
+    from sga_core.fileio import non_finite_as_text
+
+    out = []
+    for key in keys:
+        found: dict[str, list[int]] = {}
+        for row in rows:
+            value = row.get(key)
+            if isinstance(value, float) and not math.isfinite(value):
+                found.setdefault(non_finite_as_text(value), []).append(row["step"])
+        if found:
+            out.append(f"{(names or {}).get(key, key)}: " + "; ".join(
+                f"{word} at step{'s' if len(steps) > 1 else ''} "
+                f"{', '.join(map(str, steps[:5]))}{' ...' if len(steps) > 5 else ''}"
+                for word, steps in found.items()))
+    return out
 
 
 def latest_probes(run_dir: str | Path) -> dict[int, list[dict]]:

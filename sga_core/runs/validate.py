@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sga_core.fileio import NON_FINITE, is_non_finite_text
+
 STATES = ("queued", "running", "completed", "failed", "cancelled", "diverged")
 FINAL_STATES = ("completed", "failed", "cancelled", "diverged")
 MAX_INT = 2**63 - 1
@@ -227,7 +229,18 @@ SUMMARY_FIELDS = {
 }
 MANIFEST_ENTRY = lambda v: fields(v, {"file": STAMP, "source": STAMP, "rows": COUNT,  # noqa: E731
                                       "rows_hash": STAMP, "field_map": opt(mapping)})
-METRICS_ROW = {"step": integer(0), **{k: NUM for k in (
+
+
+def number_or_non_finite(v: Any) -> str | None:
+    """A number, or one of the strings a log writes for NaN and the infinities
+    (:data:`sga_core.fileio.NON_FINITE`)."""
+    if is_non_finite_text(v):
+        return None
+    return None if number(v) is None else \
+        f"must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got {_show(v)}"
+
+
+METRICS_ROW = {"step": integer(0), **{k: opt(number_or_non_finite) for k in (
     "epoch", "loss", "forget_nll", "normal_nll", "retain_nll", "r", "r_star", "lr",
     "grad_norm", "tokens_per_s", "elapsed_s")}}
 PROBES_ROW = {"step": integer(0), "forget_index": integer(0), "tokens": list_of(text),
@@ -406,9 +419,12 @@ CONFIG_SECTIONS = ("method", "model", "data", "training", "launch", "eval")
 def metrics(run_dir, rel: str, status: dict) -> list[dict]:
     """metrics.jsonl; a finished run's log must reach the step its status.json records.
     ``status``: the run's effective status (``sga_core.runs.status.effective_run``), which
-    tells whether the trainer may still be writing the last line."""
+    tells whether the trainer may still be writing the last line. A value written "NaN",
+    "Infinity" or "-Infinity" comes back as that float (a diverged step); null as None (not
+    logged, and what runs made before the strings wrote for a non-finite value too)."""
     live = _live(status)
-    rows = _log(run_dir, rel, METRICS_ROW, live)
+    rows = [{k: NON_FINITE[v] if k in METRICS_ROW and is_non_finite_text(v) else v
+             for k, v in row.items()} for row in _log(run_dir, rel, METRICS_ROW, live)]
     st = status if "damaged" not in status else {}
     step = st.get("step")
     if not live and st.get("state") in FINAL_STATES and step and (

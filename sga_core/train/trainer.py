@@ -19,7 +19,7 @@ from itertools import islice
 from pathlib import Path
 
 from sga_core.config import TrainConfig
-from sga_core.fileio import append_jsonl, atomic_dir, now_iso
+from sga_core.fileio import append_jsonl, atomic_dir, non_finite_as_text, now_iso
 from sga_core.methods import StopTraining, Unit, get_method
 from sga_core.methods.base import flatten
 from sga_core.model.encoding import Encoder
@@ -523,7 +523,8 @@ class Trainer:
                        "batch": [self.units[i].index for i in batch]}
                 if step % t.log_every == 0 or step == self.total_steps:
                     if self.acc.is_main_process:
-                        append_jsonl(self.run_dir / METRICS, rec)
+                        # a NaN is "NaN", never null (null: not logged)
+                        append_jsonl(self.run_dir / METRICS, non_finite_as_text(rec))
                     trackers.log_step(self.acc, self.cfg, rec)
                     self.status(step=step, epoch=rec["epoch"])
                     self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "

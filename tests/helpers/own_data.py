@@ -150,3 +150,20 @@ def text_token_project(root: Path, demo_dir: Path):
          "probs": [0.5, 0.5, 0.5] + [p + (0.8 - p) * (2 - step) / 2 for p in after]}
         for step in (0, 1, 2)])
     return project
+
+
+def muse_text_project(root: Path, workspace: Path | None = None, name: str = "books",
+                      sets: tuple[str, ...] = ("forget_qa",)):
+    """A text project in ``workspace`` (default ``root/ws``; its files in ``root``) under
+    the ``muse`` protocol with four passages and the KnowMem question sets ``sets`` (one
+    question each), without their ``_icl`` few-shot sets or a ``forget_eval``: what its
+    protocol promises and it lacks is said (protocol gaps). Returns it and the QA file."""
+    from sga_core.fileio import atomic_write_jsonl
+    from sga_core.projects import create_project
+
+    forget = atomic_write_jsonl(root / f"{name}-forget.jsonl",
+                                [{"text": f"Passage {i} of the book."} for i in range(4)])
+    qa = atomic_write_jsonl(root / f"{name}-qa.jsonl", [{"question": "Who?", "answer": "Her."}])
+    return create_project(name, forget, kind="text", root=workspace or root / "ws",
+                          protocol="muse",
+                          eval_sets={s: qa for s in sets}), qa

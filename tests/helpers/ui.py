@@ -10,11 +10,14 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def open_page(page: str) -> AppTest:
-    """Run the app, switch to ``page`` and check it rendered without an exception."""
+def open_page(page: str, project: str | None = None) -> AppTest:
+    """Run the app, switch to ``page`` (with ``project`` chosen in the sidebar, when
+    given) and check it rendered without an exception."""
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     at.switch_page(page).run()
+    if project is not None:
+        at.selectbox(key="_project_picker").set_value(project).run()
     assert not at.exception, at.exception
     return at
 

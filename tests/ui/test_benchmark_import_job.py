@@ -64,3 +64,20 @@ def test_a_refused_import_shows_the_importers_message(ui_env, tiny_model_dir):
     errors = [shown(e.value) for e in at.error]
     assert any("book.txt" in e and "UTF-8" in e for e in errors), errors
     assert "my-book" not in list_projects(ui_env / "workspace")
+
+
+def test_the_bar_follows_the_import_jobs_progress(ui_env):
+    """While the import runs, the bar stands at done of total of its stage, not at 0."""
+    import os
+
+    from sga_core.projects import import_job
+    from sga_core.projects import jobs as bgjob
+
+    home = import_job.home()
+    bgjob.update(home, import_job.NAME, state="running", benchmark="muse-books",
+                 pid=os.getpid(), started_at="2026-01-01T00:00:00Z")
+    import_job.recorder(home)("cutting raw/retain2.json into 2048-token chunks", 1, 4)
+    at = open_page("app_pages/data.py")
+    (bar,) = at.get("progress")
+    assert bar.proto.value == 25
+    assert "cutting raw/retain2.json into 2048-token chunks 1/4" in shown(bar.proto.text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sga_core.data import NormalAnswer, NormalTable
 from sga_core.projects import load_project
-from tests.helpers.ui import open_page
+from tests.helpers.ui import open_page, shown
 
 
 def _edit(ws) -> list[str]:
@@ -41,6 +41,13 @@ def test_a_confirmed_reset_keeps_the_history(ui_env):
     assert demo.normals() is None  # the data are afresh ...
     names = [v.name for v in demo.history()]
     assert set(before) <= set(names) and "before-reset" in names[0]  # ... the answers kept
+    # and the page says what it did, once it has done it
+    (said,) = [shown(s.value) for s in at.success]
+    assert said.startswith("Reset the demo project **demo**: its forget data (10 rows)")
+    assert "are written afresh" in said
+    assert f"Its normal-answer history is kept ({len(names)} versions)" in said
+    at.run()
+    assert not at.success  # said once
 
 
 def test_import_notes_are_shown_as_a_warning(ui_env):

@@ -75,7 +75,7 @@ def test_first_n_articles_keeps_the_passages_found_in_them(tmp_path, published):
     assert len(load_dataset(p.eval_sets()["privleak_forget"]).rows) == 3
     assert len(load_dataset(p.eval_sets()["forget_qa"]).rows) == 6  # questions: all kept
     notes = "\n".join(p.meta["import_notes"])
-    assert "the first 3 forget articles of 6" in notes
+    assert "the first 3 forget rows of 6" in notes
     assert "verbmem/forget.json: 3 of 7 passages kept" in notes
     assert "privleak/forget.json: 3 of 6 passages kept" in notes
     assert "knowmem/forget_qa.json: every question kept; questions cannot be matched" in notes
@@ -87,7 +87,7 @@ def test_cli_import_prints_the_report_and_takes_first_and_strict(tmp_path, publi
                str(tmp_path / "ws"), "--first", "2"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "imported without 2 optional parts" in out and "first 2 forget articles" in out
+    assert "imported without 2 optional parts" in out and "first 2 forget rows" in out
     assert "protocol: muse" in out
     rc = main(["import", "muse-news", "--from-folder", str(published), "--workspace",
                str(tmp_path / "ws2"), "--strict"])

@@ -7,6 +7,8 @@ book's last paragraphs) or says plainly what it loses."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sga_core.cli import main
@@ -75,7 +77,7 @@ def test_the_first_n_says_plainly_what_it_loses(tmp_path, books, tiny_model_dir)
                          chunk_tokens=512)
     assert "forget_eval" not in p.eval_sets()
     notes = "\n".join(p.meta["import_notes"])
-    assert "the first 2 forget articles of" in notes
+    assert "the first 2 forget rows of" in notes
     assert "verbmem/forget.json left out: none of its 12 passages lies in the kept forget " \
            "rows; keeping all 12 found in the forget rows takes" in notes
     assert "--subset evaluated" in notes
@@ -107,6 +109,22 @@ def test_the_cli_imports_the_published_books_folder(tmp_path, books, tiny_model_
     assert "forget rows: 3" in out and "VerbMem" in out
 
 
+def test_an_n_above_the_rows_is_said_and_a_book_has_no_articles(tmp_path, books,
+                                                                  tiny_model_dir, capsys):
+    """--first N above the number of chunks keeps them all and says so, naming N and the
+    number there is; nothing calls a book's chunks "articles"."""
+    rc = main(["import", "muse-books", "--from-folder", str(books), "--workspace",
+               str(tmp_path / "ws"), "--first", "1000", "--tokenizer", str(tiny_model_dir),
+               "--chunk-tokens", "512", "--subset", "first"])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    n = int(re.search(r"forget rows: (\d+)", out).group(1))
+    assert n < 1000
+    assert f"N = 1000 forget rows asked for, but the forget data has only {n} rows: all {n} " \
+           "are kept" in out
+    assert "article" not in (out + err).lower()
+
+
 def test_book_paragraph_count_matches_the_fixture():
     assert book_text().count("\n\n") == BOOK_PARAGRAPHS - 1
 
@@ -124,3 +142,17 @@ def test_a_subfolder_or_a_file_given_for_the_folder_says_which_folder_to_give(tm
         import_benchmark("muse-books", folder=books / "raw" / "forget.txt", root=tmp_path / "ws")
     assert "a file, not a folder" in str(info.value)
     assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
+
+
+def test_the_import_says_how_far_each_stage_is(tmp_path, books, tiny_model_dir):
+    """The import job's bar follows done of total: each part read, each raw text cut."""
+    told = []
+    import_benchmark("muse-books", "hp-told", folder=books, root=tmp_path / "ws",
+                     tokenizer=str(tiny_model_dir), chunk_tokens=512,
+                     progress=lambda *a: told.append(a))
+    reading = [(d, t) for stage, d, t in told if stage == "reading the files"]
+    assert reading == [(i, 9) for i in range(9)]  # MUSE's nine parts, one at a time
+    cutting = [(stage, d, t) for stage, d, t in told if stage.startswith("cutting")]
+    assert [(d, t) for _s, d, t in cutting] == [(0, 3), (1, 3), (2, 3)]
+    assert "raw/retain2.json" in cutting[1][0]
+    assert told[-1] == ("checking and writing the project", 0, 1)

@@ -5,23 +5,14 @@ few-shot KnowMem and the benchmark's VerbMem."""
 
 from __future__ import annotations
 
-import json
-
 from sga_core.projects import create_project
 from sga_core.projects.eval_sets import protocol_gaps
-
-
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+from tests.helpers.own_data import muse_text_project
 
 
 def test_a_muse_project_without_icl_or_forget_eval_says_so(tmp_path):
-    forget = _jsonl(tmp_path / "forget.jsonl", [{"text": f"Passage {i} of the book."}
-                                                for i in range(4)])
-    qa = _jsonl(tmp_path / "forget_qa.jsonl", [{"question": "Who?", "answer": "Her."}])
-    p = create_project("books", forget, kind="text", root=tmp_path / "ws", protocol="muse",
-                       eval_sets={"forget_qa": qa})
+    p, qa = muse_text_project(tmp_path)
+    forget = p.forget_path
     gaps = protocol_gaps(p)
     assert len(gaps) == 2, gaps
     assert "KnowMem is asked zero-shot on forget_qa" in gaps[0]

@@ -104,6 +104,24 @@ def test_running_run_may_end_in_a_line_being_written(runs):
         read_metrics(runs / "a")
 
 
+def test_non_finite_metrics_read_back_and_old_nulls_still_load(runs):
+    """metrics.jsonl writes NaN and the infinities as "NaN", "Infinity", "-Infinity": they
+    read back as those floats; null (not logged, and what older runs wrote for NaN) stays
+    None; any other string is damage naming the line."""
+    log = runs / "a" / "metrics.jsonl"
+    log.write_text('{"step": 1, "loss": "NaN", "grad_norm": "Infinity", "r_star": "-Infinity"}\n'
+                   '{"step": 2, "loss": null, "grad_norm": 1.5, "r": null}\n')
+    run_status.write_run(runs / "a", "completed", step=2, total_steps=2)
+    first, second = read_metrics(runs / "a")
+    assert first["loss"] != first["loss"]  # NaN
+    assert first["grad_norm"] == float("inf") and first["r_star"] == float("-inf")
+    assert second["loss"] is None and second["r"] is None and second["grad_norm"] == 1.5
+    assert damage_of(runs, "a") is None
+    log.write_text('{"step": 1, "loss": "nan"}\n{"step": 2, "loss": 1.0}\n')
+    with pytest.raises(Damaged, match=r'line 1: loss must be a number \(or "NaN"'):
+        read_metrics(runs / "a")
+
+
 @pytest.mark.parametrize("change, words", [
     ({"pid": [1], "state": "running"}, "pid must be a whole number"),
     ({"pid": "abc", "state": "running"}, "pid must be a whole number"),
