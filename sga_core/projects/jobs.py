@@ -24,8 +24,8 @@ def status(project, name: str) -> dict:
     return kind(name).effective(job_dir(project, name))
 
 
-def update(project, name: str, **fields) -> dict:
-    return kind(name).write(job_dir(project, name), **fields)
+def update(project, name: str, state: str | None = None, **fields) -> dict:
+    return kind(name).write(job_dir(project, name), state, **fields)
 
 
 def start(project, name: str, module: str, spec: dict, env: dict | None = None,

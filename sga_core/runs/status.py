@@ -47,7 +47,7 @@ def read(path: str | os.PathLike) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def update(path: str | os.PathLike, state: str | None = None, *,
+def update(path: str | os.PathLike, state: str | None = None, /, *,
            within: str | os.PathLike | None = None, **fields) -> dict:
     """Merge ``fields`` (and ``state``) into the status file; returns the new status.
     ``within``: the folder the job belongs to (a run folder). A write never re-creates it

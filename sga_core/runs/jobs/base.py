@@ -105,8 +105,11 @@ class JobKind:
             return derive(self.read_status(run_dir), self.pids, f"{self.name} job's")
         return getattr(RunFolder(run_dir), self.shown)()
 
-    def write(self, run_dir, state: str | None = None, **fields) -> dict:
-        return run_status.update(self.status_path(run_dir), state, within=run_dir, **fields)
+    def write(self, run_dir, state: str | None = None, /, **fields) -> dict:
+        """Merge ``fields`` (and ``state``) into its status file; a run folder's job never
+        re-creates the run folder once it is gone."""
+        within = run_dir if self.where == "run" else None
+        return run_status.update(self.status_path(run_dir), state, within=within, **fields)
 
     def requested(self, run_dir) -> bool:
         path = self.request_path(run_dir)
@@ -143,7 +146,7 @@ def claim(kind: JobKind, run_dir) -> dict | None:
     return data
 
 
-def start(kind: JobKind, run_dir, req: dict, *, foreground: bool = False,
+def start(kind: JobKind, run_dir, req: dict, /, *, foreground: bool = False,
           env: dict | None = None, **fields) -> subprocess.Popen:
     """Start the job's command (its own session; output appended to its log, a project
     job's log begun afresh); its status says running at once, with a fresh record (a
