@@ -121,6 +121,7 @@ from sga_core.report.uncertainty import (
     fq_resolution_text,
     run_intervals,
 )
+from sga_core.runs.backends import job_where, sent_to
 from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.command import command_text, device_note
 from sga_core.runs.create import RunIdTaken, make_run_id
@@ -164,7 +165,6 @@ from sga_core.runs.slurm.client import unavailable as slurm_unavailable
 from sga_core.runs.slurm.profile import ClusterProfile
 from sga_core.runs.slurm.profile import load_profile as load_cluster_profile
 from sga_core.runs.slurm.profile import save_profile as save_cluster_profile
-from sga_core.runs.slurm.states import wait_s as slurm_wait_s
 from sga_core.runs.validate import Damaged
 from sga_core.stress.attacks import attack_names
 from sga_core.stress.attacks import form_choices as stress_form_choices
@@ -173,7 +173,7 @@ from sga_core.text import plural, printable
 
 __all__ = [
     "ClusterProfile", "SlurmError", "load_cluster_profile", "save_cluster_profile",
-    "slurm_preview", "slurm_unavailable", "slurm_wait_s",
+    "slurm_preview", "slurm_unavailable", "job_where", "sent_to",
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS", "prepare_defaults",

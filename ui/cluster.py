@@ -84,17 +84,8 @@ def profile_section() -> None:
 
 
 def job_caption(status: dict) -> None:
-    """A SLURM run's job id, node and time waited (and SLURM's reason while it waits)."""
-    if not status.get("slurm_job_id"):
-        return
-    parts = [f"SLURM job {status['slurm_job_id']}"]
-    if status.get("slurm_node"):
-        parts.append(f"node {status['slurm_node']}")
-    wait = wb.slurm_wait_s(status)
-    if wait is not None:
-        parts.append(f"waited {wb.fmt_seconds(wait)}")
-    if status.get("slurm_reason"):
-        parts.append(str(status["slurm_reason"]))
-    if status.get("slurm_problem"):
-        parts.append(f"SLURM cannot be asked: {status['slurm_problem']}")
-    st.caption(plain(" · ".join(parts)))
+    """Where a job runs, as its backend says it (a SLURM job: its id, node, time waited and
+    SLURM's reason while it waits); nothing for a job of this machine's queue."""
+    where = wb.job_where(status)
+    if where:
+        st.caption(plain(where))

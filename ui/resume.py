@@ -29,6 +29,5 @@ def resume_button(container, run_dir: Path, root: Path, state: dict) -> None:
         return
     st.session_state["runs.done"] = (
         f"Queued {run_dir.name} to resume from {offer}." if done.get("mode") == "queue" else
-        f"Resubmitted {run_dir.name} to SLURM as job {done.get('slurm_job_id')} to resume "
-        f"from {offer}.")
+        f"Resubmitted {run_dir.name} to {wb.sent_to(done)} to resume from {offer}.")
     st.rerun()

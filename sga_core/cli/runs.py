@@ -10,6 +10,7 @@ from sga_core.params import ConfigError
 def cmd_runs(args) -> int:
     from sga_core.runs import folder, queue, validate
     from sga_core.runs import status as run_status
+    from sga_core.runs.backends import backend_of
 
     root = folder.runs_root(args.runs_dir)
     if args.action == "list":
@@ -21,10 +22,11 @@ def cmd_runs(args) -> int:
             print(f"{r['run_id']:48s} {r['state']:10s} {r['method'] or '':9s} "
                   f"r={r['r'] if r['r'] is not None else '-':<6} "
                   f"{'eval:' + (r.get('eval_state') or '-'):16s} {prog}".rstrip())
-            if r.get("slurm_job_id"):
-                print(f"  slurm job {r['slurm_job_id']}"
-                      + (f": {r['slurm_reason']}" if r.get("slurm_reason") else ""))
-            waits = queue.wait_reason(r["path"], root) if r["state"] == "queued" else None
+            where = backend_of(r).describe(r)
+            if where:
+                print(f"  {where}")
+            waits = backend_of(r).wait_reason(r["path"], r) if r["state"] == "queued" \
+                else None
             if waits:
                 print(f"  waiting: {waits}")
             if r.get("damaged"):

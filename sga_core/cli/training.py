@@ -22,6 +22,8 @@ from sga_core.config import LaunchConfig, TrainingArgs, name_problem
 from sga_core.methods import REGISTRY, method_names
 from sga_core.model.loading import is_model_folder
 from sga_core.params import ConfigError
+from sga_core.runs.backends import backend, sent_to
+from sga_core.runs.backends import names as backend_names
 from sga_core.text import plural
 
 
@@ -98,8 +100,8 @@ def cmd_resume(args) -> int:
         print("queued: the background runner resumes it")
         return 0
     if st.get("mode") != "foreground":  # resubmitted to the cluster it ran on
-        print(f"resubmitted to SLURM as job {st.get('slurm_job_id')}: it continues from its "
-              "checkpoint (`runs list` shows it)")
+        print(f"resubmitted to {sent_to(st)}: it continues from its checkpoint (`runs list` "
+              "shows it)")
         return 0
     status = run_foreground(run_dir, evaluate=args.eval_enabled)
     print(f"state: {status.get('state')}" + (f" ({status['error']})"
@@ -169,8 +171,9 @@ def launch_planned(args, cfgs: list) -> int:
     if len(cfgs) > 1:
         print(plural(len(cfgs), "run") + (f", seeds {cfgs[0].training.seeds} each"
                                      if cfgs[0].group else ""))
-    if chosen_backend(args) == "slurm" and not args.no_launch:
-        return submit_slurm(args, cfgs)
+    where = backend(chosen_backend(args))
+    if not where.foreground and not args.no_launch:
+        return send(args, cfgs, where)
     queue = args.queue and not args.no_launch
     ok = True
     for cfg in cfgs:
@@ -201,18 +204,15 @@ def chosen_backend(args) -> str:
     return load_profile(getattr(args, "workspace", None)).backend
 
 
-def submit_slurm(args, cfgs: list) -> int:
-    """Send the runs to SLURM: one job, or one job array for a sweep or seed group."""
-    from sga_core.runs import status as run_status
-    from sga_core.runs.folder import SLURM_SCRIPT
-    from sga_core.runs.slurm.backend import submit
-
-    made = submit(cfgs, args.runs_dir, workspace=args.workspace)
+def send(args, cfgs: list, where) -> int:
+    """Send the runs to a backend that schedules them (SLURM: one job, or one job array
+    for a sweep or seed group)."""
+    made = where.launch(cfgs, args.runs_dir, workspace=args.workspace)
     for run_dir in made:
-        jid = run_status.read_run(run_dir).get("slurm_job_id")
         print(f"run folder: {run_dir}")
-        print(f"slurm job:  {jid} (batch script: {run_dir / SLURM_SCRIPT})")
-    print("submitted to SLURM: python -m sga_core runs list shows their states")
+        for line in where.launched(run_dir):
+            print(line)
+    print(f"submitted to {where.label}: python -m sga_core runs list shows their states")
     return 0
 
 
@@ -256,8 +256,8 @@ def cmd_prepare(args) -> int:
                       eval_protocol=args.eval_protocol, field_map=field_map(args),
                       backend=chosen_backend(args), workspace=args.workspace)
     print(json.dumps(results, indent=2))
-    ended_well = ("queued", "running", "completed") if chosen_backend(args) == "slurm" else \
-        ("completed",)
+    ended_well = ("completed",) if backend(chosen_backend(args)).foreground else \
+        ("queued", "running", "completed")
     return 0 if all(r["state"] in ended_well for r in results.values()) else 1
 
 
@@ -323,7 +323,7 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--queue", action="store_true",
                    help="queue the runs for the background runner (as the browser does) "
                         "instead of running them here one after another")
-    s.add_argument("--backend", choices=["local", "slurm"],
+    s.add_argument("--backend", choices=backend_names(),
                    help="where the runs go: here (local) or to SLURM as batch jobs, a sweep "
                         "or seed group as one job array (default: the workspace's cluster "
                         "profile, `cluster show`)")
@@ -387,7 +387,7 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                         "demo's")
     s.add_argument("--eval-protocol", choices=PROTOCOL_CHOICES,
                    help="evaluation protocol of both models (eval.protocol; default: demo)")
-    s.add_argument("--backend", choices=["local", "slurm"],
+    s.add_argument("--backend", choices=backend_names(),
                    help="where both fine-tunings go: here, one after the other (local), or "
                         "to SLURM as two jobs, the original's held until the reference's "
                         "ended well (default: the workspace's cluster profile)")

@@ -1,8 +1,9 @@
-"""Background jobs of a project (normal-answer generation, r* analysis, before/after probes):
-``workspace/<project>/<name>/`` holds ``spec.json`` (never a secret), ``status.json``
-(state running/completed/failed, progress, error) and the job's results. The job runs as
-``python -m <module> <project_dir>`` in its own session (:func:`sga_core.runs.procs.spawn`),
-so the UI process never loads a model and a reload re-attaches to it."""
+"""Background jobs of a project (normal-answer generation, r* analysis, before/after probes,
+benchmark imports): each a kind of :data:`sga_core.runs.jobs.KINDS` (``where="project"``),
+through the one job lifecycle. ``workspace/<project>/<name>/`` holds ``spec.json`` (never a
+secret), ``status.json`` (state running/completed/failed, progress, error) and the job's
+results. The job runs as ``python -m <module> <project_dir>`` in its own session, so the UI
+process never loads a model and a reload re-attaches to it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import os
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_bytes, atomic_write_json, now_iso, read_json
-from sga_core.runs import status as job_status
-from sga_core.runs.procs import spawn
+from sga_core.runs.jobs import base as lifecycle
+from sga_core.runs.jobs import kind
 
 
 def job_dir(project, name: str) -> Path:
@@ -20,19 +21,24 @@ def job_dir(project, name: str) -> Path:
 
 def status(project, name: str) -> dict:
     """The job's status; a 'running' job whose process is gone is shown as failed."""
-    return job_status.effective_job(job_dir(project, name))
+    return kind(name).effective(job_dir(project, name))
 
 
-def update(project, name: str, **fields) -> dict:
-    return job_status.write_job(job_dir(project, name), **fields)
+def update(project, name: str, state: str | None = None, **fields) -> dict:
+    return kind(name).write(job_dir(project, name), state, **fields)
 
 
 def start(project, name: str, module: str, spec: dict, env: dict | None = None,
           clear: tuple[str, ...] = (), files: dict[str, bytes] | None = None) -> Path:
-    """Start ``python -m module <project_dir>``; refuses while this job is running.
-    ``env`` entries (secrets) go to the child's environment only; ``clear`` lists result
-    files of a previous run to delete first; ``files`` (name -> bytes) are written into the
-    job's folder before it starts (a snapshot the job compares against when it ends)."""
+    """Start the project job ``name`` (its kind: :data:`sga_core.runs.jobs.KINDS`; it runs
+    ``python -m module <project_dir>``) through the one job lifecycle
+    (:func:`sga_core.runs.jobs.base.start`); refuses while this job is running. ``env``
+    entries (secrets) go to the child's environment only; ``clear`` lists result files of a
+    previous run to delete first; ``files`` (name -> bytes) are written into the job's
+    folder before it starts (a snapshot the job compares against when it ends)."""
+    k = kind(name)
+    if k.module != module:
+        raise ValueError(f"the {k.name} job runs {k.module}, not {module}")
     if status(project, name).get("state") == "running":
         raise RuntimeError(f"a {name} job is already running for this project")
     d = job_dir(project, name)
@@ -41,12 +47,8 @@ def start(project, name: str, module: str, spec: dict, env: dict | None = None,
         (d / f).unlink(missing_ok=True)
     for f, data in (files or {}).items():
         atomic_write_bytes(d / f, data)
-    atomic_write_json(d / "spec.json", {**spec, "created_at": now_iso()})
-    job_status.reset_job(d, state="running", done=0, total=None, started_at=now_iso(),
-                         **spec)
-    proc = spawn(["python", "-m", module, str(project.path)], d / "job.log", env=env,
-                 append=False)
-    update(project, name, pid=proc.pid)
+    atomic_write_json(k.request_path(d), {**spec, "created_at": now_iso()})
+    lifecycle.start(k, d, spec, env=env, done=0, total=None, **spec)
     return d
 
 
@@ -66,13 +68,13 @@ def progress_callback(project, name: str, **fields):
 
 
 def complete(project, name: str, **fields) -> dict:
-    return job_status.write_job(job_dir(project, name), "completed", ended_at=now_iso(),
-                                pid=os.getpid(), **fields)
+    return update(project, name, state="completed", ended_at=now_iso(), pid=os.getpid(),
+                  **fields)
 
 
 def fail(project, name: str, error: str) -> dict:
-    return job_status.write_job(job_dir(project, name), "failed", ended_at=now_iso(),
-                                pid=os.getpid(), error=error)
+    return update(project, name, state="failed", ended_at=now_iso(), pid=os.getpid(),
+                  error=error)
 
 
 def project_from_argv(argv=None):

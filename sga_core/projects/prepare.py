@@ -47,9 +47,10 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
     """Train the original and/or the retain reference, then (``evaluate``) evaluate them;
     returns {run_id: {state, path, model, error, eval_state, eval_error}}.
 
-    ``backend`` "slurm": both are sent to SLURM instead (the workspace's cluster profile),
-    each a job of its own, the original's held until the reference's ended well; returns
-    at once with each run queued and its ``slurm_job_id`` (docs/slurm.md#prepare).
+    ``backend``: where they train. A backend that schedules its jobs (SLURM: the
+    workspace's cluster profile) gets both at once, each a job of its own, the original's
+    held until the reference's ended well; this returns at once with each run queued and
+    its job (docs/slurm.md#prepare).
 
     ``eval_sets`` are the extra evaluation sets (``eval.sets``: real-world QA sets, or the
     text holdout / forget_qa / retain_qa sets) recorded in both runs' configs, with the
@@ -87,8 +88,11 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
         }))
-    if backend == "slurm":
-        return submitted_to_slurm(cfgs, root, workspace, echo)
+    from sga_core.runs.backends import backend as named
+
+    where = named(backend)
+    if not where.foreground:
+        return sent(where, cfgs, root, workspace, echo)
     for cfg in cfgs:
         run_id = cfg.run_id
         run_dir = create_run(cfg, root)
@@ -104,17 +108,18 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
     return results
 
 
-def submitted_to_slurm(cfgs: list, root, workspace, echo=print) -> dict:
-    """Send the prepare runs to SLURM, one job each, in order (each held until the one before
-    ended well); {run_id: {state, path, model, slurm_job_id}}."""
+def sent(where, cfgs: list, root, workspace, echo=print) -> dict:
+    """Send the prepare runs to a backend that schedules them (SLURM: one job each, in
+    order, each held until the one before ended well); {run_id: {state, path, model,
+    where}}, ``where`` saying which job each is."""
     from sga_core.runs import status as run_status
-    from sga_core.runs.slurm.backend import submit_chain
 
     results = {}
-    for run_dir in submit_chain(cfgs, root, workspace=workspace):
+    for run_dir in where.launch(cfgs, root, chain=True, workspace=workspace):
         st = run_status.read_run(run_dir)
-        echo(f"== {run_dir.name}: submitted to SLURM as job {st.get('slurm_job_id')}")
+        said = where.describe(st) or where.label
+        echo(f"== {run_dir.name}: submitted to {where.label} ({said})")
         results[run_dir.name] = {"state": st.get("state"), "path": str(run_dir),
-                                 "model": str(RunFolder(run_dir).model_dir),
-                                 "slurm_job_id": st.get("slurm_job_id")}
+                                 "model": str(RunFolder(run_dir).model_dir), "where": said,
+                                 **{k: v for k, v in st.items() if k.endswith("_job_id")}}
     return results

@@ -196,9 +196,9 @@ def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
 
 def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
                    training: dict | None = None, backend: str = "local") -> list[Path]:
-    """Queue the project's two prepare runs (retain reference, then original): on this
-    machine's queue, or (``backend`` "slurm") as two SLURM jobs, the original's held until
-    the reference's ended well."""
+    """Queue the project's two prepare runs (retain reference, then original) on the
+    backend named ``backend``, as a chain: on this machine's queue in that order, or as two
+    SLURM jobs, the original's held until the reference's ended well."""
     import shutil
 
     from sga_core.projects.prepare import prepare_defaults
@@ -225,8 +225,6 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
                            notes="prepare: " + ("original" if include_forget else
                                                 "retain reference"))
         cfgs.append(cfg)
-    if backend == "slurm":
-        from sga_core.runs.slurm.backend import submit_chain
+    from sga_core.runs.backends import backend as named
 
-        return submit_chain(cfgs, root)
-    return [jobs.submit(cfg, root) for cfg in cfgs]
+    return named(backend).launch(cfgs, root, chain=True)

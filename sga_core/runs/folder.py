@@ -18,7 +18,6 @@ from sga_core.config import RUN_ID_RE, ConfigError, TrainConfig, load_config, va
 from sga_core.fileio import atomic_write_text, now_iso
 from sga_core.runs import validate
 from sga_core.runs.procs import EVAL_PIDS, RUN_PIDS, derive
-from sga_core.runs.slurm import states as slurm_states
 
 # --- the names of a run folder's files and folders: spelled here only -----------------------
 CONFIG = "config.yaml"
@@ -76,26 +75,21 @@ NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, D
          STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT, SLURM_PROFILE)
 
 
-#: how SLURM's verdict on a job it ended is recorded in status.json: ``{"run": write_run,
-#: "eval": write_eval}``, set by :mod:`sga_core.runs.status` (the one writer of status
-#: files), which this module cannot import (it imports this one). Until it is set (no module
-#: imported it yet) a SLURM run is shown as its job is, and nothing is written.
-SETTLE: dict = {}
-
-
-def shown_status(path: Path, status: dict, pids, kind: str, write=None,
+def shown_status(path: Path, status: dict, key: str, pids: tuple[str, ...], what: str,
                  cancel_asked: bool = False) -> dict:
-    """``status`` as shown: for a run sent to SLURM, as its job is
-    (:func:`sga_core.runs.slurm.states.run_view`, which records SLURM's verdict on an ended
-    job with ``write``); where SLURM cannot be asked, or for a local run, from its processes
+    """``status`` of the job ``key`` ("run", "eval", "stress": :data:`sga_core.runs.jobs.
+    KINDS`; ``pids``: its process fields, ``what``: its name) as shown: as the backend it
+    was sent to knows it (SLURM: as its job is, with its verdict on an ended job recorded
+    once); where the backend cannot say, from its processes
     (:func:`sga_core.runs.procs.derive`; ``cancel_asked``: a cancel was requested, so a
     record whose processes are gone is cancelled, not failed)."""
-    if status.get("slurm_job_id"):
-        shown = slurm_states.run_view(path, status, write)
-        if not shown.get("slurm_problem"):
-            return shown
-        status = shown  # SLURM cannot be asked: the processes on this machine can
-    return derive(status, pids, kind, cancel_asked)
+    from sga_core.runs.backends import backend_of
+
+    if status.get("state") is not None:
+        status, sure = backend_of(status).view(key, path, status)
+        if sure:
+            return status
+    return derive(status, pids, what, cancel_asked)
 
 
 def rel(*parts: str) -> str:
@@ -189,8 +183,8 @@ class RunFolder:
         """status.json as shown: a running run whose processes are all gone is failed (or
         cancelled, once its CANCEL file asked for that); a run sent to SLURM is shown as its
         job is (:func:`shown_status`)."""
-        return shown_status(self.path, self.read_status(), RUN_PIDS, "training",
-                            SETTLE.get("run"), self.cancel_requested())
+        return shown_status(self.path, self.read_status(), "run", RUN_PIDS, "training",
+                            self.cancel_requested())
 
     def read_eval_status(self) -> dict:
         """eval/status.json as written (as :meth:`read_status`)."""
@@ -198,8 +192,8 @@ class RunFolder:
 
     def eval_status(self) -> dict:
         """eval/status.json as shown (as :meth:`status`)."""
-        return shown_status(self.path, self.read_eval_status(), EVAL_PIDS, "evaluation",
-                            SETTLE.get("eval"))
+        return shown_status(self.path, self.read_eval_status(), "eval", EVAL_PIDS,
+                            "evaluation")
 
     def read_stress_status(self) -> dict:
         """stress_status.json as written: the stress test queued as a job (as
@@ -209,8 +203,8 @@ class RunFolder:
     def stress_status(self) -> dict:
         """stress_status.json as shown (as :meth:`status`): a running stress test whose
         process is gone is failed; one sent to SLURM is shown as its job is."""
-        return shown_status(self.path, self.read_stress_status(), EVAL_PIDS, "stress test",
-                            SETTLE.get("stress"))
+        return shown_status(self.path, self.read_stress_status(), "stress", EVAL_PIDS,
+                            "stress test")
 
     def metrics(self, status: dict | None = None) -> list[dict]:
         """metrics.jsonl (``status``: the effective status when the caller has it)."""
@@ -396,6 +390,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "sweep_param": swept, "sweep_value": _number(args.get(swept)),
                     "sweep": cfg.get("sweep"), "group": cfg.get("group"),
                     "seed": training.get("seed"), "mode": st.get("mode"),
+                    "backend": st.get("backend"),
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),

@@ -20,6 +20,8 @@ from sga_core.fileio import now_iso
 from sga_core.runs import status as run_status
 from sga_core.runs.command import start_argv
 from sga_core.runs.folder import RunFolder, request_cancel
+from sga_core.runs.jobs import base as jobs
+from sga_core.runs.jobs import evaluation, stress
 from sga_core.runs.memory import exit_cause
 from sga_core.runs.procs import caller_env, kill_group, pid_alive, spawn
 from sga_core.runs.status import FINAL_STATES
@@ -74,6 +76,7 @@ def check_resumable(run_dir: str | os.PathLike, processes=None):
     is failed, and resumable.)"""
     from sga_core.config import ConfigError
     from sga_core.runs import checkpoints
+    from sga_core.runs.backends import backend_of
 
     run_dir = Path(run_dir)
     st = run_status.effective_run(run_dir)
@@ -81,10 +84,9 @@ def check_resumable(run_dir: str | os.PathLike, processes=None):
         raise ValueError(f"run {run_dir.name} is {st.get('state') or 'unknown'}: only a "
                          "failed, cancelled or timed-out run can be resumed (a run stopped "
                          "at its time limit is recorded as failed)")
-    if st.get("slurm_state_final") == "UNKNOWN" and not st.get("cancel_requested_at"):
-        raise ValueError(f"run {run_dir.name} was only inferred to have ended: SLURM may still "
-                         f"run its job {st.get('slurm_job_id')}; cancel the run first, then "
-                         "resume it")
+    unsure = backend_of(st).unsure_reason(st)
+    if unsure:
+        raise ValueError(f"run {run_dir.name}: {unsure}")
     if checkpoints.latest(run_dir) is None:
         raise ValueError(f"run {run_dir.name} has no checkpoint to resume from (set "
                          "training.save_every, or stop it with SIGTERM/SIGUSR1)")
@@ -193,9 +195,7 @@ def eval_argv(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     """The evaluation command of a run folder, as an argument list (``sets``: extra
     evaluation sets, name -> file, besides the run's own; ``protocol``: instead of the
     run's eval.protocol)."""
-    extra = [a for name, path in (sets or {}).items() for a in ("--set", f"{name}={path}")]
-    extra += ["--protocol", protocol] if protocol else []
-    return ["python", "-m", "sga_core", "eval", str(Path(run_dir).resolve()), *extra]
+    return evaluation.argv(Path(run_dir), {"sets": sets or {}, "protocol": protocol})
 
 
 def should_evaluate(run_dir: str | os.PathLike) -> bool:
@@ -216,37 +216,18 @@ def should_evaluate(run_dir: str | os.PathLike) -> bool:
 
 def start_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
                foreground: bool = False, protocol: str | None = None) -> subprocess.Popen:
-    """Start ``python -m sga_core eval RUN_DIR`` (output appended to eval.log, own session);
+    """Start ``python -m sga_core eval RUN_DIR`` (:func:`sga_core.runs.jobs.base.start`):
     eval/status.json says running at once. Returns the Popen (not waited for).
     ``foreground``: it stops (cancelled) once this process is gone, as :func:`start`."""
-    run_dir = Path(run_dir).resolve()
-    proc = spawn(eval_argv(run_dir, sets, protocol), RunFolder(run_dir).eval_log_path, nice=0,
-                 env=caller_env() if foreground else None)
-    run_status.write_eval(run_dir, "running", pid=proc.pid,
-                          pid_start=proc.sga_record["start"], error=None, stage="starting",
-                          started_at=now_iso(), ended_at=None, host=os.uname().nodename,
-                          cancel_requested_at=None)
-    return proc
+    return jobs.start(evaluation.KIND, run_dir, {"sets": sets or {}, "protocol": protocol},
+                      foreground=foreground)
 
 
 def finish_eval(run_dir: str | os.PathLike, returncode: int) -> dict:
-    """Record the end of an evaluation process; one that died without saying so is failed,
-    or cancelled when a cancel was asked for (it may die of the SIGTERM before it can say
-    so). A completed evaluation stays completed (its summary is written)."""
-    run_dir = Path(run_dir)
-    st = run_status.read_eval(run_dir)
-    if returncode != 0 and st.get("state") == "running" and st.get("cancel_requested_at"):
-        return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
-                                     error="cancelled by request", stage=None)
-    if returncode != 0 and st.get("state") not in ("failed", "cancelled", "completed"):
-        return run_status.write_eval(
-            run_dir, "failed", ended_at=now_iso(),
-            error=f"the evaluation {exit_cause(returncode)}; log tail:\n"
-                  f"{RunFolder(run_dir).eval_log(15)}")
-    if returncode == 0 and st.get("state") == "running":
-        return run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
-                                     error="the evaluation ended without writing its summary")
-    return st
+    """Record the end of an evaluation process (:func:`sga_core.runs.jobs.base.finish`): one
+    that died without saying so is failed, or cancelled when a cancel was asked for; a
+    completed evaluation stays completed (its summary is written)."""
+    return jobs.finish(evaluation.KIND, run_dir, returncode)
 
 
 def run_eval_foreground(run_dir: str | os.PathLike, echo=print, poll_s: float = 1.0) -> dict:
@@ -290,67 +271,27 @@ def _echo_new_lines(log: Path, seen: int, echo) -> int:
 # --- stress tests queued as jobs (sga_core.stress, docs/stress-tests.md) -----------------------
 
 #: the stress command's options besides the attacks' settings that a request may carry
-STRESS_OPTIONS = ("original", "max_new_tokens", "batch_size", "device")
-
-
-def _flags(values: dict) -> list[str]:
-    """``{"relearn_steps": [1, 2], "rouge": False}`` as command-line flags
-    (``--relearn-steps 1,2 --no-rouge``); None values are left out."""
-    out: list[str] = []
-    for name, value in values.items():
-        flag = "--" + str(name).replace("_", "-")
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            out.append(flag if value else "--no-" + flag[2:])
-        elif isinstance(value, (list, tuple)):
-            out += [flag, ",".join(str(v) for v in value)]
-        else:
-            out += [flag, str(value)]
-    return out
+STRESS_OPTIONS = stress.OPTIONS
 
 
 def stress_argv(run_dir: str | os.PathLike, attacks: list[str],
                 settings: dict | None = None, options: dict | None = None) -> list[str]:
     """The stress-test command of a run folder, as an argument list: ``python -m sga_core
-    stress RUN_DIR --attacks a,b`` with the attacks' ``settings`` (StressSettings fields
-    given) and ``options`` (:data:`STRESS_OPTIONS`) as flags."""
-    opts = {k: v for k, v in (options or {}).items() if k in STRESS_OPTIONS}
-    return ["python", "-m", "sga_core", "stress", str(Path(run_dir).resolve()),
-            "--attacks", ",".join(attacks), *_flags(settings or {}), *_flags(opts)]
+    stress RUN_DIR --attacks a,b`` with the attacks' ``settings`` and ``options``."""
+    return stress.argv(Path(run_dir), {"attacks": list(attacks), "settings": settings or {},
+                                       "options": options or {}})
 
 
 def start_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict | None = None,
                  options: dict | None = None) -> subprocess.Popen:
-    """Start a run's stress test (:func:`stress_argv`, output appended to stress.log, own
-    session); stress_status.json says running at once, with a fresh record. Returns the
-    Popen (not waited for)."""
-    run_dir = Path(run_dir).resolve()
-    run = RunFolder(run_dir)
-    proc = spawn(stress_argv(run_dir, attacks, settings, options), run.stress_log_path, nice=0)
-    run_status.write_stress(run_dir, "running", pid=proc.pid,
-                            pid_start=proc.sga_record["start"], error=None, stage="starting",
-                            done=0, total=None, stage_done=0, stage_total=None,
-                            started_at=now_iso(), ended_at=None, host=os.uname().nodename,
-                            cancel_requested_at=None, attacks=list(attacks), results=[],
-                            exit_code=None, slurm_job_id=None, slurm_state_final=None)
-    return proc
+    """Start a run's stress test (:func:`sga_core.runs.jobs.base.start`);
+    stress_status.json says running at once, with a fresh record."""
+    return jobs.start(stress.KIND, run_dir, {"attacks": list(attacks),
+                                             "settings": settings or {},
+                                             "options": options or {}},
+                      attacks=list(attacks))
 
 
 def finish_stress(run_dir: str | os.PathLike, returncode: int) -> dict:
-    """Record the end of a stress-test process (as :func:`finish_eval`): one that died
-    without saying so is failed with its log's tail, or cancelled when a cancel was asked
-    for (it may die of the SIGTERM before it can say so)."""
-    run_dir = Path(run_dir)
-    st = run_status.read_stress(run_dir)
-    if st.get("state") != "running":
-        return run_status.write_stress(run_dir, exit_code=returncode) if st else st
-    if returncode != 0 and st.get("cancel_requested_at"):
-        return run_status.write_stress(run_dir, "cancelled", ended_at=now_iso(),
-                                       error="cancelled by request", stage=None,
-                                       exit_code=returncode)
-    cause = exit_cause(returncode)
-    return run_status.write_stress(
-        run_dir, "failed", ended_at=now_iso(), stage=None, exit_code=returncode,
-        error=f"the stress test {cause} without recording how it ended; log tail:\n"
-              f"{RunFolder(run_dir).stress_log(15)}")
+    """Record the end of a stress-test process (:func:`sga_core.runs.jobs.base.finish`)."""
+    return jobs.finish(stress.KIND, run_dir, returncode)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sga_core.fileio import dir_lock, now_iso, read_json
 from sga_core.runs import status as run_status
+from sga_core.runs.backends import backend, backend_of
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import (
     CANCEL_FILE,
@@ -28,7 +29,8 @@ from sga_core.runs.folder import (
     runs_root,
     stress_state,
 )
-from sga_core.runs.procs import RUN_PIDS, is_ours, recorded, signal_ours, spawn
+from sga_core.runs.jobs import kind, run_kinds
+from sga_core.runs.procs import is_ours, recorded, spawn
 from sga_core.runs.status import FINAL_STATES
 from sga_core.stress.attacks import default_attacks
 
@@ -106,18 +108,22 @@ def preview(cfg, root: str | os.PathLike | None = None) -> tuple[str, str, str]:
 
 
 def cancel(run_dir: str | os.PathLike) -> dict:
-    """Ask a run to stop. A queued run is cancelled by the runner before it starts; a running
-    one stops at its next step boundary (escalated by the runner if it does not). The
-    request and the runner's start of a queued run are made under the run folder's lock, so
-    a run is either started before the request (and stops at its first step) or never."""
+    """Ask a run's training to stop, wherever it runs (its backend:
+    :mod:`sga_core.runs.backends`); one that ended is left as it is."""
     run_dir = Path(run_dir)
     st = run_status.effective_run(run_dir)
-    if st.get("state") in FINAL_STATES:
+    if st.get("state") in FINAL_STATES and not backend_of(st).unsure(st):
         return st
-    if st.get("slurm_job_id"):  # sent to SLURM: scancel (sga_core.runs.slurm.backend)
-        from sga_core.runs.slurm.backend import cancel as slurm_cancel
+    return backend_of(st).cancel(kind("run"), run_dir)
 
-        return slurm_cancel(run_dir)
+
+def cancel_training(run_dir: str | os.PathLike) -> dict:
+    """Stop a run's training on this machine's queue. A queued run is cancelled by the
+    runner before it starts; a running one stops at its next step boundary (escalated by the
+    runner if it does not). The request and the runner's start of a queued run are made
+    under the run folder's lock, so a run is either started before the request (and stops
+    at its first step) or never."""
+    run_dir = Path(run_dir)
     with dir_lock(run_dir):
         request_cancel(run_dir)
         st = run_status.effective_run(run_dir)
@@ -127,48 +133,21 @@ def cancel(run_dir: str | os.PathLike) -> dict:
     return run_status.effective_run(run_dir)
 
 
-def cancel_eval(run_dir: str | os.PathLike) -> dict:
-    """Stop a run's evaluation (the run and its model stay as they are). One asked for and
-    not started yet is dropped; a running one is sent SIGTERM: the ``eval`` process, or the
-    training process evaluating in-process, stops at its next progress tick and records the
-    evaluation as cancelled (a pid that no longer names that process is not signalled); the
-    runner kills it if it has not stopped after its grace period. Dropping a request and the
-    runner's claim of it (:meth:`sga_core.runs.runner.Runner.launch_eval`) hold the run
-    folder's lock, so an evaluation is either never started or started and then stopped.
-    Returns the evaluation's status."""
-
+def cancel_job(key: str, run_dir: str | os.PathLike) -> dict:
+    """Stop a run's job of kind ``key`` ("eval", "stress"; the run and its model stay as
+    they are), wherever it runs: one asked for and not started yet is dropped and never
+    starts; a running one is stopped (:func:`sga_core.runs.jobs.base.cancel` on this
+    machine, ``scancel`` on SLURM). A drop and the runner's claim of the request hold the
+    run folder's lock, so a job is either never started or started and then stopped.
+    Returns the job's status."""
     run_dir = Path(run_dir)
-    ev = run_status.effective_eval(run_dir)
-    if ev.get("slurm_job_id") and ev.get("state") in ("queued", "running"):
-        from sga_core.runs.slurm.backend import cancel_eval as slurm_cancel_eval
-
-        return slurm_cancel_eval(run_dir)
-    with dir_lock(run_dir):
-        ev = run_status.effective_eval(run_dir)
-        requested = (run_dir / EVAL_REQUEST).exists()
-        (run_dir / EVAL_REQUEST).unlink(missing_ok=True)  # no evaluation starts after this
-        if ev.get("state") != "running":
-            if requested and not ev.get("state"):  # never evaluated: say it was cancelled
-                return run_status.write_eval(run_dir, "cancelled", ended_at=now_iso(),
-                                             error="cancelled before it started", stage=None)
-            return ev  # an earlier evaluation's record (and its summary) stays as it was
-        return _stop_recorded(run_dir, ev, "the evaluation", run_status.write_eval,
-                              run_status.effective_eval)
+    k = kind(key)
+    return backend_of(k.effective(run_dir)).cancel(k, run_dir)
 
 
-def _stop_recorded(run_dir: Path, st: dict, what: str, write, effective) -> dict:
-    """SIGTERM the running process a status ``st`` records (an evaluation's, a stress
-    test's) after writing ``cancel_requested_at`` with ``write``; one on another host is
-    refused, saying where to stop it. Returns its status as ``effective`` shows it."""
-    import signal
-
-    if st.get("host", socket.gethostname()) != socket.gethostname():
-        raise RuntimeError(f"{what} of {run_dir.name} runs on {st['host']}: stop it there "
-                           "(its process cannot be signalled from this machine)")
-    write(run_dir, cancel_requested_at=now_iso())
-    # only the process it records, proven by its start time: never a reused or junk pid
-    signal_ours(recorded(st), signal.SIGTERM)
-    return effective(run_dir)
+def cancel_eval(run_dir: str | os.PathLike) -> dict:
+    """Stop a run's evaluation (:func:`cancel_job`)."""
+    return cancel_job("eval", run_dir)
 
 
 #: a prepared model's run id (:mod:`sga_core.runs.prepared_ids`): ``<name>-<role>``, or for
@@ -269,38 +248,35 @@ def busy_refusal(root: str | os.PathLike, run_ids) -> str | None:
         " (cancel it, or wait for it to end)")
 
 
-def live_jobs(run_dir: str | os.PathLike) -> list[str]:
+def live_jobs(run_dir: str | os.PathLike, processes: bool = True) -> list[str]:
     """What still runs in, or waits for, a run folder (empty: nothing): its training queued
     or running, its evaluation or stress test queued or running (one cancelled and still
     stopping included), or a process it records that still runs on this machine. A folder
     with a live job must not be replaced (``prepare``, :func:`replace_run`): its processes
-    would go on writing into the new folder, and the runner's slot stay taken by them."""
+    would go on writing into the new folder, and the runner's slot stay taken by them.
+    ``processes``: also look for recorded processes still alive (not only states)."""
     run_dir = Path(run_dir)
-    run = RunFolder(run_dir)
     if not run_dir.is_dir():
         return []
     out = []
-    st = run.status()
-    if st.get("state") in ("queued", "running"):
-        out.append(f"its training is {st['state']}")
-    for what, shown, requested in (("evaluation", run.eval_status(), run.eval_requested()),
-                                   ("stress test", run.stress_status(),
-                                    run.stress_requested())):
-        if shown.get("state") == "running":
-            out.append(f"its {what} is " + ("still stopping (cancel requested)"
-                                            if shown.get("cancel_requested_at") else "running"))
-        elif requested or shown.get("state") == "queued":
-            out.append(f"its {what} is queued")
-    if out:
+    for k in run_kinds():
+        shown = k.effective(run_dir)
+        state = shown.get("state")
+        if state == "running":
+            out.append(f"its {k.name} is " + ("still stopping (cancel requested)"
+                                              if shown.get("cancel_requested_at")
+                                              and k.request else "running"))
+        elif state == "queued" or k.requested(run_dir):
+            out.append(f"its {k.name} is queued")
+    if out or not processes:
         return out
-    for status, keys, what in ((run.read_status(), RUN_PIDS, "training"),
-                               (run.read_eval_status(), ("pid",), "evaluation"),
-                               (run.read_stress_status(), ("pid",), "stress test")):
+    for k in run_kinds():
+        status = k.read_status(run_dir)
         if status.get("host") not in (None, socket.gethostname()):
             continue
-        alive = [status[k] for k in keys if status.get(k) and is_ours(recorded(status, k))]
+        alive = [status[p] for p in k.pids if status.get(p) and is_ours(recorded(status, p))]
         if alive:
-            out.append(f"its {what} process (pid {alive[0]}) still runs")
+            out.append(f"its {k.name} process (pid {alive[0]}) still runs")
     return out
 
 
@@ -312,7 +288,8 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     run_dir = Path(run_dir)
     root = runs_root(root or run_dir.parent)
     st = run_status.effective_run(run_dir)
-    if st.get("state") != "queued" or st.get("mode") != "queue" or st.get("slurm_job_id"):
+    if st.get("state") != "queued" or st.get("mode") != "queue" or \
+            backend_of(st) is not backend():
         return None
     if RunFolder(run_dir).cancel_requested():
         return "cancel requested: it is dropped before it starts"
@@ -362,33 +339,34 @@ def eval_refusal(run_dir: str | os.PathLike) -> str | None:
 def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
            here: bool = False, workspace=None) -> dict:
     """Continue a failed, cancelled or timed-out run that has a checkpoint from it, in its
-    own folder, on the backend it ran on (ValueError saying why when it cannot; the run is
-    then left as it was). The one place that chooses: a run sent to SLURM
-    (:func:`~sga_core.runs.slurm.backend.is_slurm_run`) is resubmitted to SLURM with its
-    profile (:func:`sga_core.runs.slurm.backend.resume`; refused when SLURM is not
-    available here, never run on this machine instead); a local run is queued for this
-    machine's runner, or with ``here`` made ready for its caller to run
+    own folder, on the backend it ran on (:meth:`Backend.resume
+    <sga_core.runs.backends.base.Backend.resume>`; ValueError saying why when it cannot, the
+    run then left as it was): a SLURM run is resubmitted to SLURM with its profile (refused
+    when SLURM is not available here, never run on this machine instead); a local run is
+    queued for this machine's runner, or with ``here`` made ready for its caller to run
     (``train --resume`` without ``--queue``). Returns the run's status: its ``mode`` says
     which ("slurm", "queue" or "foreground")."""
-    from sga_core.runs.launch import request_resume
-    from sga_core.runs.slurm import backend as slurm
+    run_dir = Path(run_dir)
+    return backend_of(run_status.read_run(run_dir)).resume(run_dir, root=root, here=here,
+                                                            workspace=workspace)
 
-    if slurm.is_slurm_run(run_status.read_run(run_dir)):
-        return slurm.resume(run_dir, workspace=workspace)
-    st = request_resume(run_dir, "foreground" if here else "queue")
-    if not here:
-        ensure_runner(root or Path(run_dir).parent)
-    return st
+
+def job_backend(run_dir: str | os.PathLike):
+    """Where a new job of a trained run goes (its evaluation, a stress test): the backend
+    its training ran on, or this machine's queue where that backend is not available now."""
+    b = backend_of(run_status.read_run(run_dir))
+    return backend() if b.unavailable() else b
 
 
 def delete(run_dir: str | os.PathLike) -> None:
-    """Delete a run folder; a run still queued or running is refused."""
+    """Delete a run folder; refused (RuntimeError naming what) while any job of it is
+    queued or running (:func:`live_jobs`: its training, evaluation or stress test): cancel
+    it first."""
     run_dir = Path(run_dir)
-    st = run_status.effective_run(run_dir)
-    if st.get("state") in ("queued", "running"):
-        raise RuntimeError(f"run {run_dir.name} is {st['state']}: cancel it first")
-    if run_status.effective_eval(run_dir).get("state") == "running":
-        raise RuntimeError(f"run {run_dir.name} is being evaluated: wait for it to end")
+    why = live_jobs(run_dir, processes=False)
+    if why:
+        raise RuntimeError(f"run {run_dir.name} cannot be deleted now: {'; '.join(why)} "
+                           "(cancel it first)")
     shutil.rmtree(run_dir)
 
 
@@ -419,25 +397,13 @@ def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = No
     evaluation protocol instead of the run's eval.protocol (``eval --protocol``: the
     project's protocol was changed). ValueError saying why when it cannot be evaluated
     (:func:`eval_refusal`): a request that would only fail is never queued."""
-    from sga_core.fileio import atomic_write_json
-
     run_dir = Path(run_dir)
     why = eval_refusal(run_dir)
     if why:
         raise ValueError(f"cannot evaluate {run_dir.name}: {why}")
-    if run_status.read_run(run_dir).get("slurm_job_id"):  # a SLURM run: its evaluation too
-        from sga_core.runs.slurm.backend import submit_eval
-        from sga_core.runs.slurm.client import unavailable
-
-        if not unavailable():
-            submit_eval(run_dir, sets)
-            return
-    atomic_write_json(run_dir / EVAL_REQUEST, {"requested_at": now_iso(),
-                                               "sets": {k: str(v) for k, v in
-                                                        (sets or {}).items()},
-                                               **({"protocol": protocol} if protocol
-                                                  else {})})
-    ensure_runner(root or run_dir.parent)
+    fields = {"sets": {k: str(v) for k, v in (sets or {}).items()},
+              **({"protocol": protocol} if protocol else {})}
+    job_backend(run_dir).submit(kind("eval"), run_dir, fields)
 
 
 def eval_requested(run_dir: str | os.PathLike) -> bool:
@@ -487,7 +453,6 @@ def request_stress(run_dir: str | os.PathLike, attacks=None, settings: dict | No
     when a slot is free; for a run trained on SLURM, a job of its own
     (:func:`sga_core.runs.slurm.backend.submit_stress`). ValueError saying why when it
     cannot be queued (:func:`stress_refusal`). Returns what the stress test is shown as."""
-    from sga_core.fileio import atomic_write_json
     from sga_core.runs.launch import STRESS_OPTIONS
 
     run_dir = Path(run_dir)
@@ -497,17 +462,9 @@ def request_stress(run_dir: str | os.PathLike, attacks=None, settings: dict | No
         raise ValueError(f"cannot stress-test {run_dir.name}: {why}")
     settings = dict(settings or {})
     options = {k: v for k, v in (options or {}).items() if k in STRESS_OPTIONS and v is not None}
-    if run_status.read_run(run_dir).get("slurm_job_id"):  # a SLURM run: its stress test too
-        from sga_core.runs.slurm.backend import submit_stress
-        from sga_core.runs.slurm.client import unavailable
-
-        if not unavailable():
-            return submit_stress(run_dir, names, settings, options)
-    atomic_write_json(RunFolder(run_dir).stress_request_path,
-                      {"requested_at": now_iso(), "attacks": names, "settings": settings,
-                       "options": options})
-    ensure_runner(root or run_dir.parent)
-    return {**run_status.effective_stress(run_dir), "state": "queued", "attacks": names}
+    shown = job_backend(run_dir).submit(kind("stress"), run_dir, {
+        "attacks": names, "settings": settings, "options": options})
+    return {**shown, "state": shown.get("state") or "queued", "attacks": names}
 
 
 def stress_requested(run_dir: str | os.PathLike) -> bool:
@@ -515,32 +472,9 @@ def stress_requested(run_dir: str | os.PathLike) -> bool:
 
 
 def cancel_stress(run_dir: str | os.PathLike) -> dict:
-    """Stop a run's stress test (as :func:`cancel_eval`): one queued and not started yet
-    is dropped and never starts; a running one is sent SIGTERM (the stress command stops,
-    records it cancelled, and the result files it wrote stay whole); one sent to SLURM is
-    scancelled. Returns the stress test's status."""
-
-    run_dir = Path(run_dir)
-    run = RunFolder(run_dir)
-    sst = run_status.effective_stress(run_dir)
-    if sst.get("slurm_job_id") and sst.get("state") in ("queued", "running"):
-        from sga_core.runs.slurm.backend import cancel_stress as slurm_cancel_stress
-
-        return slurm_cancel_stress(run_dir)
-    with dir_lock(run_dir):  # against the runner's claim of the request
-        sst = run_status.effective_stress(run_dir)
-        request = run.stress_request()
-        run.stress_request_path.unlink(missing_ok=True)  # no stress test starts after this
-        if sst.get("state") != "running":
-            if request is not None:  # asked for, never started: this request is what ended
-                return run_status.write_stress(
-                    run_dir, "cancelled", ended_at=now_iso(), started_at=None, stage=None,
-                    error="cancelled before it started", attacks=request["attacks"], done=0,
-                    total=None, stage_done=0, stage_total=None, results=[], pid=None,
-                    pid_start=None, exit_code=None)
-            return sst
-        return _stop_recorded(run_dir, sst, "the stress test", run_status.write_stress,
-                              run_status.effective_stress)
+    """Stop a run's stress test (:func:`cancel_job`): a running one records itself
+    cancelled, and the result files it wrote stay whole."""
+    return cancel_job("stress", run_dir)
 
 
 def queue_stress_tests(run_dirs, attacks=None, settings: dict | None = None,
@@ -607,7 +541,8 @@ def stress_originals(rows: list[dict], root: str | os.PathLike | None = None
     return {by["Retained"]["run_id"]: str(RunFolder(path).model_dir)}
 
 
-__all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "delete",
+__all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "cancel_job",
+           "cancel_training", "delete", "job_backend",
            "ensure_runner", "eval_refusal", "eval_requested", "live_jobs", "prepared_role",
            "preview", "queued_runs", "replace_run", "request_eval", "rerun", "resume",
            "runner_alive", "runner_info", "submit", "wait_reason", "wait_until",

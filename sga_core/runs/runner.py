@@ -27,14 +27,9 @@ from pathlib import Path
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
 from sga_core.runs import launch, memory
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import (
-    CANCEL_FILE,
-    EVAL_REQUEST,
-    RunFolder,
-    eval_request_protocol,
-    eval_request_sets,
-    list_runs,
-)
+from sga_core.runs.folder import CANCEL_FILE, list_runs
+from sga_core.runs.jobs import KINDS, run_kinds
+from sga_core.runs.jobs import base as jobs
 from sga_core.runs.procs import is_ours, kill_group, recorded, signal_ours
 from sga_core.runs.queue import (
     RUNNER_INFO,
@@ -44,8 +39,8 @@ from sga_core.runs.queue import (
     runner_info,
 )
 
-#: what each table of the runner's jobs holds, as a slot and a cancel call it
-TRAINING, EVALUATION, STRESS = "training", "evaluation", "stress test"
+#: the kinds of job the runner holds, by what a slot and a cancel call them
+TRAINING, EVALUATION, STRESS = (KINDS[k].name for k in ("run", "eval", "stress"))
 
 
 def _epoch(stamp) -> float | None:
@@ -77,12 +72,10 @@ class Runner:
         self.grace_s = grace_s
         self.idle_exit_s = idle_exit_s
         self.poll_s = poll_s
-        self.active: dict[Path, object] = {}  # run_dir -> Popen of its launcher
-        # follow-up evaluations (python -m sga_core eval RUN_DIR) of completed runs: they
-        # hold a slot like a training job, since evaluation is CPU/GPU heavy too
-        self.evals: dict[Path, object] = {}  # run_dir -> Popen
-        # stress tests asked for (python -m sga_core stress RUN_DIR): a slot each too
-        self.stresses: dict[Path, object] = {}  # run_dir -> Popen
+        # the jobs it started, one table per kind (sga_core.runs.jobs.KINDS): run_dir -> the
+        # Popen of its process (a training's launcher); every job holds a slot, since
+        # evaluating and stress-testing are as CPU/GPU heavy as training
+        self.tables: dict[str, dict[Path, object]] = {k.name: {} for k in run_kinds()}
         self.escalated: dict = {}  # run_dir (training) or (run_dir, job) -> 1 SIGTERM, 2 KILL
         self.idents: dict[tuple[str, Path], tuple | None] = {}  # (job, run_dir) -> its folder
         self.orphaned: dict[tuple[str, Path], float] = {}  # since when it is stopped
@@ -91,12 +84,25 @@ class Runner:
         self.recorded_at = 0.0  # when escalate_recorded last looked
         self.stop = False
 
+    active = property(lambda self: self.tables[TRAINING])
+    evals = property(lambda self: self.tables[EVALUATION])
+    stresses = property(lambda self: self.tables[STRESS])
+
     def jobs(self) -> tuple[tuple[str, dict], ...]:
-        return ((TRAINING, self.active), (EVALUATION, self.evals), (STRESS, self.stresses))
+        return tuple(self.tables.items())
 
     def claim(self, job: str, run_dir: Path) -> None:
         """Remember which folder a job just started in was (:func:`folder_ident`)."""
         self.idents[(job, run_dir)] = folder_ident(run_dir)
+
+    def forget(self, job: str, run_dir: Path) -> None:
+        """A job that ended: its slot is free."""
+        self.tables[job].pop(run_dir, None)
+        key = (job, run_dir)
+        self.idents.pop(key, None)
+        self.orphaned.pop(key, None)
+        self.escalated.pop(key, None)
+        self.escalated.pop(run_dir if job == TRAINING else (run_dir, job), None)
 
     def orphan(self, job: str, run_dir: Path, proc, table: dict) -> bool:
         """Whether this job's folder was deleted or replaced since it started: it is then
@@ -118,16 +124,13 @@ class Runner:
             return True
         self.log(f"{run_dir.name}: the {job} of a folder since replaced or deleted ended "
                  f"(exit {proc.returncode}); nothing recorded")
-        del table[run_dir]
-        self.idents.pop(key, None)
-        self.orphaned.pop(key, None)
-        self.escalated.pop(key, None)
+        self.forget(job, run_dir)
         return True
 
     def cancel_asked(self, job: str, run_dir: Path) -> float | None:
         """When a cancel of this running job was asked (seconds since the epoch), None when
         none was: training, its CANCEL file, or the cancel of the evaluation its trainer
-        runs in-process; an evaluation or a stress test, ``cancel_requested_at``."""
+        runs in-process; any other job, ``cancel_requested_at``."""
         times = []
         if job == TRAINING:
             try:
@@ -138,7 +141,7 @@ class Runner:
             if ev.get("state") == "running" and trainer and ev.get("pid") == trainer:
                 times.append(_epoch(ev.get("cancel_requested_at")))
         else:
-            st = (run_status.read_eval if job == EVALUATION else run_status.read_stress)(run_dir)
+            st = _kind(job).read_status(run_dir)
             if st.get("state") == "running":
                 times.append(_epoch(st.get("cancel_requested_at")))
         times = [t for t in times if t is not None]
@@ -164,136 +167,110 @@ class Runner:
     def log(self, msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
+    # --- the one loop over every job it holds ---------------------------------------------
     def reap(self) -> None:
-        for run_dir, proc in list(self.active.items()):
-            if self.orphan(TRAINING, run_dir, proc, self.active):
-                continue
-            asked = self.cancel_asked(TRAINING, run_dir)
-            if proc.poll() is None and asked is not None:
-                self.escalate(run_dir, proc, time.time() - asked)
-            if not launch.reap(run_dir, proc):
-                continue
-            launch.cancelled_after_exit(run_dir)
-            self.evaluation_ended_with(run_dir, proc.returncode)
-            self.log(f"{run_dir.name}: {run_status.read_run(run_dir).get('state')} "
-                     f"(exit {proc.returncode})")
-            del self.active[run_dir]
-            self.idents.pop((TRAINING, run_dir), None)
-            self.start_eval(run_dir)
-        self.reap_evals()
-        self.reap_stresses()
+        """Each job it holds: stopped when its folder is gone, escalated when a cancel was
+        asked and it still runs, and recorded once it ended (its slot is then free)."""
+        for job, table in self.jobs():
+            for run_dir, proc in list(table.items()):
+                if self.orphan(job, run_dir, proc, table):
+                    continue
+                if proc.poll() is None:
+                    asked = self.cancel_asked(job, run_dir)
+                    if asked is not None:
+                        self.escalate(run_dir, proc, time.time() - asked, job)
+                if job == TRAINING:
+                    if not launch.reap(run_dir, proc):  # its trainer may outlive its launcher
+                        continue
+                    launch.cancelled_after_exit(run_dir)
+                    self.evaluation_ended_with(run_dir, proc.returncode)
+                    st = run_status.read_run(run_dir)
+                elif proc.poll() is None:
+                    continue
+                else:
+                    st = jobs.finish(_kind(job), run_dir, proc.returncode)
+                what = "" if job == TRAINING else f"{job} "
+                self.log(f"{run_dir.name}: {what}{st.get('state')} (exit {proc.returncode})")
+                self.forget(job, run_dir)
+                if job == TRAINING:
+                    self.start_eval(run_dir)
         self.say_slots()
 
     @staticmethod
     def evaluation_ended_with(run_dir: Path, returncode: int) -> None:
         """An evaluation its trainer ran in-process that the trainer's end left "running"
         (killed, e.g. after a cancel) is recorded as it ended: cancelled when a cancel was
-        asked, else failed (:func:`sga_core.runs.launch.finish_eval`)."""
+        asked, else failed (:func:`sga_core.runs.jobs.base.finish`)."""
         ev = run_status.read_eval(run_dir)
         if ev.get("state") == "running" and not is_ours(recorded(ev)) and \
                 ev.get("host") in (None, os.uname().nodename):
             launch.finish_eval(run_dir, returncode or -signal.SIGKILL)
 
     def busy(self) -> int:
-        return len(self.active) + len(self.evals) + len(self.stresses)
+        return sum(len(table) for table in self.tables.values())
 
     def start_eval(self, run_dir: Path) -> None:
         """Evaluate a run that just completed, when its config's eval.enabled is true."""
         if launch.should_evaluate(run_dir):
-            self.launch_eval(run_dir)
+            self.launch(KINDS["eval"], run_dir, {})
+
+    def launch(self, kind, run_dir: Path, given: dict | None = None) -> None:
+        """Start a job of ``kind`` of a run folder: its request, claimed under the run
+        folder's lock (a cancel that dropped it first means nothing starts), or ``given``
+        (a job no request asked for: the evaluation a completed run's config asks for). One
+        that cannot start is failed, saying why; nothing of it stops the queue."""
+        try:
+            with dir_lock(run_dir):
+                req = jobs.claim(kind, run_dir) if given is None else given
+                if req is None:
+                    return  # cancelled meanwhile
+                why = refusal(kind, run_dir)
+                if why:
+                    kind.write(run_dir, "failed", ended_at=now_iso(), stage=None,
+                               error=f"cannot start the {kind.name}: {why}")
+                    return
+                try:
+                    self.tables[kind.name][run_dir] = jobs.start(kind, run_dir, req,
+                                                                 **started_fields(kind, req))
+                except Exception as exc:  # a job's problems never stop the queue
+                    kind.write(run_dir, "failed", ended_at=now_iso(),
+                               error=f"cannot start the {kind.name}: {exc}")
+                    return
+        except FileNotFoundError:  # the run folder was deleted meanwhile
+            return
+        self.claim(kind.name, run_dir)
+        self.log(f"{run_dir.name}: {kind.name} started "
+                 f"(pid {self.tables[kind.name][run_dir].pid})")
 
     def launch_eval(self, run_dir: Path, requested: bool = False) -> None:
-        """Start a run's evaluation; ``requested``: the one its EVAL_REQUESTED marker asks
-        for, claimed under the run folder's lock (a cancel that dropped the marker first
-        means nothing starts). One that cannot start (a set gone, no model) is failed,
-        saying why (:func:`sga_core.runs.queue.eval_refusal`)."""
-        try:
-            with dir_lock(run_dir):
-                if requested and not (run_dir / EVAL_REQUEST).exists():
-                    return  # cancelled meanwhile
-                sets, protocol = eval_request_sets(run_dir), eval_request_protocol(run_dir)
-                (run_dir / EVAL_REQUEST).unlink(missing_ok=True)
-                why = eval_refusal(run_dir)
-                if why:
-                    run_status.write_eval(run_dir, "failed", ended_at=now_iso(), stage=None,
-                                          error=f"cannot start the evaluation: {why}")
-                    return
-                try:
-                    self.evals[run_dir] = launch.start_eval(run_dir, sets, protocol=protocol)
-                except Exception as exc:  # evaluation problems never stop the queue
-                    run_status.write_eval(run_dir, "failed", ended_at=now_iso(),
-                                          error=f"cannot start the evaluation: {exc}")
-                    return
-        except FileNotFoundError:  # the run folder was deleted meanwhile
-            return
-        self.claim(EVALUATION, run_dir)
-        self.log(f"{run_dir.name}: evaluating (pid {self.evals[run_dir].pid})")
-
-    def reap_evals(self) -> None:
-        for run_dir, proc in list(self.evals.items()):
-            if self.orphan(EVALUATION, run_dir, proc, self.evals):
-                continue
-            if proc.poll() is None:
-                asked = self.cancel_asked(EVALUATION, run_dir)
-                if asked is not None:
-                    self.escalate(run_dir, proc, time.time() - asked, EVALUATION)
-                continue
-            st = launch.finish_eval(run_dir, proc.returncode)
-            self.log(f"{run_dir.name}: evaluation {st.get('state')} "
-                     f"(exit {proc.returncode})")
-            del self.evals[run_dir]
-            self.idents.pop((EVALUATION, run_dir), None)
-            self.escalated.pop((run_dir, EVALUATION), None)
+        """Start a run's evaluation (``requested``: the one its request marker asks for)."""
+        self.launch(KINDS["eval"], run_dir, None if requested else {})
 
     def launch_stress(self, run_dir: Path) -> None:
-        """Start the stress test a run's ``STRESS_REQUESTED`` asks for, claimed under the run
-        folder's lock (the marker goes: a cancel from now on signals the process; one that
-        dropped it first means nothing starts)."""
-        run = RunFolder(run_dir)
-        try:
-            with dir_lock(run_dir):
-                request = run.stress_request()
-                run.stress_request_path.unlink(missing_ok=True)
-                if request is None:  # cancelled (dropped) meanwhile, or unreadable
-                    return
-                try:
-                    self.stresses[run_dir] = launch.start_stress(
-                        run_dir, request["attacks"], request["settings"], request["options"])
-                except Exception as exc:  # stress-test problems never stop the queue
-                    run_status.write_stress(run_dir, "failed", ended_at=now_iso(),
-                                            error=f"cannot start the stress test: {exc}")
-                    return
-        except FileNotFoundError:  # the run folder was deleted meanwhile
-            return
-        self.claim(STRESS, run_dir)
-        self.log(f"{run_dir.name}: stress-testing (pid {self.stresses[run_dir].pid})")
+        """Start the stress test a run's request marker asks for."""
+        self.launch(KINDS["stress"], run_dir)
 
-    def reap_stresses(self) -> None:
-        for run_dir, proc in list(self.stresses.items()):
-            if self.orphan(STRESS, run_dir, proc, self.stresses):
+    def start_requested(self) -> None:
+        """The jobs asked for by a request marker (an evaluation, a stress test), of
+        completed runs, one of each kind per run at a time, while a slot is free."""
+        asked = [k for k in run_kinds() if k.request]
+        if not asked:
+            return
+        for r in list_runs(self.root):
+            run_dir = Path(r["path"])
+            if r["state"] != "completed":
                 continue
-            if proc.poll() is None:
-                asked = self.cancel_asked(STRESS, run_dir)
-                if asked is not None:
-                    self.escalate(run_dir, proc, time.time() - asked, STRESS)
-                continue
-            st = launch.finish_stress(run_dir, proc.returncode)
-            self.log(f"{run_dir.name}: stress test {st.get('state')} "
-                     f"(exit {proc.returncode})")
-            del self.stresses[run_dir]
-            self.idents.pop((STRESS, run_dir), None)
-            self.escalated.pop((run_dir, STRESS), None)
+            for kind in asked:
+                if self.busy() >= self.max_parallel:
+                    return
+                if run_dir not in self.tables[kind.name] and kind.requested(run_dir):
+                    self.launch(kind, run_dir)
+
+    def start_requested_evals(self) -> None:
+        self.start_requested()
 
     def start_requested_stress(self) -> None:
-        """Stress tests asked for (queue.request_stress: a STRESS_REQUESTED marker), of
-        completed runs, one per run at a time."""
-        for r in list_runs(self.root):
-            if self.busy() >= self.max_parallel:
-                return
-            run_dir = Path(r["path"])
-            if r["state"] == "completed" and run_dir not in self.stresses and \
-                    RunFolder(run_dir).stress_requested():
-                self.launch_stress(run_dir)
+        self.start_requested()
 
     def escalate(self, run_dir: Path, proc, waited: float, job: str = TRAINING) -> None:
         """A job still running ``waited`` seconds after its cancel was asked: its process
@@ -312,35 +289,36 @@ class Runner:
             self.escalated[key] = 1
 
     def escalate_recorded(self) -> None:
-        """Cancelled evaluations and stress tests this runner does not hold (started by a
-        runner before it, or a foreground ``eval``) that still run twice the grace period
-        after the cancel: SIGKILL to the process their status records (its group when it
-        leads one), only while proven ours (its recorded start time). Shown cancelled from
-        then on (:func:`sga_core.runs.procs.derive`)."""
+        """Cancelled jobs this runner does not hold (started by a runner before it, or a
+        foreground ``eval``) that still run twice the grace period after the cancel:
+        SIGKILL to the process their status records (its group when it leads one), only
+        while proven ours (its recorded start time). Shown cancelled from then on
+        (:func:`sga_core.runs.procs.derive`)."""
         if time.time() - self.recorded_at < min(5.0, self.grace_s):
             return  # a look at every run folder: not at every poll
         self.recorded_at = time.time()
-        mine = set(self.active) | set(self.evals) | set(self.stresses)
+        mine = {d for table in self.tables.values() for d in table}
         for r in list_runs(self.root):
             run_dir = Path(r["path"])
             if run_dir in mine:
                 continue
-            for job, read in ((EVALUATION, run_status.read_eval),
-                              (STRESS, run_status.read_stress)):
-                st = read(run_dir)
+            for kind in run_kinds():
+                if not kind.request:
+                    continue  # a training's cancel is its CANCEL file, followed by its caller
+                st = kind.read_status(run_dir)
                 asked = _epoch(st.get("cancel_requested_at"))
                 if st.get("state") != "running" or asked is None or \
                         st.get("host") not in (None, os.uname().nodename) or \
                         time.time() - asked <= 2 * self.grace_s:
                     continue
                 rec = recorded(st)
-                key = (run_dir, job, "recorded")
+                key = (run_dir, kind.name, "recorded")
                 if self.escalated.get(key) == rec:
                     continue
                 if signal_ours(rec, signal.SIGKILL, group=True) or \
                         signal_ours(rec, signal.SIGKILL):
-                    self.log(f"{run_dir.name}: its {job} still running after cancel, SIGKILL "
-                             f"(pid {rec['pid']})")
+                    self.log(f"{run_dir.name}: its {kind.name} still running after cancel, "
+                             f"SIGKILL (pid {rec['pid']})")
                 self.escalated[key] = rec
 
     def start_queued(self) -> None:
@@ -375,31 +353,35 @@ class Runner:
             self.claim(TRAINING, run_dir)
             self.log(f"{run_dir.name}: started (pid {proc.pid})")
 
-    def start_requested_evals(self) -> None:
-        """Evaluations asked for by hand (queue.request_eval: an EVAL_REQUESTED marker)."""
-        for r in list_runs(self.root):
-            if self.busy() >= self.max_parallel:
-                return
-            run_dir = Path(r["path"])
-            if r["state"] == "completed" and run_dir not in self.evals and \
-                    (run_dir / EVAL_REQUEST).exists():
-                self.launch_eval(run_dir, requested=True)
-
     def run(self) -> int:
         idle_since = time.time()
         while not self.stop:
             self.reap()
             self.escalate_recorded()
             self.start_queued()
-            self.start_requested_evals()
-            self.start_requested_stress()
+            self.start_requested()
             self.say_slots()
-            if self.active or self.evals or self.stresses:
+            if self.busy():
                 idle_since = time.time()
             elif time.time() - idle_since > self.idle_exit_s:
                 break
             time.sleep(self.poll_s)
         return 0
+
+
+def _kind(job: str):
+    """The job kind a table of the runner is named by."""
+    return next(k for k in run_kinds() if k.name == job)
+
+
+def refusal(kind, run_dir: Path) -> str | None:
+    """Why a job of ``kind`` of this run cannot start now (None: it can)."""
+    return eval_refusal(run_dir) if kind.key == "eval" else None
+
+
+def started_fields(kind, request: dict) -> dict:
+    """What a job's running record says beside its process (a stress test: its attacks)."""
+    return {"attacks": list(request.get("attacks") or [])} if kind.key == "stress" else {}
 
 
 def main(argv: list[str] | None = None) -> int:

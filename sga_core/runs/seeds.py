@@ -120,14 +120,11 @@ def submit_seeds(cfg: TrainConfig, root=None, backend: str = "local",
 
 def submit_configs(cfgs: list[TrainConfig], root=None, backend: str = "local",
                    workspace=None) -> list[Path]:
-    """Send ``cfgs`` to the local queue, or to SLURM (one job, or one job array)."""
-    if backend == "slurm":
-        from sga_core.runs.slurm.backend import submit as slurm_submit
+    """Send ``cfgs`` to the backend named ``backend`` (:mod:`sga_core.runs.backends`): the
+    local queue, or SLURM (one job, or one job array)."""
+    from sga_core.runs.backends import backend as named
 
-        return slurm_submit(cfgs, root, workspace=workspace)
-    from sga_core.runs.queue import submit
-
-    return [submit(c, root) for c in cfgs]
+    return named(backend).launch(cfgs, root, workspace=workspace)
 
 
 def queue_sweep(make_cfg, values: list[float], name: str, root=None,

@@ -4,7 +4,8 @@
   then the trainer's progress and final state;
 - a run's ``eval/status.json``: the evaluation's own state, stage and progress;
 - a run's ``stress_status.json``: its stress test queued as a job (state, stage, progress);
-- a project job's ``status.json`` (normal answers, r*, probes).
+- a project job's ``status.json`` (normal answers, r*, probes, imports), through its kind
+  (:mod:`sga_core.runs.jobs`), which reads and shows it too.
 
 Every write is a locked read-merge-write done atomically, so two processes updating one file
 (a launcher and its trainer) never lose each other's fields. Readers call the ``effective_*``
@@ -20,7 +21,7 @@ import os
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_bytes, atomic_write_json, dir_lock, now_iso
-from sga_core.runs.folder import EVAL_DIR, SETTLE, STATUS, RunFolder
+from sga_core.runs.folder import EVAL_DIR, STATUS, RunFolder
 from sga_core.runs.procs import EVAL_PIDS, RUN_PIDS, derive, start_fields  # noqa: F401
 from sga_core.runs.validate import FINAL_STATES, STATES  # noqa: F401  (read from here)
 from sga_core.runs.validate import damaged_status as damaged  # noqa: F401
@@ -46,11 +47,16 @@ def read(path: str | os.PathLike) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def update(path: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    """Merge ``fields`` (and ``state``) into the status file; returns the new status."""
+def update(path: str | os.PathLike, state: str | None = None, /, *,
+           within: str | os.PathLike | None = None, **fields) -> dict:
+    """Merge ``fields`` (and ``state``) into the status file; returns the new status.
+    ``within``: the folder the job belongs to (a run folder). A write never re-creates it
+    once it is gone (deleted, or moved aside to be replaced): FileNotFoundError instead."""
     if state is not None and state not in STATES:
         raise ValueError(f"unknown state {state!r}")
     path = Path(path)
+    if within is not None and not Path(within).is_dir():
+        raise FileNotFoundError(f"{within}: the folder is gone; its status is not written")
     path.parent.mkdir(parents=True, exist_ok=True)
     with dir_lock(path.parent):
         status = read(path)
@@ -70,7 +76,7 @@ def read_run(run_dir: str | os.PathLike) -> dict:
 
 
 def write_run(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(RunFolder(run_dir).status_path, state, **fields)
+    return update(RunFolder(run_dir).status_path, state, within=run_dir, **fields)
 
 
 def saved_run(run_dir: str | os.PathLike) -> bytes | None:
@@ -107,7 +113,7 @@ def read_eval(run_dir: str | os.PathLike) -> dict:
 
 
 def write_eval(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(RunFolder(run_dir).eval_status_path, state, **fields)
+    return update(RunFolder(run_dir).eval_status_path, state, within=run_dir, **fields)
 
 
 def effective_eval(run_dir: str | os.PathLike) -> dict:
@@ -123,17 +129,12 @@ def read_stress(run_dir: str | os.PathLike) -> dict:
 
 
 def write_stress(run_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(RunFolder(run_dir).stress_status_path, state, **fields)
+    return update(RunFolder(run_dir).stress_status_path, state, within=run_dir, **fields)
 
 
 def effective_stress(run_dir: str | os.PathLike) -> dict:
     """stress_status.json as shown; a stress test sent to SLURM as its job is."""
     return RunFolder(run_dir).stress_status()
-
-
-# RunFolder shows a SLURM run as its job is; SLURM's verdict on a job it ended is recorded
-# through this module, the one writer of status files
-SETTLE.update(run=write_run, eval=write_eval, stress=write_stress)
 
 
 def run_view(run_dir: str | os.PathLike) -> dict:
@@ -142,24 +143,3 @@ def run_view(run_dir: str | os.PathLike) -> dict:
     ev = effective_eval(run_dir)
     return {**effective_run(run_dir), "eval_state": ev.get("state"),
             "eval_error": ev.get("error"), "eval_stage": ev.get("stage")}
-
-
-# --- project jobs ---------------------------------------------------------------------------
-
-def read_job(job_dir: str | os.PathLike) -> dict:
-    return read(Path(job_dir) / STATUS)
-
-
-def write_job(job_dir: str | os.PathLike, state: str | None = None, **fields) -> dict:
-    return update(Path(job_dir) / STATUS, state, **fields)
-
-
-def reset_job(job_dir: str | os.PathLike, **fields) -> dict:
-    """Start a job's status afresh (a new job replaces the last one's record)."""
-    path = Path(job_dir) / STATUS
-    path.unlink(missing_ok=True)
-    return update(path, **fields)
-
-
-def effective_job(job_dir: str | os.PathLike) -> dict:
-    return derive(read_job(job_dir), ("pid",), "job's")

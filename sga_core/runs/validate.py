@@ -200,13 +200,13 @@ EVAL_STATUS_FIELDS = {
     "slurm_node": STAMP, "slurm_wait_s": NUM, "slurm_reason": STAMP, "slurm_state": STAMP,
     "slurm_state_final": STAMP, "slurm_started_at": STAMP,
     "slurm_unseen": COUNT, "slurm_unseen_since": NUM, "slurm_unseen_at": NUM,
+    "exit_code": opt(integer()),
 }
 #: a stress test queued as a job (stress_status.json): an evaluation's fields, plus the
 #: attacks asked for, the progress of the current stage and the result files written
 STRESS_STATUS_FIELDS = {
     **EVAL_STATUS_FIELDS, "attacks": opt(list_of(text)), "stage_done": COUNT,
-    "stage_total": COUNT, "results": opt(list_of(text)), "exit_code": opt(integer()),
-    "requested_at": STAMP,
+    "stage_total": COUNT, "results": opt(list_of(text)), "requested_at": STAMP,
 }
 CONFIG_FIELDS = {
     "run_id": STAMP, "method": STAMP, "model": STAMP, "sweep": STAMP, "group": STAMP,

@@ -56,12 +56,12 @@ def test_a_job_status_with_a_junk_host_is_not_taken_for_another_machine(tmp_path
     """A background job's status.json whose host is not a machine name (a number, empty, a
     list) is judged on this machine: its process is gone, so the job shows failed and a new
     one may start, instead of 'running on another machine' forever."""
-    from sga_core.runs.status import effective_job
+    from sga_core.runs.jobs import kind
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()  # a pid that no process of ours holds any more
     job = tmp_path / "job"
     atomic_write_json(job / "status.json", {"state": "running", "pid": child.pid,
                                             "host": host})
-    shown = effective_job(job)
+    shown = kind("probe").effective(job)
     assert shown["state"] == "failed", shown

@@ -121,7 +121,7 @@ def test_hostile_squeue_answers_through_the_cli(stub, tmp_path):
         for args in (("list",), ("show", "r1")):
             res = sga_cli("runs", *args, "--runs-dir", str(runs), env=env)
             assert res.returncode == 0 and "Traceback" not in res.stderr, (name, res.stderr)
-            assert "failed" not in res.stdout.split("slurm job")[0], (name, res.stdout)
+            assert "failed" not in res.stdout.split("SLURM job")[0], (name, res.stdout)
     stub.answer("squeue", out=ANSWERS["not UTF-8, job listed"][0])
     stub.answer("scancel", err=b"scancel: error: Kill job error on job id 501: \xe9\n", rc=1)
     res = sga_cli("runs", "cancel", "r1", "--runs-dir", str(runs), env=env)

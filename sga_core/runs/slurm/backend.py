@@ -264,7 +264,7 @@ def cancel_dependent_eval(run_dir: Path) -> None:
 
 def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
                 profile: ClusterProfile | None = None, workspace=None,
-                after: str | None = None) -> dict:
+                after: str | None = None, protocol: str | None = None) -> dict:
     """Evaluate a trained SLURM run in a job of its own (the Results page's re-evaluation,
     ``eval`` asked for later): ``slurm-eval.sh`` in the run folder, submitted; the
     evaluation shows queued with the job's reason until the job starts it. ``after``: the
@@ -276,7 +276,7 @@ def submit_eval(run_dir: str | os.PathLike, sets: dict[str, str] | None = None,
     run_dir = Path(run_dir).resolve()
     profile = profile or load_profile(workspace)
     jid, submitted = _submit(run_dir / SLURM_EVAL_SCRIPT,
-                             eval_script(profile, run_dir, eval_argv(run_dir, sets)),
+                             eval_script(profile, run_dir, eval_argv(run_dir, sets, protocol)),
                              *after_ok(after), profile=profile)
     return run_status.write_eval(run_dir, "queued", slurm_job_id=jid,
                                  slurm_submitted_at=submitted, error=None, stage=None,
@@ -296,29 +296,31 @@ def _submit(script: Path, text: str, *sbatch_args: str,
     return jid, submitted
 
 
-def _cancel_job(run_dir: Path, read, write, effective) -> dict:
-    """Cancel the SLURM job of a run's evaluation or stress test (its status read and
-    written with ``read``/``write``, shown with ``effective``): scancel; a pending one never
-    starts and is recorded cancelled at once."""
-    st = read(run_dir)
+def cancel_job(run_dir: str | os.PathLike, kind) -> dict:
+    """Cancel the SLURM job of a run's evaluation or stress test (``kind``: its
+    :class:`~sga_core.runs.jobs.base.JobKind`): scancel; a pending one never starts and is
+    recorded cancelled at once."""
+    run_dir = Path(run_dir)
+    st = kind.read_status(run_dir)
     if st.get("state") in run_status.FINAL_STATES and not inferred(st):
         return st
     jid = st.get("slurm_job_id")  # checked by the status reader: digits, or digits_digits
     if not jid:
         raise client.SlurmError(f"{run_dir.name}: no SLURM job to cancel "
                                 f"({st.get('error') or 'its status names none'})")
-    write(run_dir, cancel_requested_at=now_iso())
+    kind.write(run_dir, cancel_requested_at=now_iso())
     client.scancel(client.job_id(jid, "slurm_job_id"))
     client.TABLE.forget()
     if st.get("state") == "queued" or (inferred(st) and not st.get("slurm_started_at")):
-        write(run_dir, "cancelled", ended_at=now_iso(), error="cancelled before it started")
-    return effective(run_dir)
+        kind.write(run_dir, "cancelled", ended_at=now_iso(), error="cancelled before it started")
+    return kind.effective(run_dir)
 
 
 def cancel_eval(run_dir: str | os.PathLike) -> dict:
     """Cancel an evaluation sent to SLURM (scancel); a pending one never starts."""
-    return _cancel_job(Path(run_dir), run_status.read_eval, run_status.write_eval,
-                       run_status.effective_eval)
+    from sga_core.runs.jobs import kind
+
+    return cancel_job(run_dir, kind("eval"))
 
 
 def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict | None = None,
@@ -350,8 +352,9 @@ def submit_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict
 def cancel_stress(run_dir: str | os.PathLike) -> dict:
     """Cancel a stress test sent to SLURM (scancel; as :func:`cancel_eval`): a pending one
     never starts; a running one gets SIGTERM from SLURM and records itself cancelled."""
-    return _cancel_job(Path(run_dir), run_status.read_stress, run_status.write_stress,
-                       run_status.effective_stress)
+    from sga_core.runs.jobs import kind
+
+    return cancel_job(run_dir, kind("stress"))
 
 
 def is_slurm_run(status: dict) -> bool:

@@ -275,6 +275,7 @@ def test_evaluation_progress_and_eta(tmp_path):
     from sga_core.runs.status import write_eval
 
     run = tmp_path / "run"
+    run.mkdir()  # a status writer never creates the run folder itself
     assert eval_progress(run)["text"] == "not evaluated"
     write_eval(run, "running", pid=os.getpid(), started_at=stamp(30), stage="scoring answers",
                done=10, total=40, stage_started_at=stamp(20))

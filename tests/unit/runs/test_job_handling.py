@@ -420,7 +420,7 @@ def _canceller(run_dir, kind, barrier, out, rounds):
 
 @pytest.mark.parametrize("kind", ["stress", "eval"])
 def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
-    """Two processes claim a request as the runner does while two cancel it, all at once:
+    """Four processes claim a request as the runner does while four cancel it, all at once:
     either nothing started and the request ended "cancelled before it started", or one
     process started and holds the cancel (it is stopped): never two started, never a
     running process shown cancelled, never a cancel lost."""
@@ -428,9 +428,10 @@ def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
     rf = RunFolder(run)
     ctx = multiprocessing.get_context("spawn")
     rounds = 6
-    barrier, out = ctx.Barrier(5), ctx.Queue()
+    workers_each = 4  # 8 processes in all
+    barrier, out = ctx.Barrier(2 * workers_each + 1), ctx.Queue()
     workers = [ctx.Process(target=t, args=(str(run), kind, barrier, out, rounds))
-               for t in (_claimer, _claimer, _canceller, _canceller)]
+               for t in (_claimer,) * workers_each + (_canceller,) * workers_each]
     for w in workers:
         w.start()
     started_all = []
@@ -445,7 +446,7 @@ def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
                 atomic_write_json(rf.eval_request_path, {"requested_at": now_iso()})
             barrier.wait(timeout=60)  # go
             barrier.wait(timeout=60)  # all done
-            said = [out.get(timeout=30) for _ in range(4)]
+            said = [out.get(timeout=60) for _ in range(2 * workers_each)]
             started = [pid for what, pid in said if what == "claim" and pid]
             started_all += started
             st = read_stress(run) if kind == "stress" else read_eval(run)
