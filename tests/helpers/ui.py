@@ -10,9 +10,12 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def open_page(page: str) -> AppTest:
-    """Run the app, switch to ``page`` and check it rendered without an exception."""
+def open_page(page: str, project: str | None = None) -> AppTest:
+    """Run the app (on ``project``, else the first project), switch to ``page`` and check it
+    rendered without an exception."""
     at = AppTest.from_file(APP, default_timeout=60)
+    if project:
+        at.session_state["project"] = project
     at.run()
     at.switch_page(page).run()
     assert not at.exception, at.exception
