@@ -78,22 +78,11 @@ def streamlit_app(tmp_path: Path, env_extra: dict | None = None):
 
 
 def stop_jobs(runs: Path) -> None:
-    """Jobs deliberately outlive the UI; a test must not leave its runner or jobs behind."""
-    import json
-    import signal
+    """Jobs deliberately outlive the UI; a test must not leave its runner or jobs behind
+    (those of the runs folder ``runs`` and of the workspace beside it)."""
+    from tests.helpers.processes import stop_all
 
-    pids = []
-    info = runs / ".runner.json"
-    if info.exists():
-        pids.append(json.loads(info.read_text()).get("pid"))
-    for status in runs.glob("*/status.json"):
-        st = json.loads(status.read_text())
-        pids += [st.get("launcher_pid"), st.get("pid")]
-    for pid in filter(None, pids):
-        try:
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    stop_all(runs.parent / "workspace", runs, marks=(runs.parent,))
 
 
 @contextmanager

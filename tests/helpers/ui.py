@@ -11,9 +11,11 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def open_page(page: str, project: str | None = None) -> AppTest:
-    """Run the app, switch to ``page`` (with ``project`` chosen in the sidebar, when
-    given) and check it rendered without an exception."""
+    """Run the app (on ``project``, chosen in the sidebar, else the first project), switch
+    to ``page`` and check it rendered without an exception."""
     at = AppTest.from_file(APP, default_timeout=60)
+    if project:
+        at.session_state["project"] = project
     at.run()
     at.switch_page(page).run()
     if project is not None:
