@@ -58,6 +58,10 @@ def found_long(row: dict | str, haystack: str) -> bool:
 
 
 def not_found(rows: Sequence[dict], texts: Iterable[dict | str]) -> list[int]:
-    """0-based indices of the rows that do not occur in ``texts`` (:func:`found_long`)."""
-    haystack = corpus(texts)
+    """0-based indices of the rows that do not occur in ``texts`` (:func:`found_long`).
+    Consecutive texts are also searched joined: a long text imported as consecutive chunks
+    (:func:`sga_core.data.long_text.chunk_records`) may cut a passage in two, and the
+    passage was trained on all the same."""
+    docs = [p for t in texts for p in passage(t)[:1]]
+    haystack = _SEP.join(docs) + _SEP + " ".join(docs)
     return [i for i, r in enumerate(rows) if not found_long(r, haystack)]
