@@ -14,7 +14,8 @@ from sga_core.config import ConfigError, TrainConfig
 from sga_core.fileio import append_jsonl, atomic_write_json, atomic_write_jsonl
 from sga_core.runs import status as run_status
 from sga_core.runs.create import create_run
-from sga_core.runs.folder import NAMES, RunFolder, damage, list_runs, request_cancel
+from sga_core.runs.folder import NAMES, RunFolder, damage, request_cancel
+from sga_core.runs.listing import list_runs
 from sga_core.runs.validate import Damaged
 
 
