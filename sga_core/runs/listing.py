@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 from sga_core.runs import validate
-from sga_core.runs.folder import RunFolder, manifest, run_damage, runs_root
+from sga_core.runs.damage import run_damage
+from sga_core.runs.folder import RunFolder, manifest, runs_root
 
 
 def _config_of(path: Path) -> dict:
