@@ -111,7 +111,8 @@ def finished_runs(root: Path, group: str) -> dict[str, dict]:
     """The runs of ``group`` that completed and were evaluated, by their table label: what
     ``--resume`` keeps (the newest where a label appears twice)."""
     from sga_core.report.paper import paper_label
-    from sga_core.runs.folder import RunFolder, list_runs
+    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.listing import list_runs
     from sga_core.runs.status import read_run
 
     out: dict[str, dict] = {}
@@ -241,8 +242,9 @@ def run(args, plan, tmp: Path) -> int:
     )
     from sga_core.report.table import results_table
     from sga_core.runs.create import create_run
-    from sga_core.runs.folder import list_runs, runs_root
+    from sga_core.runs.folder import runs_root
     from sga_core.runs.launch import run_foreground
+    from sga_core.runs.listing import list_runs
 
     t_all = time.time()
     training = (load_yaml(Path(args.preset).read_text()) or {}).get("training", {})

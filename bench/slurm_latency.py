@@ -80,7 +80,7 @@ def main() -> int:
     from sga_core.fileio import atomic_write_jsonl
     from sga_core.model.tiny import build_tiny_model
     from sga_core.runs import queue
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
     from sga_core.runs.slurm import backend, client
     from sga_core.runs.slurm.profile import ClusterProfile
     from tests.helpers.slurm import LocalSlurm, missing

@@ -125,7 +125,8 @@ from sga_core.runs.backends import job_where, sent_to
 from sga_core.runs.checkpoints import resume_offer
 from sga_core.runs.command import command_text, device_note
 from sga_core.runs.create import RunIdTaken, make_run_id
-from sga_core.runs.folder import RunFolder, eval_steps, list_runs, metrics, runs_root, tail
+from sga_core.runs.folder import RunFolder, eval_steps, metrics, runs_root, tail
+from sga_core.runs.listing import list_runs
 from sga_core.runs.progress import (
     curve_names,
     eval_progress,

@@ -8,13 +8,13 @@ from sga_core.params import ConfigError
 
 
 def cmd_runs(args) -> int:
-    from sga_core.runs import folder, queue, validate
+    from sga_core.runs import damage, folder, listing, queue, validate
     from sga_core.runs import status as run_status
     from sga_core.runs.backends import backend_of
 
     root = folder.runs_root(args.runs_dir)
     if args.action == "list":
-        rows = folder.list_runs(root)
+        rows = listing.list_runs(root)
         if not rows:
             print(f"no runs in {root}")
         for r in rows:
@@ -43,7 +43,7 @@ def cmd_runs(args) -> int:
         waits = queue.wait_reason(run_dir, root)
         if waits:
             print(f"waiting: {waits}")
-        for d in folder.damage(run_dir):
+        for d in damage.damage(run_dir):
             print(f"damaged: {d}")
         try:
             m = folder.metrics(run_dir)

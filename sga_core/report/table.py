@@ -16,7 +16,8 @@ from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, row_columns
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
-from sga_core.runs.folder import RunFolder, list_runs
+from sga_core.runs.folder import RunFolder
+from sga_core.runs.listing import list_runs
 from sga_core.runs.prepared_ids import original_id, reference_id
 
 

@@ -297,10 +297,6 @@ class RunFolder:
         """stress/<key>.json: (key -> each sound result, Damaged for each other file)."""
         return validate.stress_results(self.path, STRESS_DIR)
 
-    def damage(self, status: dict | None = None) -> list:
-        """Every damaged file (:func:`damage`)."""
-        return damage(self.path, status)
-
 
 def _read_status(run_dir: Path, rel_path: str, spec: dict) -> dict:
     try:
@@ -337,116 +333,11 @@ def request_cancel(run_dir: str | os.PathLike) -> None:
 
 def manifest(run_dir: str | os.PathLike) -> dict:
     """``data/manifest.json`` of a run ({} for runs made before it existed, and for a
-    damaged one: :func:`list_runs` reports the damage)."""
+    damaged one: :func:`sga_core.runs.listing.list_runs` reports the damage)."""
     try:
         return RunFolder(run_dir).manifest()
     except validate.Damaged:
         return {}
-
-
-def _config_of(path: Path) -> dict:
-    """A run's config.yaml as a mapping ({} when unreadable or damaged), parsed once per
-    file version: the Runs and Results pages list every run each second."""
-    try:
-        st = path.stat()
-    except OSError:
-        return {}
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    if key not in _CONFIGS:
-        try:
-            data = RunFolder(path.parent).config_dict()
-        except validate.Damaged:  # a broken config still lists, marked as damaged
-            data = {}
-        if len(_CONFIGS) > 4096:
-            _CONFIGS.clear()
-        _CONFIGS[key] = data
-    return _CONFIGS[key]
-
-
-_CONFIGS: dict[tuple, dict] = {}
-
-
-def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
-    """Every run folder with its status and key settings, newest first. A run with a
-    damaged file is listed too, with ``damaged`` saying which file and why (None for a
-    sound run) and the settings of its damaged files left out."""
-    root = runs_root(root)
-    out = []
-    if not root.exists():
-        return out
-    for d in root.iterdir():
-        run = RunFolder(d)
-        if not d.is_dir() or d.name.startswith(".") or not run.exists():
-            continue
-        cfg = _config_of(run.config_path)
-        st = run.status()
-        args = cfg.get("method_args") if isinstance(cfg.get("method_args"), dict) else {}
-        forget = manifest(d).get("forget") or {}
-        training = cfg.get("training") if isinstance(cfg.get("training"), dict) else {}
-        swept = _sweep_param(cfg.get("method"))
-        out.append({"run_id": d.name, "path": str(d), "state": st.get("state", "unknown"),
-                    "forget_hash": forget.get("rows_hash"),
-                    "method": cfg.get("method"), "r": args.get("r"), "k": args.get("k"),
-                    "sweep_param": swept, "sweep_value": _number(args.get(swept)),
-                    "sweep": cfg.get("sweep"), "group": cfg.get("group"),
-                    "seed": training.get("seed"), "mode": st.get("mode"),
-                    "backend": st.get("backend"),
-                    "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
-                    "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
-                    "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d), "stress_state": stress_state(d),
-                    "damaged": run_damage(d, st),
-                    "slurm_job_id": st.get("slurm_job_id"),
-                    "slurm_reason": st.get("slurm_reason")})
-    out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
-    return out
-
-
-def _sweep_param(method) -> str | None:
-    """The setting a sweep of ``method`` varies (SGA: r; Task Vector, WHP: alpha)."""
-    from sga_core.methods import REGISTRY
-
-    cls = REGISTRY.get(method) if isinstance(method, str) else None
-    return cls.sweep_param if cls is not None else None
-
-
-def _number(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _eval_state(run_dir: Path) -> str | None:
-    """The evaluation's state; "queued" while a request for it waits (even over the state
-    of an earlier evaluation)."""
-    run = RunFolder(run_dir)
-    state = run.eval_status().get("state")
-    return "queued" if state != "running" and run.eval_requested() else state
-
-
-def stress_state(run_dir: str | os.PathLike) -> str | None:
-    """The state of a run's stress test job; "queued" while a request for one waits (even
-    over the state of an earlier one), None when none was ever asked for."""
-    run = RunFolder(run_dir)
-    state = run.stress_status().get("state")
-    return "queued" if state != "running" and run.stress_requested() else state
-
-
-def eval_request_protocol(run_dir: str | os.PathLike) -> str | None:
-    """The evaluation protocol an evaluation request asks for (None: the run's own)."""
-    import json
-
-    try:
-        data = json.loads((Path(run_dir) / EVAL_REQUEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    proto = data.get("protocol") if isinstance(data, dict) else None
-    return proto if isinstance(proto, str) and proto else None
-
-
-def eval_request_sets(run_dir: str | os.PathLike) -> dict[str, str]:
-    """:meth:`RunFolder.eval_request_sets` of the run at ``run_dir``."""
-    return RunFolder(run_dir).eval_request_sets()
 
 
 def tail(path: str | os.PathLike, n_lines: int = 40, max_bytes: int = 65536) -> str:
@@ -474,75 +365,6 @@ def probes(run_dir: str | os.PathLike) -> list[dict]:
 def eval_steps(run_dir: str | os.PathLike) -> list[dict]:
     """eval_steps.jsonl, checked (:class:`sga_core.runs.validate.Damaged` when damaged)."""
     return RunFolder(run_dir).eval_steps()
-
-
-def _status_damage(read):
-    """A status reader (``RunFolder.read_status``/``read_eval_status``) as a checked
-    reader that raises Damaged."""
-    def check(run, status):
-        st = read(run)
-        if st.get("damaged"):
-            raise validate.Damaged(*st["damaged"].split(": ", 1))
-    return check
-
-
-#: every checked reader of a run folder (run, effective status), in the order damage is
-#: reported, and the files they read
-_READERS = (
-    _status_damage(RunFolder.read_status), lambda run, st: run.config_sections(),
-    _status_damage(RunFolder.read_eval_status), lambda run, st: run.manifest(),
-    lambda run, st: run.summary(), RunFolder.metrics, lambda run, st: run.per_sample(),
-    lambda run, st: run.tokens(), RunFolder.probes, RunFolder.eval_steps)
-_FILES = (rel(STATUS), rel(CONFIG), rel(EVAL_DIR, STATUS), rel(DATA_DIR, MANIFEST_FILE),
-          rel(EVAL_DIR, SUMMARY), rel(METRICS), rel(EVAL_DIR, PER_SAMPLE),
-          rel(EVAL_DIR, TOKENS), rel(PROBES), rel(EVAL_STEPS))
-_DAMAGE: dict[tuple, list] = {}
-
-
-def damage(run_dir: str | os.PathLike, status: dict | None = None) -> list:
-    """Every damaged file of a run, as :class:`sga_core.runs.validate.Damaged` ([] for a
-    sound run; each reader tried once); ``status``: its effective status when the caller
-    has it. Remembered per version of the run's files, so listing runs each second stays
-    cheap."""
-    run_dir = Path(run_dir)
-    run = RunFolder(run_dir)
-    status = run.status() if status is None else status
-    key: list = [str(run_dir), status.get("state")]
-    for rel in _FILES:
-        try:
-            s = os.stat(run_dir / rel)
-            key.append((s.st_mtime_ns, s.st_size))
-        except OSError:
-            key.append(None)
-    key.append(_stress_files(run.stress_dir))
-    key_t = tuple(key)
-    if key_t not in _DAMAGE:
-        found = []
-        for reader in _READERS:
-            try:
-                reader(run, status)
-            except validate.Damaged as exc:
-                found.append(exc)
-        found += run.stress_results()[1]  # each damaged stress result, by name
-        if len(_DAMAGE) > 4096:
-            _DAMAGE.clear()
-        _DAMAGE[key_t] = found
-    return _DAMAGE[key_t]
-
-
-def _stress_files(folder: Path) -> tuple | None:
-    """The stress results' names and versions (what :func:`damage` remembers them by)."""
-    try:
-        return tuple((e.name, e.stat().st_mtime_ns, e.stat().st_size)
-                     for e in os.scandir(folder) if e.name.endswith(".json"))
-    except OSError:
-        return None
-
-
-def run_damage(run_dir: str | os.PathLike, status: dict | None = None) -> str | None:
-    """What is damaged in a run ("eval/summary.json: metrics must be ..."; several files
-    joined by "; "), None for a sound run."""
-    return "; ".join(str(d) for d in damage(run_dir, status)) or None
 
 
 def wait_for_final(run_dir: str | os.PathLike, timeout: float = 600.0) -> dict:

@@ -20,16 +20,9 @@ from sga_core.fileio import dir_lock, now_iso, read_json
 from sga_core.runs import status as run_status
 from sga_core.runs.backends import backend, backend_of
 from sga_core.runs.create import create_run
-from sga_core.runs.folder import (
-    CANCEL_FILE,
-    EVAL_REQUEST,
-    RunFolder,
-    list_runs,
-    request_cancel,
-    runs_root,
-    stress_state,
-)
+from sga_core.runs.folder import CANCEL_FILE, EVAL_REQUEST, RunFolder, request_cancel, runs_root
 from sga_core.runs.jobs import kind, run_kinds
+from sga_core.runs.listing import list_runs, stress_state
 from sga_core.runs.procs import is_ours, recorded, spawn
 from sga_core.runs.status import FINAL_STATES
 from sga_core.stress.attacks import default_attacks

@@ -27,9 +27,10 @@ from pathlib import Path
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
 from sga_core.runs import launch, memory
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import CANCEL_FILE, list_runs
+from sga_core.runs.folder import CANCEL_FILE
 from sga_core.runs.jobs import KINDS, run_kinds
 from sga_core.runs.jobs import base as jobs
+from sga_core.runs.listing import list_runs
 from sga_core.runs.procs import is_ours, kill_group, recorded, signal_ours
 from sga_core.runs.queue import (
     RUNNER_INFO,

@@ -8,7 +8,7 @@ The readers of one file take its path inside the run folder (``rel``) from
 (``RunFolder(path).summary()``).
 
 A damaged file damages its run only: listings keep the run, marked with the reason
-(:func:`run_damage`), and everything else of the project keeps working.
+(:func:`sga_core.runs.damage.run_damage`), and everything else of the project keeps working.
 
 JSON Lines logs (metrics, probes, evaluation during training) are appended while a run
 trains, so the last line of a *running* run may be a record still being written: only that

@@ -163,7 +163,7 @@ def warnings_of(at) -> list[str]:
 def test_damaged_file_damages_its_run_only(pristine, tmp_path, monkeypatch, kind):
     from streamlit.testing.v1 import AppTest
 
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     project_dir, damaged = make_damaged(pristine, tmp_path, kind)
     runs = project_dir / "runs"

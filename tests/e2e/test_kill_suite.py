@@ -22,8 +22,8 @@ from streamlit.testing.v1 import AppTest
 from sga_core.model.loading import is_model_folder
 from sga_core.runs import procs
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import list_runs
 from sga_core.runs.leftovers import clean_leftovers
+from sga_core.runs.listing import list_runs
 from tests.helpers.cli import sga_cli as cli
 from tests.helpers.ui import APP
 

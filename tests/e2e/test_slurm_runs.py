@@ -14,7 +14,8 @@ import pytest
 
 from sga_core.fileio import atomic_write_jsonl
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, SLURM_SCRIPT, list_runs
+from sga_core.runs.folder import SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, SLURM_SCRIPT
+from sga_core.runs.listing import list_runs
 from sga_core.runs.slurm.client import TABLE
 from sga_core.runs.slurm.profile import ClusterProfile, save_profile
 from tests.helpers.cli import sga_cli

@@ -32,6 +32,7 @@ from sga_core.runs import launch
 from sga_core.runs import status as run_status
 from sga_core.runs.command import command_text
 from sga_core.runs.create import create_run
+from sga_core.runs.listing import list_runs
 from sga_core.runs.procs import pid_alive
 from tests.helpers.cli import sga_cli
 
@@ -513,7 +514,7 @@ def test_missing_model_fails_with_error(tiny_model_dir, demo_dir, normals_file, 
     assert status["exit_code"] not in (0, None)
     assert status["ended_at"]
     assert not (run_dir / "model").exists()
-    assert runs.list_runs(runs_dir)[0]["state"] == "failed"
+    assert list_runs(runs_dir)[0]["state"] == "failed"
 
 
 def test_effective_status_dead_pid_is_failed(runs_dir):

@@ -106,7 +106,7 @@ def test_damaged_stress_results_are_named_and_every_page_renders(ui_env, demo_di
     (stress / "folder.json").mkdir()
     bad.append("folder")
 
-    from sga_core.runs.folder import run_damage
+    from sga_core.runs.damage import run_damage
     from sga_core.stress.results import attacked_token_tables, read_results
 
     assert sorted(read_results(run_dir)) == ["quant8"]

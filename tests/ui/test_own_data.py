@@ -160,7 +160,7 @@ def test_a_bad_evaluation_set_names_file_row_field_and_adds_nothing(ui_env, mine
 
 
 def test_runs_evaluated_before_a_set_existed_can_be_re_evaluated_with_it(ui_env, mine):
-    from sga_core.runs.folder import eval_request_sets
+    from sga_core.runs.listing import eval_request_sets
 
     project, files = mine
     run = fake_run(ui_env / "runs", project, "sga-a", metrics=metrics())

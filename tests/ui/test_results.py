@@ -106,7 +106,7 @@ def test_token_page_adds_a_runs_stress_tested_variants(evaluated, tmp_path, monk
     attack once the toggle is on: the attacked model's probabilities of the same tokens."""
     import shutil
 
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
     from sga_core.stress.run import stress_run
 
     copy = tmp_path / "copy"  # the module's runs stay without stress results

@@ -53,7 +53,7 @@ def test_a_role_name_is_said_in_words_confirmed_and_checked(ui_env):
 
 
 def test_protocol_is_chosen_shown_on_train_and_reevaluation_is_queued(ui_env):
-    from sga_core.runs.folder import eval_request_protocol
+    from sga_core.runs.listing import eval_request_protocol
 
     project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
     run = fake_run(ui_env / "runs", project, "sga-a", metrics=metrics())

@@ -17,7 +17,7 @@ def test_rstar_page_flow(tmp_path, monkeypatch, tiny_model_dir):
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
     from sga_core.runs import queue as jobs
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     monkeypatch.setenv("SGA_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.setenv("SGA_RUNS_DIR", str(tmp_path / "runs"))

@@ -129,7 +129,7 @@ def test_rstar_page_shows_the_sweeps_with_their_spread(seeded):
 
 def test_train_page_launches_over_seeds(ui_env, tiny_model_dir, monkeypatch):
     from sga_core.runs import queue
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
     from tests.ui.test_train import fill_tiny_form
 
     monkeypatch.setattr(queue, "ensure_runner", lambda *a, **k: None)

@@ -104,7 +104,8 @@ def test_choose_r_queues_its_sweep_as_one_slurm_job_array(slurm, ui_env, tiny_mo
     """Choose r's "Queue sweep" with "run on: SLURM": the sweep's runs are one job array."""
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project, rstar_job
-    from sga_core.runs.folder import SLURM_ARRAY_SCRIPT, list_runs
+    from sga_core.runs.folder import SLURM_ARRAY_SCRIPT
+    from sga_core.runs.listing import list_runs
 
     save_profile(ClusterProfile(cpus=1, time_limit="15", max_jobs=2), ui_env / "workspace")
     project = create_demo_project(root=ui_env / "workspace")

@@ -111,7 +111,7 @@ def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
 
 
 def test_sweep_queues_one_run_per_r(ui_env, tiny_model_dir):
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
     at.text_input(key="train.sweep_values").set_value("-1:0:0.5").run()
@@ -149,7 +149,7 @@ def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model
     from sga_core.normals.idk import idk_normals
     from sga_core.projects import create_demo_project
     from sga_core.projects.training import original_run_id, submit_prepare
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
     from sga_core.runs.status import read_run
 
     project = create_demo_project(root=ui_env / "workspace")
@@ -194,7 +194,7 @@ def test_demo_project_starts_from_the_demo_preset(ui_env):
 def test_a_sweep_of_one_value_says_one_run(ui_env, tiny_model_dir):
     """'Queued 1 runs' read wrong in a trial: one run is singular."""
     from sga_core.runs import queue as jobs
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
     at.text_input(key="train.sweep_values").set_value("-0.5").run()

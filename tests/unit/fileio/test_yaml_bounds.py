@@ -60,7 +60,7 @@ def test_run_config_with_a_bomb_in_notes_is_refused(tmp_path):
 
 def test_run_listing_and_templates_refuse_a_bomb(tmp_path):
     from sga_core.normals.templates import TemplateError, list_templates
-    from sga_core.runs.folder import _config_of
+    from sga_core.runs.listing import _config_of
 
     run = tmp_path / "r1"
     run.mkdir()

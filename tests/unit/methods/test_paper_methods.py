@@ -414,7 +414,7 @@ def test_flat_and_sga_from_the_train_page_to_results_and_tokens(ui_env, tiny_mod
     pages."""
     import time
 
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
     from tests.helpers.ui import open_page, results_frame
 
     at = open_page("app_pages/train.py")

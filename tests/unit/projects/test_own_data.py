@@ -247,7 +247,7 @@ def test_labels_and_groups_follow_the_settings_that_differ(tmp_path):
     assert sorted(groups) == ["all sga runs · 100 steps", "all sga runs · 20 steps"]
     s = sweep_series(rows, "all sga runs · 100 steps")
     assert s["r"] == [-0.8, 0.0] and s["n"] == [2, 1] and s["FQ"] == [0.9, 0.1]
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     same = [r for r in list_runs(runs) if r["run_id"] in ("a", "b")]
     assert set(display_names(same, p).values()) == {"sga r=0", "sga r=-0.8"}

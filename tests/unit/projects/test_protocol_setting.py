@@ -25,8 +25,8 @@ def test_create_with_a_protocol_and_change_it(tmp_path):
 
 
 def test_cli_protocol_flags_and_reevaluation(tmp_path, monkeypatch, capsys):
-    from sga_core.runs.folder import eval_request_protocol
     from sga_core.runs.launch import eval_argv
+    from sga_core.runs.listing import eval_request_protocol
 
     ws, runs = tmp_path / "ws", tmp_path / "runs"
     monkeypatch.setenv("SGA_RUNS_DIR", str(runs))

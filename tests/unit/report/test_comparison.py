@@ -167,7 +167,7 @@ def test_sweep_over_seeds_is_seed_major_one_group_per_value(tmp_path):
 
 def test_cli_train_repeats_over_seeds_and_sweeps(tmp_path, demo_dir, capsys):
     from sga_core.cli import main
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     runs = tmp_path / "runs"
     common = ["train", "--forget", str(demo_dir / "forget.jsonl"), "--runs-dir", str(runs),
@@ -192,7 +192,7 @@ def test_cli_train_repeats_over_seeds_and_sweeps(tmp_path, demo_dir, capsys):
 
 def test_preset_with_seeds_and_a_run_config_as_preset(tmp_path, demo_dir):
     from sga_core.cli import main
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     runs = tmp_path / "runs"
     preset = tmp_path / "p.yaml"
@@ -214,7 +214,7 @@ def test_preset_with_seeds_and_a_run_config_as_preset(tmp_path, demo_dir):
 def test_cli_queue_hands_the_group_to_the_runner(tmp_path, demo_dir, monkeypatch, capsys):
     from sga_core.cli import main
     from sga_core.runs import queue
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     started = []
     monkeypatch.setattr(queue, "ensure_runner", lambda root, **k: started.append(root))

@@ -14,7 +14,9 @@ from sga_core.config import ConfigError, TrainConfig
 from sga_core.fileio import append_jsonl, atomic_write_json, atomic_write_jsonl
 from sga_core.runs import status as run_status
 from sga_core.runs.create import create_run
-from sga_core.runs.folder import NAMES, RunFolder, damage, list_runs, request_cancel
+from sga_core.runs.damage import damage
+from sga_core.runs.folder import NAMES, RunFolder, request_cancel
+from sga_core.runs.listing import list_runs
 from sga_core.runs.validate import Damaged
 
 
@@ -86,7 +88,7 @@ def test_readers_of_a_new_run(run):
     assert run.summary() is None and run.per_sample() == [] and run.tokens() == []
     assert run.train_log() == "" and run.eval_log() == ""
     assert not run.has_model() and not run.cancel_requested() and not run.eval_requested()
-    assert run.eval_request_sets() == {} and run.damage() == []
+    assert run.eval_request_sets() == {} and damage(run.path) == []
 
 
 def test_readers_of_a_trained_and_evaluated_run(run):
@@ -100,7 +102,7 @@ def test_readers_of_a_trained_and_evaluated_run(run):
     assert run.summary()["rows"] == {"forget": 2}
     assert len(run.per_sample()) == 2 and len(run.tokens()) == 2
     assert run.train_log(2) == "step 2\nstep 3"
-    assert run.damage() == [] and list_runs(run.path.parent)[0]["damaged"] is None
+    assert damage(run.path) == [] and list_runs(run.path.parent)[0]["damaged"] is None
 
 
 def test_markers(run):
@@ -170,7 +172,7 @@ def test_a_damaged_status_is_shown_damaged_never_raised(run):
     run.eval_dir.mkdir(exist_ok=True)
     run.eval_status_path.write_text("{")
     assert run.eval_status()["damaged"].startswith("eval/status.json: ")
-    assert {d.file for d in run.damage()} == {"status.json", "eval/status.json"}
+    assert {d.file for d in damage(run.path)} == {"status.json", "eval/status.json"}
 
 
 def test_config_reader_gives_the_config_error(run):

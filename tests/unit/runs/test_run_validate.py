@@ -17,8 +17,9 @@ import pytest
 from sga_core.fileio import append_jsonl, atomic_write_json, atomic_write_jsonl
 from sga_core.runs import status as run_status
 from sga_core.runs.create import create_run
-from sga_core.runs.folder import RunFolder, list_runs
+from sga_core.runs.folder import RunFolder
 from sga_core.runs.folder import metrics as read_metrics
+from sga_core.runs.listing import list_runs
 from sga_core.runs.validate import Damaged
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -241,7 +241,7 @@ def test_ended_runs_whose_jobs_slurm_forgot_cost_no_call_each(stub, tmp_path):
         slurm_run(tmp_path, f"gone{n}", state="failed", slurm_state_final="UNKNOWN")
     stub.answer("squeue", out=squeue_line("9", "RUNNING"))
     states.TABLE.ttl = 3600
-    from sga_core.runs.folder import list_runs
+    from sga_core.runs.listing import list_runs
 
     rows = list_runs(tmp_path / "runs")
     assert sorted(r["state"] for r in rows) == ["completed"] * 5 + ["failed"] * 5

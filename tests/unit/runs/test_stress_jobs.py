@@ -16,7 +16,8 @@ import pytest
 from sga_core.fileio import atomic_write_json
 from sga_core.params import ConfigError
 from sga_core.runs import launch, queue
-from sga_core.runs.folder import RunFolder, list_runs, stress_state
+from sga_core.runs.folder import RunFolder
+from sga_core.runs.listing import list_runs, stress_state
 from sga_core.runs.progress import stress_eta, stress_fraction, stress_progress
 from sga_core.runs.status import read_stress, write_run, write_stress
 from sga_core.stress.job import JobRecord
