@@ -85,9 +85,14 @@ class Runner:
         self.recorded_at = 0.0  # when escalate_recorded last looked
         self.stop = False
 
-    active = property(lambda self: self.tables[TRAINING])
-    evals = property(lambda self: self.tables[EVALUATION])
-    stresses = property(lambda self: self.tables[STRESS])
+    def _table(job: str):  # noqa: N805 - a property maker, run in the class body
+        """A view of one kind's table (settable: a test sets the jobs a runner holds)."""
+        return property(lambda self: self.tables[job],
+                        lambda self, jobs: self.tables.__setitem__(job, dict(jobs)))
+
+    active = _table(TRAINING)
+    evals = _table(EVALUATION)
+    stresses = _table(STRESS)
 
     def jobs(self) -> tuple[tuple[str, dict], ...]:
         return tuple(self.tables.items())

@@ -425,12 +425,15 @@ def test_runner_evaluates_completed_runs_and_waits(tmp_path, tiny_model_dir, qa_
     started: list[Path] = []
     evals: dict[Path, FakeProc] = {}
 
-    def fake_start_eval(run_dir, sets=None, protocol=None):
+    from sga_core.runs.jobs import base as jobs
+
+    def fake_start(kind, run_dir, req, /, **fields):  # the one start of every kind of job
+        assert kind.key == "eval", kind
         started.append(Path(run_dir))
         evals[Path(run_dir)] = FakeProc()
         return evals[Path(run_dir)]
 
-    monkeypatch.setattr(launch, "start_eval", fake_start_eval)
+    monkeypatch.setattr(jobs, "start", fake_start)
     r = runner.Runner(root, max_parallel=1)
     r.active = {done: FakeProc(0), off: FakeProc(0)}
     r.reap()

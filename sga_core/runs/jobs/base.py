@@ -187,12 +187,14 @@ def project_kind(key: str, name: str, module: str) -> JobKind:
 
 def finish(kind: JobKind, run_dir, returncode: int) -> dict:
     """Record the end of a job's process. A job that recorded its own end keeps it (its exit
-    code is added); one still "running" ended without saying so: cancelled when a cancel was
+    code is added); one that did not ended without saying so: cancelled when a cancel was
     asked (it may die of the SIGTERM before it can say so), else failed, with the cause of
-    its exit and its log's tail."""
+    its exit and its log's tail (a clean exit of a job that never said it ran changes
+    nothing)."""
     run_dir = Path(run_dir)
     st = kind.read_status(run_dir)
-    if st.get("state") != "running":
+    final = st.get("state") in run_status.FINAL_STATES
+    if final or (returncode == 0 and st.get("state") != "running"):
         return kind.write(run_dir, exit_code=returncode) if st else st
     if returncode != 0 and st.get("cancel_requested_at"):
         return kind.write(run_dir, "cancelled", ended_at=now_iso(), error="cancelled by request",
