@@ -228,10 +228,14 @@ def protocol_note(rows: list[dict]) -> str | None:
     if not names:
         return None
     note = " · ".join(get_protocol(n).describe() for n in names)
-    subsets = {r["rows_evaluated"]: r["run"] for r in rows if r.get("rows_evaluated")}
+    subsets: dict[str, list[str]] = {}  # every row evaluated on each subset, none left out
+    for r in rows:
+        if r.get("rows_evaluated"):
+            subsets.setdefault(r["rows_evaluated"], []).append(str(r["run"]))
     if len(subsets) == 1 and all(r.get("rows_evaluated") for r in rows):
         note += f" · evaluated on a subset: {next(iter(subsets))} (intervals over those rows)"
     elif subsets:
         note += " · evaluated on subsets: " + "; ".join(
-            f"{run}: {what}" for what, run in subsets.items()) + " (intervals over those rows)"
+            f"{', '.join(runs)}: {what}" for what, runs in subsets.items()) + \
+            " (intervals over those rows)"
     return note
