@@ -40,8 +40,9 @@ def verdict(rows: list[dict], root) -> dict:
     return _verdict(str(root), refs, _stamp(root, refs))
 
 
-DECIDES = {"separates": "tells them apart", "rules out": "rules out a memorisation gap",
-           "too wide": "too wide to tell"}
+DECIDES = {"separates": "tells them apart",
+           "rules out": "no memorisation measurable by this metric",
+           "too wide": "not enough rows to tell"}
 
 
 def show_verdict(v: dict) -> None:
@@ -68,12 +69,13 @@ def show_verdict(v: dict) -> None:
             hide_index=True, width="stretch", key="results.measurable")
         st.caption("Paired bootstrap over the forget rows (MIA AUC and PrivLeak: forget and "
                    "holdout rows; PrivLeak against the Retained's own AUC, so the Retained's "
-                   "is 0). A metric tells the two apart when the interval of the difference "
-                   "excludes 0 on the side of memorisation (the Original higher on ROUGE, "
-                   "probability, VerbMem, KnowMem and MIA AUC; lower on PrivLeak and forget "
-                   "perplexity); it rules memorisation out when the interval stays within a "
-                   "negligible gap of 0 (0.05 on 0-1 metrics, 10 PrivLeak points, 10% of the "
-                   "Retained's perplexity). If none tells them apart, no run can show "
+                   "is 0). A metric tells the two apart when the whole interval of the difference "
+                   "lies beyond a negligible gap (0.05 on 0-1 metrics, 10 PrivLeak points, "
+                   "10% of the Retained's perplexity) on the side of memorisation (the "
+                   "Original higher on ROUGE, probability, VerbMem, KnowMem and MIA AUC; "
+                   "lower on PrivLeak and forget perplexity); an interval inside the gap, or "
+                   "on the other side, measures no memorisation; one that straddles the gap "
+                   "is not enough rows to tell. If none tells them apart, no run can show "
                    "forgetting (every interval rules it out: the Original has not memorised; "
                    "some interval too wide: not enough rows to tell), and no value is marked "
                    "best nor any r suggested. See docs/measurability.md.")

@@ -113,8 +113,9 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
         for label in metrics:
             if f"{label} (why)" in row:
                 lines.append(f"why {row['run']}: {label}: {row[f'{label} (why)']}")
-        if row.get("collapsed") is True and row.get("collapsed (why)"):
-            lines.append(f"collapsed {row['run']}: {row['collapsed (why)']}")
+        why = row.get("collapsed (why)") or ""
+        if row.get("collapsed") is True and why or why.startswith("cannot tell"):
+            lines.append(f"collapsed {row['run']}: {why}")
     if has_seed_groups(rows):
         pooled = group_display(rows, kind)
         heads = list(pooled[0])

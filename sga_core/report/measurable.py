@@ -18,12 +18,16 @@ The rule (docs/spec.md#510-can-this-experiment-measure-forgetting):
 - PrivLeak is the Original's against the Retained's own Min-K% AUC, recomputed on each
   resample of the rows (the Retained's PrivLeak is 0 by construction: it is the reference),
   so a Retained evaluated without a reference still counts;
-- a metric *separates* the two models when the 95% interval of Original - Retained excludes
-  0 on the side of memorisation: higher for the Original on VerbMem, KnowMem forget, MIA
+- a metric *separates* the two models when the 95% interval of Original - Retained lies
+  entirely beyond :func:`negligible` on the side of memorisation (the Original better on the
+  forget set than the Retained): higher for the Original on VerbMem, KnowMem forget, MIA
   AUC, ROUGE-L, probability, ES and EM (metrics that fall as a model forgets), lower on
-  PrivLeak (-100 = memorised, 0 = like the Retained) and on forget perplexity;
-- a metric *rules out* memorisation when its interval stays within :func:`negligible` of 0
-  on that side (a gap of that size or more is excluded);
+  PrivLeak (-100 = memorised, 0 = like the Retained) and on forget perplexity. An interval
+  that excludes 0 but not the negligible gap is no memorisation this metric can measure;
+- a metric *rules out* memorisation when its interval stays short of the negligible gap on
+  that side (a gap of that size or more is excluded): wholly inside the gap, or on the other
+  side (the Original LESS memorised than the Retained never counts as memorised);
+- one that does neither straddles the gap: "not enough rows to tell";
 - verdict: **measurable** when one metric separates them; **not memorised** when none does
   and every compared metric rules memorisation out; **too few rows** when none separates
   them but some interval is too wide to rule it out ("not enough rows to tell", never "has
@@ -77,13 +81,20 @@ def negligible(name: str, retained: float | None = None) -> float:
     return NEGLIGIBLE.get(name, NEGLIGIBLE_DEFAULT)
 
 
+def _gap(row: dict) -> float:
+    return negligible(row["metric"], row.get("retained", row.get("b")))
+
+
 def separates(row: dict, kind: str) -> bool:
     """Whether a compared metric (a :func:`compare_runs` row, A = the Original, B = the
-    Retained) tells the two apart on the side of memorisation."""
+    Retained) tells the two apart on the side of memorisation: its whole interval lies at
+    or beyond the :func:`negligible` gap there (excluding 0 is not enough: forget PPL 63.6
+    vs 68.2, interval [-6.61, -2.81], is inside a gap of 6.82 and measures nothing)."""
     lo, hi = row.get("lo"), row.get("hi")
     if lo is None or hi is None:
         return False
-    return lo > 0 if _memorised_sign(row["metric"], kind) > 0 else hi < 0
+    gap = _gap(row)
+    return lo >= gap if _memorised_sign(row["metric"], kind) > 0 else hi <= -gap
 
 
 def rules_out(row: dict, kind: str) -> bool:
@@ -92,7 +103,7 @@ def rules_out(row: dict, kind: str) -> bool:
     lo, hi = row.get("lo"), row.get("hi")
     if lo is None or hi is None:
         return False
-    gap = negligible(row["metric"], row.get("retained", row.get("b")))
+    gap = _gap(row)
     return hi < gap if _memorised_sign(row["metric"], kind) > 0 else lo > -gap
 
 
@@ -154,8 +165,8 @@ def verdict_detail(v: dict) -> str:
     state = v.get("state")
     if state == MEASURABLE:
         return ("The Original differs from the Retained on the forget set; decided by " +
-                ", ".join(v["decided_by"]) + " (the 95% interval of the difference excludes "
-                "0 on the side of memorisation).")
+                ", ".join(v["decided_by"]) + " (the 95% interval of the difference lies "
+                "beyond the negligible gap on the side of memorisation).")
     if state == NOT_MEMORISED:
         return (NOT_MEASURABLE[0].upper() + NOT_MEASURABLE[1:] + ". Decided by " +
                 ", ".join(v["decided_by"]) + ": every interval rules out a memorisation gap.")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
-from sga_core.report.collapse import mark_collapse
+from sga_core.report.collapse import collapse_rows, mark_collapse
 from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, row_columns
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
@@ -133,7 +133,7 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     Original and Retained rows first. A metric that could not be computed is None, and
     its reason is kept under ``<column> (why)``; one computed on a row subset
     (``eval.max_rows``) says so under ``<column> (rows)`` ("3 of 10 rows")."""
-    rows = []
+    rows, counts = [], {}
     runs = project_runs(project, root)
     names = display_names(runs, project)
     for r in runs:
@@ -162,11 +162,12 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
                 row[f"{col.label} (rows)"] = subset  # "3 of 10 rows" (eval.max_rows)
         row.update(run_fields(r, summ))  # seed, group, MU's components
         rows.append(row)
+        counts[r["run_id"]] = collapse_rows(summ, kind)  # rows behind the collapse rule
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
                              swept_value(x) if swept_value(x) is not None else 0,
                              x["run_id"]))
-    return mark_collapse(rows, kind)
+    return mark_collapse(rows, kind, counts)
 
 
 class _Column:
@@ -228,10 +229,14 @@ def protocol_note(rows: list[dict]) -> str | None:
     if not names:
         return None
     note = " · ".join(get_protocol(n).describe() for n in names)
-    subsets = {r["rows_evaluated"]: r["run"] for r in rows if r.get("rows_evaluated")}
+    subsets: dict[str, list[str]] = {}  # every row evaluated on each subset, none left out
+    for r in rows:
+        if r.get("rows_evaluated"):
+            subsets.setdefault(r["rows_evaluated"], []).append(str(r["run"]))
     if len(subsets) == 1 and all(r.get("rows_evaluated") for r in rows):
         note += f" · evaluated on a subset: {next(iter(subsets))} (intervals over those rows)"
     elif subsets:
         note += " · evaluated on subsets: " + "; ".join(
-            f"{run}: {what}" for what, run in subsets.items()) + " (intervals over those rows)"
+            f"{', '.join(runs)}: {what}" for what, runs in subsets.items()) + \
+            " (intervals over those rows)"
     return note

@@ -223,3 +223,65 @@ def test_the_retained_rows_privleak_is_0_not_no_retain_reference(tmp_path, demo_
     rows = {r["run"]: r for r in results_table(project, runs, "text")}
     assert rows["Retained"]["PrivLeak"] == 0.0 and "PrivLeak (why)" not in rows["Retained"]
     assert rows["Original"]["PrivLeak"] == -100.0
+
+
+# --- a difference inside the negligible gap measures nothing (a MUSE-Books study) ----------
+
+BOOKS_PPL = [60.0, 75.0, 66.0, 71.0, 64.0, 73.0, 69.0, 67.0, 70.0, 65.0, 72.0, 68.0]
+BOOKS_HOLDOUT = [-3.0 - 0.1 * i for i in range(12)]
+BOOKS_MINK = [-3.05 - 0.1 * i for i in range(12)]  # the same scores in both models
+
+
+def books_pair(tmp_path, original_ppl, original_verbmem):
+    """The Original and the Retained as the study had them: Retained forget PPL 68.2,
+    VerbMem 0.0561; MIA AUC and PrivLeak the same in both (the same Min-K% scores)."""
+    r = muse_like_run(tmp_path / "r", [0.0561] * 12, BOOKS_MINK, BOOKS_HOLDOUT, BOOKS_PPL,
+                      False)
+    o = muse_like_run(tmp_path / "o", original_verbmem, BOOKS_MINK, BOOKS_HOLDOUT,
+                      original_ppl, True)
+    return measurability(o, r)
+
+
+def test_a_difference_inside_the_negligible_gap_does_not_tell_them_apart(tmp_path):
+    # forget PPL 63.6 vs 68.2: a difference of -4.6 whose interval excludes 0 but lies wholly
+    # inside the negligible gap (10% of 68.2 = 6.82); VerbMem 0.0508 < 0.0561 (the Original
+    # LESS memorised); MIA AUC and PrivLeak equal. Nothing was memorised: not "measurable"
+    from sga_core.report.measurable import negligible
+
+    v = books_pair(tmp_path, [p * 63.6 / 68.2 for p in BOOKS_PPL], [0.0508] * 12)
+    by = {x["metric"]: x for x in v["rows"]}
+    ppl = by["forget_perplexity"]
+    gap = negligible("forget_perplexity", ppl["retained"])
+    assert ppl["hi"] < 0 and -gap < ppl["lo"], (ppl, gap)  # excludes 0, inside the gap
+    assert not ppl["separates"] and ppl["decides"] == "rules out"
+    assert by["forget_verbmem"]["diff"] < 0 and by["forget_verbmem"]["decides"] == "rules out"
+    assert not any(x["separates"] for x in v["rows"]), v["rows"]
+    assert v["state"] == "not memorised" and v["measurable"] is False and not can_rank(v)
+    assert "Forgetting can be measured" not in v["text"]
+    assert "forget PPL" in v["decided_by"]
+
+
+def test_only_an_interval_wholly_beyond_the_gap_separates():
+    # the same rule for the per-metric marking and the verdict: beyond the gap on the side of
+    # memorisation separates; inside it, or on the other side, rules out; straddling it is
+    # "not enough rows to tell"
+    from sga_core.report.measurable import rules_out
+
+    def row(metric, lo, hi, retained=None):
+        return {"metric": metric, "lo": lo, "hi": hi, "retained": retained}
+
+    cases = [(row("forget_perplexity", -6.61, -2.81, 68.2), "rules out"),
+             (row("forget_perplexity", -20.0, -7.0, 68.2), "separates"),
+             (row("forget_perplexity", -9.0, -3.0, 68.2), "too wide"),
+             (row("forget_perplexity", 5.0, 30.0, 68.2), "rules out"),  # the other way
+             (row("forget_verbmem", 0.01, 0.04), "rules out"),
+             (row("forget_verbmem", 0.06, 0.3), "separates"),
+             (row("forget_verbmem", 0.01, 0.3), "too wide"),
+             (row("forget_verbmem", -0.5, -0.3), "rules out"),  # the Original LESS memorised
+             (row("privleak", -9.0, -2.0), "rules out"),
+             (row("privleak", -90.0, -40.0), "separates"),
+             (row("privleak", 20.0, 60.0), "rules out")]
+    for r, expected in cases:
+        got = ("separates" if separates(r, "text") else
+               "rules out" if rules_out(r, "text") else "too wide")
+        assert got == expected, (r, got, expected)
