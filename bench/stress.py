@@ -45,7 +45,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
-    from sga_core.evaluation.run import choose_device, settings_from_config
+    from sga_core.evaluation.run import choose_device
+    from sga_core.evaluation.settings import settings_from_config
     from sga_core.report.stats import t_interval
     from sga_core.stress import StressSettings
     from sga_core.stress.run import parse_attacks, score_original, stress_run

@@ -62,7 +62,7 @@ def _stress(args) -> int:
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sga_core.cli.flags import _eval_progress
-    from sga_core.evaluation.run import EvalSettings
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.runs.folder import RunFolder, runs_root
     from sga_core.stress.run import parse_attacks, stress_model, stress_run
 

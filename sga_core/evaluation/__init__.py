@@ -1,9 +1,12 @@
 """Evaluating runs and models (docs/spec.md#4-metrics): TOFU-style QA metrics and MUSE-style text
 metrics, written to ``eval/summary.json`` and ``eval/per_sample.jsonl``.
 
-- ``run``: :func:`evaluate_run` / :func:`evaluate_model`, settings, model loading;
+- ``run``: :func:`evaluate_run` / :func:`evaluate_model`, model loading;
+- ``settings``: :class:`EvalSettings`, resolved against a protocol or from a run's config;
+- ``rows``: the rows an evaluation scores (set roles, the ``max_rows`` subset);
 - ``qa`` / ``text``: the evaluation of a loaded model on QA / text rows;
-- ``reference``: the retain reference and its cached values;
+- ``reference``: the retain reference and its cached values; ``task_reference``: the value
+  an evaluation's task needs from it;
 - ``inputs``: the model-side inputs (candidate NLLs, token log-probs, greedy generation);
 - ``compute``: the catalog's metrics (:mod:`sga_core.metrics.catalog`) from those inputs;
 - ``common`` / ``summary``: file names, helpers, reading and printing a summary.
@@ -35,13 +38,12 @@ from sga_core.evaluation.reference import (
     resolve_reference,
 )
 from sga_core.evaluation.run import (
-    EvalSettings,
     eval_status,
     evaluate_model,
     evaluate_run,
     load_model_and_tokenizer,
-    settings_from_config,
 )
+from sga_core.evaluation.settings import EvalSettings, settings_from_config
 from sga_core.evaluation.summary import format_summary, read_summary
 from sga_core.evaluation.text import (
     TEXT_SAMPLE_KEYS,

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from sga_core.data.hub import BENCHMARKS, TOFU_SPLITS
 from sga_core.params import ConfigError, from_dict, param
-from sga_core.projects.project import Project, check_name, create_project
+from sga_core.projects.create import create_project
+from sga_core.projects.listing import check_name
+from sga_core.projects.project import Project
 
 
 def teller(progress) -> Callable[..., None]:

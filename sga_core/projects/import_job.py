@@ -20,7 +20,8 @@ from pathlib import Path
 
 from sga_core.fileio import read_json
 from sga_core.projects import jobs as bgjob
-from sga_core.projects.project import Project, check_name, workspace_root
+from sga_core.projects.listing import check_name, workspace_root
+from sga_core.projects.project import Project
 
 NAME = "import"
 HOME = ".import"  # in the workspace: a hidden name no project can have

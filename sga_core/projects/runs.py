@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sga_core.projects.project import Project, ProjectError, list_projects, load_project
+from sga_core.projects.listing import list_projects, load_project
+from sga_core.projects.project import Project, ProjectError
 from sga_core.projects.training import original_run_id, prepared_model
 from sga_core.report.table import project_runs, summary_of
 from sga_core.runs.folder import RunFolder, runs_root

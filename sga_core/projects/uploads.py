@@ -10,7 +10,8 @@ from pathlib import Path
 from sga_core.data import NormalTable
 from sga_core.data.mapping import FieldReport, inspect_fields
 from sga_core.projects.benchmarks import import_with
-from sga_core.projects.project import Project, create_project
+from sga_core.projects.create import create_project
+from sga_core.projects.project import Project
 from sga_core.runs.leftovers import temp_dir
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sga_core.projects.project import create_demo_project, list_projects, workspace_root
+from sga_core.projects.demo import create_demo_project
+from sga_core.projects.listing import list_projects, workspace_root
 from sga_core.runs.folder import runs_root
 from sga_core.runs.leftovers import clean_leftovers, clean_temp_leftovers
 

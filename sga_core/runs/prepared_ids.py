@@ -1,5 +1,5 @@
 """The run ids of a project's two prepared models (``prepare``): the original and the retain
-reference. Every name a project may have (:data:`sga_core.projects.project.NAME_RE`: up to 64
+reference. Every name a project may have (:data:`sga_core.projects.listing.NAME_RE`: up to 64
 characters, ``_`` allowed) gets a valid run id (no ``_``, at most 64 characters), and no two
 (name, role) pairs share one.
 
@@ -26,7 +26,7 @@ MAX_ID = 64
 
 def prepared_run_id(name: str, role: str) -> str:
     """The run id of project ``name``'s prepared model ``role`` (:data:`ROLES`)."""
-    from sga_core.projects.project import NAME_RE
+    from sga_core.projects.listing import NAME_RE
 
     if role not in ROLES:
         raise ValueError(f"role {role!r}: expected one of {', '.join(ROLES)}")

@@ -16,12 +16,12 @@ def load_rows(forget, retain) -> tuple[list[dict], list[dict], str]:
     """``(forget rows, retain rows, kind)`` from files or lists; both of one kind, or a
     one-line EvalError saying which is which."""
     from sga_core.evaluation.common import EvalError
-    from sga_core.evaluation.run import _load_rows
+    from sga_core.evaluation.rows import load_rows as eval_load_rows
 
-    forget_rows, _, kind = _load_rows(forget, "auto")
+    forget_rows, _, kind = eval_load_rows(forget, "auto")
     if not forget_rows:
         raise EvalError("no forget rows to stress-test")
-    retain_rows, _, retain_kind = _load_rows(retain, "auto") if retain is not None \
+    retain_rows, _, retain_kind = eval_load_rows(retain, "auto") if retain is not None \
         else ([], None, kind)
     if retain_rows and retain_kind != kind:
         raise EvalError(f"retain data is {retain_kind} but the forget data is {kind}: a "

@@ -91,7 +91,8 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
     :class:`sga_core.stress.job.JobRecord` told the parts, the progress and each file
     written, once the folder is held (a run's stress test as a job)."""
     from sga_core.evaluation.common import free_memory
-    from sga_core.evaluation.run import EvalSettings, choose_device, load_model_and_tokenizer
+    from sga_core.evaluation.run import choose_device, load_model_and_tokenizer
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.stress.rows import load_rows, text_retain, text_rows
 
     st = settings or settings_class()()
@@ -325,7 +326,7 @@ def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None
     written there is recorded in the run's stress_status.json as it goes
     (:class:`~sga_core.stress.job.JobRecord`)."""
     from sga_core.evaluation.common import EvalError
-    from sga_core.evaluation.run import settings_from_config
+    from sga_core.evaluation.settings import settings_from_config
     from sga_core.model.loading import is_model_folder
     from sga_core.runs.folder import RunFolder
     from sga_core.stress.job import JobRecord

@@ -82,7 +82,7 @@ def test_nan_weights_say_not_a_number_and_divergence_names_its_step(tmp_path, ti
     from transformers import AutoModelForCausalLM
 
     from sga_core.cli.stress import format_results
-    from sga_core.evaluation.run import EvalSettings
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.stress.run import stress_model
 
     nan_dir = tmp_path / "nan-model"
@@ -110,7 +110,7 @@ def test_a_killed_write_leaves_no_part_of_a_result(tmp_path, tiny_model_dir, dem
     """What a stress process killed mid-write leaves (a result's temporary file, a kept
     copy's temporary folder) is removed by the next stress test of the folder; the result
     files there are all whole."""
-    from sga_core.evaluation.run import EvalSettings
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.stress.run import stress_model
 
     out = tmp_path / "out"

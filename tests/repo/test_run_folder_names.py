@@ -28,6 +28,7 @@ PATH_CALLS = {"Path", "PurePath", "PosixPath", "joinpath", "join"}
 #: a folder that is not a run folder but shares a word with one: (file, name) -> why
 OTHER_FOLDERS = {
     ("sga_core/projects/project.py", "eval"): "a project's evaluation sets, not a run's eval/",
+    ("sga_core/projects/create.py", "eval"): "a new project's evaluation sets, not a run's eval/",
 }
 
 

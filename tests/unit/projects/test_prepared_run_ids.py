@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sga_core.config import valid_run_id
-from sga_core.projects.project import NAME_RE
+from sga_core.projects.listing import NAME_RE
 from sga_core.runs.prepared_ids import ROLES, prepared_run_id
 
 FIRST = string.ascii_lowercase + string.digits

@@ -73,7 +73,7 @@ def test_bad_settings_are_refused():
 
 
 def _forget_nlls(model, tok, rows):
-    from sga_core.evaluation.run import EvalSettings
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.stress.scoring import score_rows
 
     _, es, _ = EvalSettings().resolve()

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_text_run_is_stress_tested_on_its_passages(tmp_path, tiny_model_dir, demo_dir):
-    from sga_core.evaluation.run import EvalSettings, load_model_and_tokenizer
+    from sga_core.evaluation.run import load_model_and_tokenizer
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.evaluation.text import drop_end_token, token_rows
     from sga_core.model.forward import row_token_table
     from sga_core.runs.folder import RunFolder
@@ -60,7 +61,7 @@ def test_a_text_run_is_stress_tested_on_its_passages(tmp_path, tiny_model_dir, d
 def test_text_rouge_compares_a_generated_continuation(tmp_path, tiny_model_dir, demo_dir):
     """With ROUGE on, each passage's prefix is continued greedily as raw text for up to the
     VerbMem tokens and compared with the true continuation's."""
-    from sga_core.evaluation.run import EvalSettings
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.stress.run import stress_model
 
     rows = [json.loads(line) for line in (demo_dir / "text_forget.jsonl").open()][:2]
@@ -74,7 +75,8 @@ def test_text_rouge_compares_a_generated_continuation(tmp_path, tiny_model_dir, 
 
 
 def test_relearning_on_text_trains_on_the_whole_passage(tiny_model_dir, demo_dir):
-    from sga_core.evaluation.run import EvalSettings, load_model_and_tokenizer
+    from sga_core.evaluation.run import load_model_and_tokenizer
+    from sga_core.evaluation.settings import EvalSettings
     from sga_core.model.encoding import IGNORE
     from sga_core.stress import StressContext
     from sga_core.stress.rows import text_rows
