@@ -104,8 +104,13 @@ class TrainingArgs:
     dtype: str = param("float32", "Weights dtype when loading the model.",
                        choices=("float32", "bfloat16", "float16"), advanced=True)
     save_model: bool = param(True, "Save the final model into the run folder.")
-    eval_nll: bool = param(True, "Measure the mean answer NLL of all forget and retain rows "
-                                 "before and after training (status.json nll_before/after).")
+    eval_nll: bool = param(True, "Measure the mean answer NLL of the forget and retain rows "
+                                 "before and after training (status.json nll_before/after; "
+                                 "the Runs page shows its progress).")
+    nll_rows: int = param(0, "Rows of each set (forget, retain) that the NLL before/after "
+                             "scores, evenly spaced (0 = all): a bound on the minutes it "
+                             "takes on a CPU with thousands of retain rows.", min=0,
+                          max=10_000_000, advanced=True, label="NLL rows per set")
     diverge_loss: float = param(0.0, "Also stop as 'diverged' when |loss| exceeds this "
                                      "(0 = only on non-finite loss).", min=0.0, max=1e12,
                                 advanced=True)

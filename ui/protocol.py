@@ -34,6 +34,15 @@ def eval_rows_input() -> int:
                          "CPU, with wider intervals; the results say 'n of N rows'."))
 
 
+def eval_rows_value() -> int:
+    """The Train page's row limit (:func:`eval_rows_input`) where it is read before the
+    input is drawn (the Prepare panel, above it): its value now, else the kept one."""
+    from ui.forms import chosen
+
+    value = st.session_state.get("train.eval_rows", chosen("train.eval_rows"))
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
+
+
 def protocol_section(project, root) -> None:
     """Choose the project's protocol; offer to re-evaluate runs evaluated under another."""
     st.subheader("Evaluation protocol")

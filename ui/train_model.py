@@ -10,6 +10,7 @@ from sga_core import workbench as wb
 from ui import forms
 from ui.cluster import chosen_backend
 from ui.context import project_note
+from ui.protocol import eval_rows_value
 from ui.show import panel, show_error
 
 ORIGINAL, OTHER = "prepared original", "other model"
@@ -54,11 +55,13 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
             "reference for Forget Quality); both run as queued jobs on the Runs page.")
     project_note(project, "prepares")
     training = _prepare_settings(project.kind)
+    max_rows = eval_rows_value()  # the Train page's "evaluate at most", drawn further down
+    _prepare_plan(project, root, training, max_rows)
     if st.button("Prepare models", key="train.prepare"):
         try:
             dirs = wb.submit_prepare(project, model=model if mode == OTHER else
                                      "embedded:smollm2", root=root, training=training,
-                                     backend=chosen_backend())
+                                     backend=chosen_backend(), max_rows=max_rows)
         except (wb.ConfigError, wb.SlurmError, ValueError) as exc:
             show_error(exc, "cannot prepare")
             return
@@ -94,9 +97,36 @@ def _prepare_settings(kind: str = "qa") -> dict:
                                     label="max steps", min_value=0, max_value=10**7,
                                     help="0: the epochs decide"),
         }
+        c = st.columns([2, 1])
+        out["eval_nll"] = forms.kept(c[0].checkbox, "train.prep.eval_nll", True,
+                                     label="measure the NLL before and after training",
+                                     help="the mean answer NLL of the forget and retain "
+                                          "rows (the Runs page shows its progress)")
+        out["nll_rows"] = forms.kept(c[1].number_input, "train.prep.nll_rows",
+                                     int(d["nll_rows"]), label="NLL rows per set (0 = all)",
+                                     min_value=0, max_value=10**7, step=50,
+                                     disabled=not out["eval_nll"],
+                                     help="an evenly spaced sample of each set")
         st.caption("The original and the retain reference are fine-tuned with the same "
                    "settings, so Forget Quality compares like with like." +
                    (" Text: the Original must memorise its passages, or no forgetting can be "
                     "measured (the Results page says so); see docs/measurability.md."
                     if kind == "text" else ""))
     return out
+
+
+def _prepare_plan(project, root, training: dict, max_rows: int) -> None:
+    """What pressing Prepare starts: the steps of each model, a rough time where this
+    project's earlier prepare runs give a time per step, and the evaluation's row limit."""
+    try:
+        plan = wb.prepare_plan(project, training, root)
+    except (wb.ConfigError, ValueError, OSError):
+        return  # the settings or the data are refused when Prepare is pressed
+    steps = plan["steps"]
+    took = (f", about {wb.fmt_seconds(plan['eta_s'])} at {plan['step_s']:.1f}s a step (this "
+            "project's last prepare run)" if plan["eta_s"] is not None else "")
+    st.caption(f"Prepare runs {plan['total']:,} training steps: {steps['retain-ref']:,} for "
+               f"the retain reference, then {steps['original']:,} for the original{took}. "
+               "Each model is then evaluated on " + (
+                   f"at most {max_rows:,} rows of each set" if max_rows else
+                   "every row of each set") + " (\"evaluate at most\" below).")

@@ -36,11 +36,14 @@ def _add_flag(parser, flag: str, dest: str, specs: list[dict], help_text: str) -
     parser.add_argument(flag, metavar=specs[0]["name"].upper(), **kwargs)
 
 
-def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = "") -> None:
+def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = "",
+                        defaults: dict | None = None, helps: dict | None = None) -> None:
     """One flag per field of dataclass ``cls``, its help and default from the field's
     metadata; unset flags stay None. A field whose flag another option already uses gets
     ``--<clash_prefix>-<name>`` instead (a method's ``max_length`` next to the training one);
-    without a ``clash_prefix`` that is a programming error."""
+    without a ``clash_prefix`` that is a programming error. ``defaults`` (name -> the
+    default as the help says it) and ``helps`` (name -> help) replace the field's own where
+    the command applies others (``prepare``: its own defaults, by task)."""
     taken = parser._option_string_actions if hasattr(parser, "_option_string_actions") else {}
     for spec in field_specs(cls):
         name = spec["name"]
@@ -51,7 +54,8 @@ def add_dataclass_flags(parser, cls, dest_prefix: str, *, clash_prefix: str = ""
             if not clash_prefix:
                 raise ValueError(f"{cls.__name__}.{name}: flag {flag} is already taken")
             flag = _flag(f"{clash_prefix}_{name}")
-        help_text = f"{spec.get('help') or ''} (default: {spec['default']!r})"
+        default = (defaults or {}).get(name, repr(spec["default"]))
+        help_text = f"{(helps or {}).get(name) or spec.get('help') or ''} (default: {default})"
         _add_flag(parser, flag, f"{dest_prefix}{name}", [spec], help_text)
 
 

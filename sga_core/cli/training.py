@@ -254,7 +254,8 @@ def cmd_prepare(args) -> int:
                       launch=collect(args, "launch."), task=args.task, which=args.which,
                       evaluate=args.eval, eval_sets=eval_sets,
                       eval_protocol=args.eval_protocol, field_map=field_map(args),
-                      backend=chosen_backend(args), workspace=args.workspace)
+                      backend=chosen_backend(args), workspace=args.workspace,
+                      max_rows=args.max_rows)
     print(json.dumps(results, indent=2))
     ended_well = ("completed",) if backend(chosen_backend(args)).foreground else \
         ("queued", "running", "completed")
@@ -387,13 +388,21 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                         "demo's")
     s.add_argument("--eval-protocol", choices=PROTOCOL_CHOICES,
                    help="evaluation protocol of both models (eval.protocol; default: demo)")
+    s.add_argument("--max-rows", type=int, default=0, metavar="N",
+                   help="evaluate at most N rows of each evaluation set, evenly spaced "
+                        "(eval.max_rows, the Train page's 'evaluate at most'; default: 0 = "
+                        "all)")
     s.add_argument("--backend", choices=backend_names(),
                    help="where both fine-tunings go: here, one after the other (local), or "
                         "to SLURM as two jobs, the original's held until the reference's "
                         "ended well (default: the workspace's cluster profile)")
     s.add_argument("--workspace", help="projects folder holding the cluster profile "
                                        "(default $SGA_WORKSPACE or ./workspace)")
-    add_dataclass_flags(s, TrainingArgs, "training.")
+    from sga_core.projects.prepare import PREPARE_HELP, defaults_text
+
+    # prepare's own defaults (by --task), the same as the browser's Prepare panel
+    add_dataclass_flags(s, TrainingArgs, "training.", defaults=defaults_text(),
+                        helps=PREPARE_HELP)
     add_dataclass_flags(s, LaunchConfig, "launch.")
     add_map_flag(s)
     s.set_defaults(func=cmd_prepare)

@@ -36,7 +36,7 @@ REINFORCED_HELP = ("A reinforced model to reuse: a Task Vector / WHP run (folder
                    "folder, else train it here.")
 # training settings that do not change the reinforced weights
 _IGNORED = {"log_every", "probe_every", "probe_rows", "probe_count", "save_model", "eval_nll",
-            "diverge_loss"}
+            "nll_rows", "diverge_loss"}
 
 
 def fingerprint(trainer) -> dict:

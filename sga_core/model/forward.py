@@ -177,9 +177,11 @@ def batched_nll(model, seqs: list[Sequence], pad_id: int, device="cpu", batch_si
 
 
 def rows_nll(model, enc: Encoder, rows: list[dict], kind: str = "qa", device="cpu",
-             batch_size: int = 16) -> list[float]:
-    """Mean answer NLL of each data row's own answer (or continuation)."""
-    return batched_nll(model, [enc.row(r, kind) for r in rows], enc.pad_id, device, batch_size)
+             batch_size: int = 16, on_batch: OnBatch = None) -> list[float]:
+    """Mean answer NLL of each data row's own answer (or continuation); ``on_batch`` is
+    told the rows of each forward."""
+    return batched_nll(model, [enc.row(r, kind) for r in rows], enc.pad_id, device, batch_size,
+                       on_batch=on_batch)
 
 
 def _logprob_lists(res) -> list[list[float]]:

@@ -22,8 +22,11 @@ from sga_core.runs.launch import run_foreground
 from sga_core.runs.prepared_ids import original_id, reference_id
 
 # Chosen on the demo with SmolLM2 (see README): answer NLL < 0.2 on forget and retain rows.
+# The NLL before/after training scores a sample of each set: thousands of retain rows took
+# minutes on a CPU before the first step (training.nll_rows).
 PREPARE_DEFAULTS = {"lr": 1e-4, "epochs": 4, "batch_size": 8, "probe_count": 0,
-                    "log_every": 1, "probe_every": 0}
+                    "log_every": 1, "probe_every": 0, "nll_rows": 200, "max_length": 256,
+                    "max_steps": 0}
 # Text passages are longer and have many more tokens to memorise than a QA answer: the QA
 # settings left a prepared Original whose forget VerbMem equalled the Retained model's (no
 # forgetting could be measured). More passes, and sequences long enough to hold a news
@@ -33,9 +36,38 @@ PREPARE_TEXT_DEFAULTS = {**PREPARE_DEFAULTS, "epochs": 10, "max_length": 1024,
                          "batch_size": 4}
 
 
+# what the settings mean in a prepare run (the CLI's help; TrainingArgs says it of unlearning)
+PREPARE_HELP = {
+    "epochs": "Passes over the rows each model learns: forget + retain (the original), "
+              "retain only (the reference); ignored when max_steps > 0.",
+    "batch_size": "Rows per optimizer step, over all processes.",
+}
+
+
 def prepare_defaults(task: str = "qa") -> dict:
-    """The fine-tuning settings of both prepare runs for a task kind ('qa' or 'text')."""
+    """The fine-tuning settings of both prepare runs for a task kind ('qa' or 'text'): the
+    browser's Prepare panel and the CLI's ``prepare`` both start from these."""
     return dict(PREPARE_TEXT_DEFAULTS if task == "text" else PREPARE_DEFAULTS)
+
+
+def defaults_text() -> dict[str, str]:
+    """Each prepare default as the CLI's help says it ("0.0001", or "qa: 4; text: 10")."""
+    qa, text = prepare_defaults("qa"), prepare_defaults("text")
+    return {k: repr(qa[k]) if qa[k] == text[k] else f"qa: {qa[k]!r}; text: {text[k]!r}"
+            for k in qa}
+
+
+def prepare_steps(n_forget: int, n_retain: int, training: dict) -> dict[str, int]:
+    """How many optimizer steps each prepare run takes ({"original": n, "retain-ref": m}):
+    max_steps, else epochs over its rows (forget + retain; retain only) in batches."""
+    import math
+
+    from sga_core.train.batches import steps_per_epoch
+
+    batch, max_steps = int(training.get("batch_size") or 1), int(training.get("max_steps") or 0)
+    return {which: max_steps or max(1, math.ceil(float(training.get("epochs") or 0)
+                                                 * steps_per_epoch(rows, batch)))
+            for which, rows in (("original", n_forget + n_retain), ("retain-ref", n_retain))}
 
 
 def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str | None = None,
@@ -43,7 +75,7 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             task: str = "qa", which: str = "both", overwrite: bool = True,
             echo=print, evaluate: bool = True, eval_sets: dict | None = None,
             eval_protocol: str | None = None, field_map: dict | None = None,
-            backend: str = "local", workspace=None) -> dict:
+            backend: str = "local", workspace=None, max_rows: int = 0) -> dict:
     """Train the original and/or the retain reference, then (``evaluate``) evaluate them;
     returns {run_id: {state, path, model, error, eval_state, eval_error}}.
 
@@ -55,7 +87,8 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
     ``eval_sets`` are the extra evaluation sets (``eval.sets``: real-world QA sets, or the
     text holdout / forget_qa / retain_qa sets) recorded in both runs' configs, with the
     evaluation protocol ``eval_protocol`` (default: the demo's); ``field_map`` renames the
-    data files' fields (``{"prompt": "question"}``) into the runs' snapshots."""
+    data files' fields (``{"prompt": "question"}``) into the runs' snapshots; ``max_rows``
+    evaluates at most that many rows of each set (``eval.max_rows``; 0 = all)."""
     name = name or "prepared"
     root = runs_root(runs_dir)
     ref_dir = root / reference_id(name)
@@ -84,7 +117,8 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
             # both are compared with the retain reference (Forget Quality, PrivLeak); the
             # reference against itself gives the paper's "Retained" row (FQ 1)
             "eval": {"enabled": bool(evaluate), "sets": dict(eval_sets or {}),
-                     "reference": str(ref_dir), "protocol": eval_protocol or "demo"},
+                     "reference": str(ref_dir), "protocol": eval_protocol or "demo",
+                     **({"max_rows": int(max_rows)} if max_rows else {})},
             "notes": "prepare: " + ("original (forget + retain)" if include_forget
                                     else "retain reference (retain only)"),
         }))

@@ -195,10 +195,12 @@ def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
 
 
 def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
-                   training: dict | None = None, backend: str = "local") -> list[Path]:
+                   training: dict | None = None, backend: str = "local",
+                   max_rows: int = 0) -> list[Path]:
     """Queue the project's two prepare runs (retain reference, then original) on the
     backend named ``backend``, as a chain: on this machine's queue in that order, or as two
-    SLURM jobs, the original's held until the reference's ended well."""
+    SLURM jobs, the original's held until the reference's ended well. ``max_rows``: each
+    evaluation set's row limit (``eval.max_rows``, the Train page's; 0 = all)."""
     import shutil
 
     from sga_core.projects.prepare import prepare_defaults
@@ -221,10 +223,43 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
                            launch={},
                            model=model, run_id=run_id,
                            eval_cfg={**default_eval(project, root),
-                                     "reference": str(root / reference_run_id(project))},
+                                     "reference": str(root / reference_run_id(project)),
+                                     **({"max_rows": int(max_rows)} if max_rows else {})},
                            notes="prepare: " + ("original" if include_forget else
                                                 "retain reference"))
         cfgs.append(cfg)
     from sga_core.runs.backends import backend as named
 
     return named(backend).launch(cfgs, root, chain=True)
+
+
+def prepare_plan(project: Project, training: dict, root=None) -> dict:
+    """What Prepare would run with ``training``: its steps ({"original": n, "retain-ref":
+    m}, :func:`~sga_core.projects.prepare.prepare_steps`), their sum, and ``step_s``, the
+    median seconds a step took in this project's earlier prepare runs (a cancelled one
+    counts; None when none took a step), with ``eta_s`` = steps x step_s."""
+    from statistics import median
+
+    from sga_core.projects.prepare import prepare_steps
+    from sga_core.runs.folder import metrics
+    from sga_core.runs.validate import Damaged
+
+    meta = project.meta
+    n_forget = meta.get("n_forget") if isinstance(meta.get("n_forget"), int) else \
+        len(project.forget())
+    n_retain = meta.get("n_retain") if isinstance(meta.get("n_retain"), int) else \
+        len(project.retain())
+    steps = prepare_steps(n_forget, n_retain, training)
+    gaps = []
+    for run_id in (reference_run_id(project), original_run_id(project)):
+        run_dir = runs_root(root) / run_id
+        try:
+            rows = [r for r in metrics(run_dir) if isinstance(r.get("elapsed_s"), (int, float))]
+        except (Damaged, OSError):  # a damaged run gives no figure
+            rows = []
+        gaps += [(b["elapsed_s"] - a["elapsed_s"]) / (b["step"] - a["step"])
+                 for a, b in zip(rows, rows[1:]) if b["step"] > a["step"]]
+    step_s = median(gaps) if gaps else None
+    total = sum(steps.values())
+    return {"steps": steps, "total": total, "step_s": step_s,
+            "eta_s": total * step_s if step_s is not None else None}

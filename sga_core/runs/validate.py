@@ -178,6 +178,8 @@ RUN_STATUS_FIELDS = {
     "step": COUNT, "n_units": COUNT, "best_step": COUNT, "best_metric": STAMP,
     "best_value": NUM, "best_model": STAMP, "epoch": NUM, "exit_code": opt(integer()),
     "elapsed_s": NUM, "nll_before": opt(map_of(NUM)), "nll_after": opt(map_of(NUM)),
+    # a stage before or after the steps (the NLL before/after training): rows done of all
+    "stage": STAMP, "stage_done": COUNT, "stage_total": COUNT, "stage_started_at": STAMP,
     # long runs (docs/long-runs.md): the newest checkpoint, a stop signal's checkpoint, resumes
     "checkpoint_step": COUNT, "stopped_at_checkpoint": COUNT, "resumes": COUNT,
     "resumed_from": COUNT, "resumed_at": STAMP, "resume": opt(flag),

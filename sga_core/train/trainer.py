@@ -255,27 +255,45 @@ class Trainer:
             for rec in recs:
                 append_jsonl(self.run_dir / PROBES, rec)
 
-    def data_nll(self) -> dict:
-        """Mean answer NLL over all forget rows and all retain rows (sharded over processes),
-        the before/after figures a researcher checks first."""
+    def data_nll(self, when: str = "before") -> dict:
+        """Mean answer NLL over the forget rows and the retain rows (``training.nll_rows``
+        of each, evenly spaced; 0 = all), sharded over processes: the before/after figures a
+        researcher checks first. status.json names the stage ("measuring the NLL before
+        training") with its rows done of all (``stage_done``/``stage_total``), so the Runs
+        page shows it with an ETA rather than a step 0 that never moves."""
         import torch
 
+        from sga_core.evaluation.common import retain_subset
         from sga_core.model.forward import rows_nll
 
-        acc, out = self.acc, {}
-        for name, rows in (("forget", self.data.forget), ("retain", self.data.retain)):
-            if not rows:
-                continue
+        acc, out, limit = self.acc, {}, self.cfg.training.nll_rows
+        sets = [(name, [rows[i] for i in retain_subset(len(rows), limit)])
+                for name, rows in (("forget", self.data.forget), ("retain", self.data.retain))
+                if rows]
+        stage = f"measuring the NLL {when} training"
+        total, done, last = sum(len(rows) for _, rows in sets), [0], [0.0]
+
+        def counted(part) -> None:  # the main process's rows, times the processes
+            done[0] += len(part) * acc.num_processes
+            if time.monotonic() - last[0] >= 1.0:
+                last[0] = time.monotonic()
+                self.status(stage_done=min(done[0], total))
+
+        self.status(stage=stage, stage_done=0, stage_total=total, stage_started_at=now_iso())
+        self.log(f"{stage}: {plural(total, 'row')}")
+        for name, rows in sets:
             # every process scores the same number of rows (padded with a repeat that is not
             # counted), so sharded models (ZeRO-3, FSDP) run the same number of forwards
             per = -(-len(rows) // acc.num_processes)
             mine = rows[acc.process_index::acc.num_processes]
             n_real = len(mine)
             mine = mine + [rows[0]] * (per - n_real)
-            vals = rows_nll(self.model, self.enc, mine, self.data.kind, acc.device)[:n_real]
+            vals = rows_nll(self.model, self.enc, mine, self.data.kind, acc.device,
+                            on_batch=counted)[:n_real]
             tot = acc.reduce(torch.tensor([sum(vals), n_real], dtype=torch.float64,
                                           device=acc.device), "sum")
             out[name] = tot[0].item() / max(tot[1].item(), 1)
+        self.status(stage=None, stage_done=None, stage_total=None, stage_started_at=None)
         return out
 
     def caller_gone(self) -> bool:
@@ -481,7 +499,7 @@ class Trainer:
             t0 -= float(pos.get("elapsed_s") or 0.0)
         else:
             self.write_probes(0)
-            nll_before = self.data_nll() if t.eval_nll else {}
+            nll_before = self.data_nll("before") if t.eval_nll else {}
             if nll_before:
                 self.status(nll_before=nll_before)
                 self.log("answer NLL before: " + _fmt_nll(nll_before))
@@ -552,7 +570,7 @@ class Trainer:
         saved = self.method.finish(self, state)  # Task Vector / WHP build their model here
         self.write_probes(step)
         if t.eval_nll:
-            nll_after = self.data_nll()
+            nll_after = self.data_nll("after")
             self.status(nll_after=nll_after)
             self.log("answer NLL after:  " + _fmt_nll(nll_after))
         if t.save_model and not saved and not getattr(self, "weights_broken", False):

@@ -254,3 +254,41 @@ def test_a_qa_project_can_limit_the_evaluated_rows(ui_env, tiny_model_dir):
     preset = yaml.safe_load((ui_env / "workspace" / "demo" / "presets" / "few-rows.yaml")
                             .read_text())
     assert preset["eval"]["max_rows"] == 5
+
+
+def test_prepare_says_its_steps_and_evaluates_at_most_the_pages_rows(ui_env, tiny_model_dir):
+    """The Prepare panel says how many steps Prepare runs before it is pressed, and both
+    prepare runs take the page's "evaluate at most" row limit and the NLL sample's size (a
+    MUSE project's Prepare evaluated every retain and holdout row on a CPU)."""
+    from sga_core.config import load_config
+    from sga_core.runs import queue as jobs
+
+    at = open_page("app_pages/train.py")  # the demo: 10 forget and 110 retain rows
+
+    def plan() -> str:
+        return next(c.value for c in at.caption if "Prepare runs" in c.value)
+
+    # QA defaults, batch 8 and 4 epochs: 4 x 14 steps (retain), 4 x 15 (forget + retain)
+    assert "116 training steps: 56 for the retain reference, then 60 for the original" \
+        in plan() and "every row of each set" in plan()
+    at.number_input(key="train.prep.batch_size").set_value(4).run()
+    assert "232 training steps" in plan()
+    at.number_input(key="train.eval_rows").set_value(5).run()
+    assert "at most 5 rows of each set" in plan()
+    at.radio(key="train.model_mode").set_value("other model").run()
+    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+    at.number_input(key="train.prep.max_steps").set_value(1).run()
+    assert "2 training steps" in plan()
+    at.number_input(key="train.prep.nll_rows").set_value(3).run()
+    at.button(key="train.prepare").click().run()
+    runs = [ui_env / "runs" / f"demo-{which}" for which in ("original", "retain-ref")]
+    try:
+        assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+        for run_dir in runs:
+            cfg = load_config(run_dir / "config.yaml")
+            assert cfg.eval.max_rows == 5
+            assert cfg.training.eval_nll and cfg.training.nll_rows == 3
+    finally:
+        for run_dir in runs:
+            if run_dir.exists():
+                jobs.cancel(run_dir)
