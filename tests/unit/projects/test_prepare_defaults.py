@@ -71,7 +71,7 @@ def test_prepare_plan_counts_steps_and_times_them_from_an_earlier_prepare(ui_env
                                                                  "retain-ref": 5430}
     assert prepare_steps(37, 2170, {**prepare_defaults("text"), "max_steps": 9}) == {
         "original": 9, "retain-ref": 9}
-    from sga_core.projects.project import create_demo_project
+    from sga_core.projects.demo import create_demo_project
 
     project = create_demo_project()  # 10 forget and 110 retain rows
     runs = ui_env / "runs"
