@@ -1,8 +1,10 @@
 """The job contract on SLURM (the real one-node cluster of tests/helpers/slurm.py): every
 kind of job a run folder has, sent through the backend interface (``backend("slurm")``), is
 a SLURM job; pending behind a job that holds the node, a cancel means it never starts; once
-running, a cancel stops it; each within SLURM's poll interval, with no job left alive. The
-same cases on this machine's queue: tests/e2e/test_job_contract.py."""
+running, a cancel stops it; its worker killed with SIGKILL, it is failed with the reason; a
+delete while it runs is refused, and done after its cancel; each within SLURM's poll
+interval, with no job left alive. The same cases on this machine's queue:
+tests/e2e/test_job_contract.py."""
 
 from __future__ import annotations
 
@@ -130,3 +132,43 @@ def test_running_on_slurm_a_cancel_stops_it(bench, key):
     wait_for(lambda: ended(slurm, jid), 60, "its job to end")
     # asked again: nothing changes
     assert cancel(key, run_dir)["state"] == "cancelled"
+
+
+def running_on_slurm(key: str, kind, run_dir: Path) -> dict:
+    ready = (lambda s: (s.get("step") or 0) >= 1) if key == "run" else \
+        (lambda s: s.get("stage") not in (None, "starting"))
+    return wait_for(lambda: (s := kind.effective(run_dir))["state"] == "running" and
+                    s.get("pid") and ready(s) and s, REACH_S, f"the {kind.name} to run",
+                    interval=1.0)
+
+
+@pytest.mark.parametrize("key", sorted(RECIPES))
+def test_its_worker_killed_on_slurm_it_is_failed_with_the_reason(bench, key):
+    import os
+    import signal
+
+    slurm, kind = bench["slurm"], KINDS[key]
+    run_dir = RECIPES[key](bench, f"{key}-killed")
+    jid = job_of(kind, run_dir)
+    st = running_on_slurm(key, kind, run_dir)
+    os.kill(st["pid"], signal.SIGKILL)  # the worker, on the node (this machine)
+    failed = wait_for(lambda: (s := kind.effective(run_dir))["state"]
+                      in run_status.FINAL_STATES and s, SETTLE_S + 30,
+                      f"the {kind.name} to end", interval=1.0)
+    assert failed["state"] == "failed" and failed["error"], failed
+    wait_for(lambda: ended(slurm, jid), 60, "its job to end")
+
+
+@pytest.mark.parametrize("key", sorted(RECIPES))
+def test_delete_while_it_runs_on_slurm_is_refused_then_done_after_its_cancel(bench, key):
+    slurm, kind = bench["slurm"], KINDS[key]
+    run_dir = RECIPES[key](bench, f"{key}-deleted")
+    jid = job_of(kind, run_dir)
+    running_on_slurm(key, kind, run_dir)
+    with pytest.raises(RuntimeError, match=f"its {kind.name} is running"):
+        queue.delete(run_dir)
+    cancel(key, run_dir)
+    wait_for(lambda: kind.effective(run_dir)["state"] == "cancelled" and ended(slurm, jid),
+             SETTLE_S + 60, f"the {kind.name} and its job to end", interval=1.0)
+    queue.delete(run_dir)
+    assert not run_dir.exists()
