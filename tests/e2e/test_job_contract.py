@@ -30,24 +30,13 @@ from sga_core.runs.folder import RunFolder
 from sga_core.runs.jobs import KINDS, run_kinds
 from sga_core.runs.queue import runner_info
 from tests.helpers.stress import tiny_run
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.slow
 #: how soon after a cancel or a kill the job's state must be true (the runner's grace is 1 s)
 SETTLE_S = 10.0
 #: how long a job may take to start on a loaded machine
 REACH_S = 240.0
-
-
-def wait_for(pred, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    value = pred()
-    assert value, f"{what}: not within {timeout:.0f} s"
-    return value
 
 
 def long_training(bench, run_id: str) -> Path:

@@ -11,7 +11,6 @@ import dataclasses
 import os
 import signal
 import sys
-import time
 
 import pytest
 
@@ -20,19 +19,10 @@ from sga_core.projects.project import Project
 from sga_core.runs import procs
 from sga_core.runs.jobs import KINDS
 from sga_core.runs.jobs import base as lifecycle
+from tests.helpers.wait import wait_for
 
 SETTLE_S = 10.0
 PROJECT_KINDS = sorted(k for k, v in KINDS.items() if v.where == "project")
-
-
-def wait_for(pred, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
 def test_the_project_kinds_are_the_registrys():
