@@ -258,10 +258,11 @@ class Runner:
 
     def start_requested(self) -> None:
         """The jobs asked for by a request marker (an evaluation, a stress test), of
-        completed runs, one of each kind per run at a time, while a slot is free."""
+        completed runs, one of each kind per run at a time, while a slot is free; and the
+        evaluation a queued run's config asks for that no runner started (the runner that
+        reaped its training was stopped first: the next one picks it up)."""
         asked = [k for k in run_kinds() if k.request]
-        if not asked:
-            return
+        evaluation = KINDS["eval"]
         for r in list_runs(self.root):
             run_dir = Path(r["path"])
             if r["state"] != "completed":
@@ -271,6 +272,9 @@ class Runner:
                     return
                 if run_dir not in self.tables[kind.name] and kind.requested(run_dir):
                     self.launch(kind, run_dir)
+            if r.get("mode") == "queue" and run_dir not in self.evals and \
+                    self.busy() < self.max_parallel and launch.should_evaluate(run_dir):
+                self.launch(evaluation, run_dir, {})
 
     def start_requested_evals(self) -> None:
         self.start_requested()

@@ -473,3 +473,25 @@ def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
                 os.kill(pid, signal.SIGKILL)
     assert all(w.exitcode == 0 for w in workers)
 
+
+
+def test_an_evaluation_a_stopped_runner_left_is_started_by_the_next(tmp_path, kids):
+    """A queued run completed, and the runner that would have started its evaluation was
+    stopped first: the next runner starts it (and only once)."""
+    cfg = TrainConfig.from_dict({
+        "model": str(DEMO), "method": "ga", "run_id": "left",
+        "data": {"forget": str(DEMO / "forget.jsonl")},
+        "training": {"max_steps": 1}, "eval": {"enabled": True}})
+    run = create_run(cfg, tmp_path / "runs", mode="queue")
+    (RunFolder(run).model_dir).mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (RunFolder(run).model_dir / name).write_text("{}")
+    write_run(run, "completed")
+    runner = Runner(run.parent)
+    runner.start_requested()
+    proc = runner.evals.get(run)
+    assert proc is not None, read_eval(run)
+    kids.append(proc)
+    assert read_eval(run)["state"] == "running" and read_eval(run)["pid"] == proc.pid
+    runner.start_requested()  # held already: not started twice
+    assert runner.evals[run] is proc and runner.busy() == 1
