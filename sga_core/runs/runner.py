@@ -272,9 +272,20 @@ class Runner:
                     return
                 if run_dir not in self.tables[kind.name] and kind.requested(run_dir):
                     self.launch(kind, run_dir)
-            if r.get("mode") == "queue" and run_dir not in self.evals and \
-                    self.busy() < self.max_parallel and launch.should_evaluate(run_dir):
+            if r.get("mode") == "queue" and self.busy() < self.max_parallel and \
+                    self.left_unevaluated(run_dir):
                 self.launch(evaluation, run_dir, {})
+
+    def left_unevaluated(self, run_dir: Path) -> bool:
+        """A completed queued run whose config asks for an evaluation that nobody started:
+        none of its jobs is this runner's, and its training's processes are all gone (a
+        trainer that evaluates in-process writes "completed" before it starts evaluating)."""
+        if run_dir in self.active or run_dir in self.evals:
+            return False
+        st = run_status.read_run(run_dir)
+        if any(st.get(k) and is_ours(recorded(st, k)) for k in KINDS["run"].pids):
+            return False
+        return launch.should_evaluate(run_dir)
 
     def start_requested_evals(self) -> None:
         self.start_requested()

@@ -495,3 +495,21 @@ def test_an_evaluation_a_stopped_runner_left_is_started_by_the_next(tmp_path, ki
     assert read_eval(run)["state"] == "running" and read_eval(run)["pid"] == proc.pid
     runner.start_requested()  # held already: not started twice
     assert runner.evals[run] is proc and runner.busy() == 1
+
+
+def test_a_completed_run_whose_trainer_still_lives_is_not_evaluated_twice(tmp_path, kids):
+    """A trainer that evaluates in-process writes "completed" first: while it lives, no
+    runner starts a second evaluation of the run."""
+    cfg = TrainConfig.from_dict({
+        "model": str(DEMO), "method": "ga", "run_id": "inproc",
+        "data": {"forget": str(DEMO / "forget.jsonl")},
+        "training": {"max_steps": 1}, "eval": {"enabled": True}})
+    run = create_run(cfg, tmp_path / "runs", mode="queue")
+    (RunFolder(run).model_dir).mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (RunFolder(run).model_dir / name).write_text("{}")
+    trainer = stand_in(tmp_path / "t.log", kids)
+    write_run(run, "completed", pid=trainer.pid, pid_start=trainer.sga_record["start"])
+    runner = Runner(run.parent)
+    runner.start_requested()
+    assert runner.evals == {} and read_eval(run) == {}
