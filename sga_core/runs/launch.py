@@ -288,8 +288,7 @@ def start_stress(run_dir: str | os.PathLike, attacks: list[str], settings: dict 
     stress_status.json says running at once, with a fresh record."""
     return jobs.start(stress.KIND, run_dir, {"attacks": list(attacks),
                                              "settings": settings or {},
-                                             "options": options or {}},
-                      attacks=list(attacks))
+                                             "options": options or {}})
 
 
 def finish_stress(run_dir: str | os.PathLike, returncode: int) -> dict:

@@ -22,6 +22,7 @@ from sga_core.runs.backends import backend, backend_of
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import CANCEL_FILE, EVAL_REQUEST, RunFolder, request_cancel, runs_root
 from sga_core.runs.jobs import kind, run_kinds
+from sga_core.runs.jobs.evaluation import refusal as eval_refusal
 from sga_core.runs.listing import list_runs, stress_state
 from sga_core.runs.procs import is_ours, recorded, spawn
 from sga_core.runs.status import FINAL_STATES
@@ -309,24 +310,6 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     if ahead:
         return f"waiting for {len(ahead)} run(s) queued before it"
     return "starting"
-
-
-def eval_refusal(run_dir: str | os.PathLike) -> str | None:
-    """Why the evaluation of this run cannot start (None: it can): its config no longer
-    loads, or an evaluation set its config names is gone (runs made before evaluation sets
-    were snapshotted name the project's file, which a removed set takes away)."""
-    run = RunFolder(run_dir)
-    try:
-        cfg = run.config()
-    except Exception as exc:  # noqa: BLE001 - a damaged or changed config, said as it is
-        return f"its config.yaml does not load: {exc}"
-    gone = {k: str(cfg.resolve(v)) for k, v in cfg.eval.sets.items()
-            if not Path(cfg.resolve(v)).is_file()}
-    if gone:
-        names = ", ".join(f"{k} ({v})" for k, v in gone.items())
-        return (f"its evaluation set {names} no longer exists (removed after the run was "
-                "made); add it again under the same name, or delete the run")
-    return None
 
 
 def resume(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,

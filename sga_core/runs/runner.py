@@ -35,7 +35,6 @@ from sga_core.runs.procs import is_ours, kill_group, recorded, signal_ours
 from sga_core.runs.queue import (
     RUNNER_INFO,
     RUNNER_LOCK,
-    eval_refusal,
     queued_runs,
     runner_info,
 )
@@ -230,14 +229,13 @@ class Runner:
                 req = jobs.claim(kind, run_dir) if given is None else given
                 if req is None:
                     return  # cancelled meanwhile
-                why = refusal(kind, run_dir)
+                why = kind.refusal(run_dir) if kind.refusal else None
                 if why:
                     kind.write(run_dir, "failed", ended_at=now_iso(), stage=None,
                                error=f"cannot start the {kind.name}: {why}")
                     return
                 try:
-                    self.tables[kind.name][run_dir] = jobs.start(kind, run_dir, req,
-                                                                 **started_fields(kind, req))
+                    self.tables[kind.name][run_dir] = jobs.start(kind, run_dir, req)
                 except Exception as exc:  # a job's problems never stop the queue
                     kind.write(run_dir, "failed", ended_at=now_iso(),
                                error=f"cannot start the {kind.name}: {exc}")
@@ -286,12 +284,6 @@ class Runner:
         if any(st.get(k) and is_ours(recorded(st, k)) for k in KINDS["run"].pids):
             return False
         return launch.should_evaluate(run_dir)
-
-    def start_requested_evals(self) -> None:
-        self.start_requested()
-
-    def start_requested_stress(self) -> None:
-        self.start_requested()
 
     def escalate(self, run_dir: Path, proc, waited: float, job: str = TRAINING) -> None:
         """A job still running ``waited`` seconds after its cancel was asked: its process
@@ -393,16 +385,6 @@ class Runner:
 def _kind(job: str):
     """The job kind a table of the runner is named by."""
     return next(k for k in run_kinds() if k.name == job)
-
-
-def refusal(kind, run_dir: Path) -> str | None:
-    """Why a job of ``kind`` of this run cannot start now (None: it can)."""
-    return eval_refusal(run_dir) if kind.key == "eval" else None
-
-
-def started_fields(kind, request: dict) -> dict:
-    """What a job's running record says beside its process (a stress test: its attacks)."""
-    return {"attacks": list(request.get("attacks") or [])} if kind.key == "stress" else {}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from sga_core.config import TrainConfig
 from sga_core.runs import procs, queue
 from sga_core.runs.backends import backend
 from sga_core.runs.folder import RunFolder
 from sga_core.runs.jobs import KINDS, run_kinds
 from sga_core.runs.queue import runner_info
+from tests.helpers.jobs import long_training_config, request_long_stress
 from tests.helpers.stress import tiny_run
 from tests.helpers.wait import wait_for
 
@@ -41,22 +41,12 @@ REACH_S = 240.0
 
 def long_training(bench, run_id: str) -> Path:
     """A training of 100,000 steps: it runs until it is stopped."""
-    cfg = TrainConfig.from_dict({
-        "run_id": run_id, "model": str(bench["model"]), "method": "ga",
-        "data": {"forget": str(bench["demo"] / "forget.jsonl")},
-        "training": {"batch_size": 2, "max_steps": 100000, "lr": 1e-4, "probe_count": 0,
-                     "eval_nll": False},
-        "eval": {"enabled": False}})
-    return backend("local").launch([cfg], bench["runs"])[0]
+    return backend("local").launch([long_training_config(bench, run_id)], bench["runs"])[0]
 
 
 def trained(bench, run_id: str, max_new_tokens: int = 4) -> Path:
     return tiny_run(bench["runs"], bench["model"], bench["demo"], run_id,
                     max_new_tokens=max_new_tokens, completed=True, evaluated=True)
-
-
-def ask_training(bench, run_id: str) -> Path:
-    return long_training(bench, run_id)
 
 
 def ask_evaluation(bench, run_id: str) -> Path:
@@ -68,14 +58,11 @@ def ask_evaluation(bench, run_id: str) -> Path:
 
 def ask_stress(bench, run_id: str) -> Path:
     """A relearning stress test of 100,000 steps: it runs until it is stopped."""
-    run_dir = trained(bench, run_id)
-    queue.request_stress(run_dir, ["relearn"], {"rouge": False, "seeds": [0],
-                                                "relearn_steps": [100000]})
-    return run_dir
+    return request_long_stress(trained(bench, run_id))
 
 
 #: kind key -> how a test asks for a long job of that kind (a new kind adds its recipe)
-RECIPES = {"run": ask_training, "eval": ask_evaluation, "stress": ask_stress}
+RECIPES = {"run": long_training, "eval": ask_evaluation, "stress": ask_stress}
 
 
 @pytest.fixture()

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from sga_core.config import TrainConfig
 from sga_core.runs import queue
 from sga_core.runs import status as run_status
 from sga_core.runs.backends import backend, backend_of
 from sga_core.runs.jobs import KINDS, run_kinds
 from sga_core.runs.slurm.client import TABLE
 from sga_core.runs.slurm.profile import ClusterProfile, save_profile
+from tests.helpers.jobs import long_training_config, request_long_stress
 from tests.helpers.slurm import wait_for
 from tests.helpers.stress import tiny_run
 
@@ -50,12 +50,7 @@ def trained_on_slurm(bench, run_id: str, max_new_tokens: int = 4) -> Path:
 
 
 def ask_training(bench, run_id: str) -> Path:
-    cfg = TrainConfig.from_dict({
-        "run_id": run_id, "model": str(bench["model"]), "method": "ga",
-        "data": {"forget": str(bench["demo"] / "forget.jsonl")},
-        "training": {"batch_size": 2, "max_steps": 100000, "lr": 1e-4, "probe_count": 0,
-                     "eval_nll": False},
-        "launch": {"device": "cpu"}, "eval": {"enabled": False}})
+    cfg = long_training_config(bench, run_id, device="cpu")
     return backend("slurm").launch([cfg], bench["runs"], workspace=bench["ws"])[0]
 
 
@@ -66,10 +61,7 @@ def ask_evaluation(bench, run_id: str) -> Path:
 
 
 def ask_stress(bench, run_id: str) -> Path:
-    run_dir = trained_on_slurm(bench, run_id)
-    queue.request_stress(run_dir, ["relearn"], {"rouge": False, "seeds": [0],
-                                                "relearn_steps": [100000]})
-    return run_dir
+    return request_long_stress(trained_on_slurm(bench, run_id))
 
 
 RECIPES = {"run": ask_training, "eval": ask_evaluation, "stress": ask_stress}

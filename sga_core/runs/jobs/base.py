@@ -46,7 +46,9 @@ class JobKind:
     - ``fresh``: the fields a new start of it resets;
     - ``ended``: what a failure says it ended without;
     - ``dropped(request)``: the fields a request cancelled before it started is recorded
-      with (its record is fresh: nothing of an earlier job's stays).
+      with (its record is fresh: nothing of an earlier job's stays);
+    - ``refusal(run_dir)``: why it cannot start now; ``started(request)``: what its running
+      record says of its request.
 
     A kind is one module of this package with a ``KIND``; :data:`sga_core.runs.jobs.KINDS`
     finds it (tests/unit/runs/test_job_kinds.py holds every kind to the lifecycle).
@@ -65,6 +67,10 @@ class JobKind:
     ended: str = "recording how it ended"
     #: the fields a request dropped before it started is recorded cancelled with
     dropped: Callable[[dict], dict] | None = None
+    #: why a job of this kind of a run cannot start now (None: it can)
+    refusal: Callable[[Path], str | None] | None = None
+    #: what its running record says of the request it was started with, beside its process
+    started: Callable[[dict], dict] | None = None
     #: "run": a job of a run folder (``status``, ``request``, ``log``, ``read`` and ``shown``
     #: name :class:`RunFolder`'s paths and readers); "project": a project's job, in a folder
     #: of its own (``<project>/<key>/``: the file names themselves), run as ``python -m
@@ -165,7 +171,7 @@ def start(kind: JobKind, run_dir, req: dict, /, *, foreground: bool = False,
     kind.write(run_dir, "running", pid=proc.pid, pid_start=proc.sga_record["start"],
                error=None, stage="starting", started_at=now_iso(), ended_at=None,
                host=os.uname().nodename, cancel_requested_at=None,
-               **{**kind.fresh, **fields})
+               **{**kind.fresh, **(kind.started(req) if kind.started else {}), **fields})
     return proc
 
 

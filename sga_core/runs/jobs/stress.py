@@ -46,13 +46,17 @@ def argv(run_dir: Path, request: dict) -> list[str]:
 FRESH = {"done": 0, "total": None, "stage_done": 0, "stage_total": None, "results": [],
          "exit_code": None, "slurm_job_id": None, "slurm_state_final": None}
 
+def started(request: dict) -> dict:
+    """What a stress test's record says of its request: the attacks it asked for."""
+    return {"attacks": [str(a) for a in request.get("attacks") or []]}
+
+
 def dropped(request: dict) -> dict:
     """A stress test cancelled before it started: the attacks it asked for, nothing done."""
-    return {**FRESH, "attacks": [str(a) for a in request.get("attacks") or []],
-            "started_at": None, "pid": None, "pid_start": None}
+    return {**FRESH, **started(request), "started_at": None, "pid": None, "pid_start": None}
 
 
 KIND = JobKind(name="stress test", key="stress", status="stress_status_path",
                request="stress_request_path", log="stress_log_path",
                read="read_stress_status", shown="stress_status", argv=argv, fresh=FRESH,
-               dropped=dropped, priority=2)
+               dropped=dropped, started=started, priority=2)

@@ -475,17 +475,24 @@ def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
 
 
 
+def completed_queued_run(root: Path, run_id: str) -> Path:
+    """A queued run folder whose config asks for an evaluation, with a model folder (what
+    the runner's pick-up of a left evaluation looks for); its state is the caller's."""
+    cfg = TrainConfig.from_dict({
+        "model": str(DEMO), "method": "ga", "run_id": run_id,
+        "data": {"forget": str(DEMO / "forget.jsonl")},
+        "training": {"max_steps": 1}, "eval": {"enabled": True}})
+    run = create_run(cfg, root, mode="queue")
+    RunFolder(run).model_dir.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (RunFolder(run).model_dir / name).write_text("{}")
+    return run
+
+
 def test_an_evaluation_a_stopped_runner_left_is_started_by_the_next(tmp_path, kids):
     """A queued run completed, and the runner that would have started its evaluation was
     stopped first: the next runner starts it (and only once)."""
-    cfg = TrainConfig.from_dict({
-        "model": str(DEMO), "method": "ga", "run_id": "left",
-        "data": {"forget": str(DEMO / "forget.jsonl")},
-        "training": {"max_steps": 1}, "eval": {"enabled": True}})
-    run = create_run(cfg, tmp_path / "runs", mode="queue")
-    (RunFolder(run).model_dir).mkdir()
-    for name in ("config.json", "model.safetensors"):
-        (RunFolder(run).model_dir / name).write_text("{}")
+    run = completed_queued_run(tmp_path / "runs", "left")
     write_run(run, "completed")
     runner = Runner(run.parent)
     runner.start_requested()
@@ -500,14 +507,7 @@ def test_an_evaluation_a_stopped_runner_left_is_started_by_the_next(tmp_path, ki
 def test_a_completed_run_whose_trainer_still_lives_is_not_evaluated_twice(tmp_path, kids):
     """A trainer that evaluates in-process writes "completed" first: while it lives, no
     runner starts a second evaluation of the run."""
-    cfg = TrainConfig.from_dict({
-        "model": str(DEMO), "method": "ga", "run_id": "inproc",
-        "data": {"forget": str(DEMO / "forget.jsonl")},
-        "training": {"max_steps": 1}, "eval": {"enabled": True}})
-    run = create_run(cfg, tmp_path / "runs", mode="queue")
-    (RunFolder(run).model_dir).mkdir()
-    for name in ("config.json", "model.safetensors"):
-        (RunFolder(run).model_dir / name).write_text("{}")
+    run = completed_queued_run(tmp_path / "runs", "inproc")
     trainer = stand_in(tmp_path / "t.log", kids)
     write_run(run, "completed", pid=trainer.pid, pid_start=trainer.sga_record["start"])
     runner = Runner(run.parent)
