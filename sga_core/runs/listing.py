@@ -61,6 +61,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "sweep": cfg.get("sweep"), "group": cfg.get("group"),
                     "seed": training.get("seed"), "mode": st.get("mode"),
                     "backend": st.get("backend"),
+                    "eval_enabled": _eval_enabled(cfg),
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
@@ -70,6 +71,13 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "slurm_reason": st.get("slurm_reason")})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
+
+
+def _eval_enabled(cfg: dict) -> bool:
+    """Whether a config (as :func:`_config_of` read it) asks for an evaluation when the run
+    completes (``eval.enabled``, true unless it says otherwise)."""
+    ev = cfg.get("eval") if isinstance(cfg.get("eval"), dict) else {}
+    return ev.get("enabled", True) is not False
 
 
 def _sweep_param(method) -> str | None:

@@ -270,7 +270,9 @@ class Runner:
                     return
                 if run_dir not in self.tables[kind.name] and kind.requested(run_dir):
                     self.launch(kind, run_dir)
-            if r.get("mode") == "queue" and self.busy() < self.max_parallel and \
+            # (the listing's fields first: this runs at every poll, over every run)
+            if r.get("mode") == "queue" and r.get("eval_state") is None and \
+                    r.get("eval_enabled") and self.busy() < self.max_parallel and \
                     self.left_unevaluated(run_dir):
                 self.launch(evaluation, run_dir, {})
 
