@@ -418,6 +418,40 @@ def _canceller(run_dir, kind, barrier, out, rounds):
         barrier.wait()
 
 
+def _worker(role, run_dir, kind, barrier, out, rounds):
+    """A racing process: says it is ready (its imports done), then plays ``role`` for
+    ``rounds`` rounds; an exception is said (with its traceback) before it ends."""
+    import traceback
+
+    out.put(("ready", os.getpid()))
+    try:
+        (_claimer if role == "claim" else _canceller)(run_dir, kind, barrier, out, rounds)
+    except BaseException:
+        out.put(("error", traceback.format_exc()))
+        raise
+
+
+def _racers_said(workers, out, n: int, timeout: float = 120.0) -> list:
+    """``n`` messages of the racing processes; a process's error, or one that died or went
+    quiet, fails the test naming what each process was doing."""
+    import queue as queue_mod
+
+    said, deadline = [], time.monotonic() + timeout
+    while len(said) < n:
+        try:
+            msg = out.get(timeout=1)
+        except queue_mod.Empty:
+            dead = [(w.pid, w.exitcode) for w in workers if w.exitcode not in (None, 0)]
+            if dead or time.monotonic() > deadline:
+                pytest.fail(f"racing processes: {len(said)} of {n} said {said}; exited: "
+                            f"{[(w.pid, w.exitcode) for w in workers]}")
+            continue
+        if msg[0] == "error":
+            pytest.fail(f"a racing process failed:\n{msg[1]}")
+        said.append(msg)
+    return said
+
+
 @pytest.mark.parametrize("kind", ["stress", "eval"])
 def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
     """Four processes claim a request as the runner does while four cancel it, all at once:
@@ -430,12 +464,14 @@ def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
     rounds = 6
     workers_each = 4  # 8 processes in all
     barrier, out = ctx.Barrier(2 * workers_each + 1), ctx.Queue()
-    workers = [ctx.Process(target=t, args=(str(run), kind, barrier, out, rounds))
-               for t in (_claimer,) * workers_each + (_canceller,) * workers_each]
+    workers = [ctx.Process(target=_worker, args=(role, str(run), kind, barrier, out, rounds))
+               for role in ("claim",) * workers_each + ("cancel",) * workers_each]
     for w in workers:
         w.start()
     started_all = []
     try:
+        # all eight started (a loaded machine takes its time to start Python eight times)
+        _racers_said(workers, out, len(workers), timeout=600)
         for _ in range(rounds):
             status_path = rf.stress_status_path if kind == "stress" else rf.eval_status_path
             status_path.unlink(missing_ok=True)
@@ -444,9 +480,9 @@ def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
                                                            "settings": {}, "options": {}})
             else:
                 atomic_write_json(rf.eval_request_path, {"requested_at": now_iso()})
-            barrier.wait(timeout=60)  # go
-            barrier.wait(timeout=60)  # all done
-            said = [out.get(timeout=60) for _ in range(2 * workers_each)]
+            barrier.wait(timeout=120)  # go
+            said = _racers_said(workers, out, 2 * workers_each)
+            barrier.wait(timeout=120)  # all done
             started = [pid for what, pid in said if what == "claim" and pid]
             started_all += started
             st = read_stress(run) if kind == "stress" else read_eval(run)
