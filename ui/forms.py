@@ -106,6 +106,11 @@ def kept(widget, key: str, default=None, **kwargs):
     (else ``default``); a kept value that no longer fits (an option that went away, a
     number out of bounds, a value of another type) falls back to the default."""
     prepare(key)
+    if getattr(widget, "__name__", "") == "number_input":
+        # a box given no value of its own: emptied and left, it commits None (not its
+        # minimum, which Streamlit puts in otherwise), and its last value comes back
+        kwargs.setdefault("value", None)
+        kwargs["on_change"] = _refilled(key, default, kwargs.get("on_change"))
     if key not in st.session_state:
         value = _store().get(key, default)
         if not _same_kind(value, default):
@@ -122,6 +127,18 @@ def kept(widget, key: str, default=None, **kwargs):
     value = widget(key=key, **kwargs)
     _store()[key] = value
     return value
+
+
+def _refilled(key: str, default, then=None):
+    """An on_change for a number box: emptied, it shows its last kept value again (else
+    ``default``); ``then`` runs after."""
+    def refill():
+        if st.session_state.get(key) is None:
+            last = _store().get(key)
+            st.session_state[key] = default if last is None else last
+        if then is not None:
+            then()
+    return refill
 
 
 def _label(spec: dict) -> str:
@@ -172,13 +189,16 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
 
     def from_exact():
         v = st.session_state[f"{wkey}.exact"]
+        if v is None:  # emptied and left: the value it had comes back
+            st.session_state[f"{wkey}.exact"] = store.get(wkey, default)
+            return
         put(wkey, v)
         put(f"{wkey}.slider", min(hi, max(lo, v)))
 
     c1, c2 = st.columns([3, 1])
     c1.slider(_label(spec), lo, hi, step=0.05, key=f"{wkey}.slider", on_change=from_slider,
               help=spec.get("help"))
-    c2.number_input(f"{spec['name']} (exact)", min_value=spec.get("min"),
+    c2.number_input(f"{spec['name']} (exact)", value=None, min_value=spec.get("min"),
                     max_value=spec.get("max"), step=0.1, format="%g", key=f"{wkey}.exact",
                     on_change=from_exact)
     put(wkey, float(st.session_state[f"{wkey}.exact"]))

@@ -5,6 +5,7 @@ them (its config.yaml), not with the defaults as before."""
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -24,7 +25,9 @@ def set_number(page, label: str, value) -> None:
     wait_idle(page)
 
 
-def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_model_dir):
+@contextmanager
+def train_page(tmp_path):
+    """The Train page of a TOFU-shaped project "mine" with seed normals: (project, page)."""
     from sga_core.normals.idk import idk_normals
 
     project = own_project(tmp_path / "workspace", tofu_files(tmp_path / "files"))
@@ -33,6 +36,11 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
         page.goto(f"{url}/train?project=mine")
         page.get_by_role("heading", name="Train").first.wait_for(timeout=60000)
         wait_idle(page)
+        yield project, page
+
+
+def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_model_dir):
+    with train_page(tmp_path) as (_, page):
         model = page.get_by_role("textbox", name=re.compile("^model "))
         model.fill(str(tiny_model_dir))
         model.press("Enter")
@@ -66,3 +74,30 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
     assert cfg["training"]["max_steps"] == 3 and cfg["training"]["batch_size"] == 2
     assert cfg["model"] == str(tiny_model_dir)
     assert cfg["eval"]["enabled"] is False
+
+
+def test_an_emptied_number_box_gets_its_last_value_back(tmp_path):
+    """A person empties a number box to type anew and clicks elsewhere: the box shows the
+    value it had, and the form keeps it (Streamlit otherwise puts the box's minimum in: r
+    became -100, the slider -10, and a batch size 1)."""
+    import json
+
+    from tests.helpers.wait import wait_for
+
+    with train_page(tmp_path) as (project, page):
+        set_number(page, "r (exact)", -1.3)
+        set_number(page, "batch size", 2)
+        for label, value in (("r (exact)", "-1.3"), ("batch size", "2")):
+            box = page.get_by_role("spinbutton", name=label, exact=True)
+            box.fill("")
+            box.press("Tab")  # leaves the box empty
+            wait_idle(page)
+            expect(box).to_have_value(value, timeout=30000)
+        slider = page.get_by_role("slider", name=re.compile("smoothing rate r"))
+        expect(slider).to_have_value("-1.3", timeout=30000)
+
+    def kept():
+        values = json.loads((project.path / "train_form.json").read_text())["values"]
+        return values["train.f.m.sga.r"], values["train.f.t.batch_size"]
+
+    assert wait_for(lambda: kept() == (-1.3, 2), 60, "the form's values on disk") is True
