@@ -196,8 +196,10 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
         put(f"{wkey}.slider", min(hi, max(lo, v)))
 
     c1, c2 = st.columns([3, 1])
-    c1.slider(_label(spec), lo, hi, step=0.05, key=f"{wkey}.slider", on_change=from_slider,
-              help=spec.get("help"))
+    # its own value as its default: should the browser send the default back unasked, that
+    # changes nothing (the default was the range's low end: under load, r became -10)
+    c1.slider(_label(spec), lo, hi, value=st.session_state[f"{wkey}.slider"], step=0.05,
+              key=f"{wkey}.slider", on_change=from_slider, help=spec.get("help"))
     c2.number_input(f"{spec['name']} (exact)", value=None, min_value=spec.get("min"),
                     max_value=spec.get("max"), step=0.1, format="%g", key=f"{wkey}.exact",
                     on_change=from_exact)

@@ -39,8 +39,19 @@ def train_page(tmp_path):
         yield project, page
 
 
+def saved(project, *keys) -> tuple:
+    """The Train form's values kept on disk (None before the first save)."""
+    import json
+
+    path = project.path / "train_form.json"
+    values = json.loads(path.read_text())["values"] if path.exists() else {}
+    return tuple(values.get(k) for k in keys)
+
+
 def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_model_dir):
-    with train_page(tmp_path) as (_, page):
+    from tests.helpers.wait import wait_for
+
+    with train_page(tmp_path) as (project, page):
         model = page.get_by_role("textbox", name=re.compile("^model "))
         model.fill(str(tiny_model_dir))
         model.press("Enter")
@@ -52,6 +63,11 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
         evaluate.uncheck(force=True)  # waits until the box reads unchecked
         wait_idle(page)
         expect(evaluate).not_to_be_checked(timeout=30000)
+        # the box reads unchecked before the page's run that keeps it has ended: reload
+        # once the values are kept (a reload ends the session, and a run under way with it)
+        wait_for(lambda: saved(project, "train.f.m.sga.r", "train.f.t.max_steps",
+                               "train.f.t.batch_size", "train.eval") == (-1.3, 3, 2, False),
+                 60, "the form's values on disk")
 
         page.reload()
         page.get_by_role("heading", name="Train").first.wait_for(timeout=60000)
@@ -80,8 +96,6 @@ def test_an_emptied_number_box_gets_its_last_value_back(tmp_path):
     """A person empties a number box to type anew and clicks elsewhere: the box shows the
     value it had, and the form keeps it (Streamlit otherwise puts the box's minimum in: r
     became -100, the slider -10, and a batch size 1)."""
-    import json
-
     from tests.helpers.wait import wait_for
 
     with train_page(tmp_path) as (project, page):
@@ -96,8 +110,5 @@ def test_an_emptied_number_box_gets_its_last_value_back(tmp_path):
         slider = page.get_by_role("slider", name=re.compile("smoothing rate r"))
         expect(slider).to_have_value("-1.3", timeout=30000)
 
-    def kept():
-        values = json.loads((project.path / "train_form.json").read_text())["values"]
-        return values["train.f.m.sga.r"], values["train.f.t.batch_size"]
-
-    assert wait_for(lambda: kept() == (-1.3, 2), 60, "the form's values on disk") is True
+    assert wait_for(lambda: saved(project, "train.f.m.sga.r", "train.f.t.batch_size")
+                    == (-1.3, 2), 60, "the form's values on disk")
