@@ -38,8 +38,8 @@ else:
     # table's and the paper table's best values and the r suggestion below
     measured = verdict(rows, root)
     show_verdict(measured)
-    rank = wb.can_rank(measured)
-    show_results_table(rows, specs, kind, wb.extra_columns(rows), rank)
+    rank, skip = wb.can_rank(measured), wb.unranked(measured)
+    show_results_table(rows, specs, kind, wb.extra_columns(rows), rank, skip)
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
                         for c in specs))
     whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns
@@ -51,7 +51,7 @@ else:
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
     run_compare.mu_explained(rows)
     intervals.pooled_table(rows, kind)
-    show_paper_table(rows, root, kind, rank)
+    show_paper_table(rows, root, kind, rank, skip)
     intervals.downloads(rows, kind, project.name)
     show_stress_table(rows, root)
 

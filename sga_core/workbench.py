@@ -87,7 +87,13 @@ from sga_core.protocols import registered_protocols as protocols
 from sga_core.report.collapse import collapse_rule
 from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
-from sga_core.report.measurable import can_rank, table_verdict, verdict_detail, verdict_text
+from sga_core.report.measurable import (
+    can_rank,
+    table_verdict,
+    unranked,
+    verdict_detail,
+    verdict_text,
+)
 from sga_core.report.paper import paper_columns, paper_groups, paper_table, top_values
 from sga_core.report.run_files import (
     config_diff,
@@ -181,7 +187,8 @@ __all__ = [
     "PREPARE_DEFAULTS", "prepare_defaults",
     "Project", "ProjectError", "RunFolder", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
-    "can_rank", "cancel", "cancel_eval", "table_verdict", "verdict_detail", "verdict_text",
+    "can_rank", "cancel", "cancel_eval", "table_verdict", "unranked", "verdict_detail",
+    "verdict_text",
     "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",

@@ -1,6 +1,7 @@
 """"Can this experiment measure forgetting?" above the Results table: when the Original and
 the Retained model cannot be told apart on the forget set, a banner says so (and what to do)
-and the table ranks nothing; the comparison behind the verdict is one click away."""
+and the table ranks nothing; when only some metrics tell them apart, a note names the others,
+which are not ranked; the comparison behind the verdict is one click away."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ def show_verdict(v: dict) -> None:
     elif v["measurable"] is None:
         st.caption(plain(wb.verdict_text(v)))
         return
+    elif wb.unranked(v):  # measured by some metrics only: the others are not ranked
+        st.info("**Forgetting can be measured.** " + detail)
     else:
         st.caption("**Forgetting can be measured.** " + detail)
     with st.expander("Original versus Retained on the forget set" +
@@ -78,4 +81,5 @@ def show_verdict(v: dict) -> None:
                    "is not enough rows to tell. If none tells them apart, no run can show "
                    "forgetting (every interval rules it out: the Original has not memorised; "
                    "some interval too wide: not enough rows to tell), and no value is marked "
-                   "best nor any r suggested. See docs/measurability.md.")
+                   "best nor any r suggested; if some do, the others still mark no best and "
+                   "suggest no r. See docs/measurability.md.")

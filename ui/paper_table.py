@@ -10,9 +10,11 @@ from sga_core import workbench as wb
 from ui.show import plain
 
 
-def show_paper_table(rows: list[dict], root, kind: str, rank: bool = True) -> None:
+def show_paper_table(rows: list[dict], root, kind: str, rank: bool = True,
+                     skip=()) -> None:
     """The table for the newest paper-table group of ``rows`` (Results rows), or nothing.
-    ``rank`` False: nothing highlighted (forgetting cannot be measured)."""
+    ``rank`` False: nothing highlighted (forgetting cannot be measured); ``skip``: the
+    labels of columns that cannot show forgetting here (nothing highlighted in them)."""
     groups = wb.paper_groups(rows)
     if not groups:
         return
@@ -25,7 +27,7 @@ def show_paper_table(rows: list[dict], root, kind: str, rank: bool = True) -> No
         st.caption("No run of this group is evaluated yet.")
         return
     columns = [c.label for c in wb.paper_columns(kind)]
-    top = wb.top_values(table, kind) if rank else {}
+    top = wb.top_values(table, kind, skip=skip) if rank else {}
     df = pd.DataFrame(table)
 
     def highlight(col):

@@ -51,11 +51,12 @@ def _collapse_cell(row: dict) -> str:
 
 
 def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
-               rank: bool = True) -> str:
+               rank: bool = True, skip=()) -> str:
     """The table as HTML: run, method, r, K, collapsed, then each metric column, then the
     ``extra`` lm-eval task columns (accuracy, higher is better). ``rank`` False: no value is
-    marked best (the experiment cannot measure forgetting)."""
-    best = wb.best_values(rows, kind) if rank else {}
+    marked best (the experiment cannot measure forgetting); ``skip``: the labels of columns
+    that get no best (:func:`sga_core.report.measurable.unranked`)."""
+    best = wb.best_values(rows, kind, skip) if rank else {}
     head = ["run", "method", "r", "K", "collapsed"] + [c.label for c in specs] + list(extra)
     helps = {c.label: f"{c.help} ({wb.DIRECTIONS[c.direction]})" for c in specs}
     helps["collapsed"] = wb.collapse_rule(kind)
@@ -93,8 +94,11 @@ def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
 
 
 def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = (),
-                       rank: bool = True) -> None:
-    best = ("Best value of each column in **bold green**, among runs that did not collapse. "
+                       rank: bool = True, skip: dict | None = None) -> None:
+    skip = skip or {}
+    best = ("Best value of each column in **bold green**, among runs that did not collapse" +
+            (" (none on " + ", ".join(skip) + ": they cannot show forgetting here, see the "
+             "verdict above)" if skip else "") + ". "
             if rank else "No value is marked best: forgetting cannot be measured here. ")
     st.caption("One row per evaluated run, with the Original (before unlearning) and Retained "
                "(never saw the forget set: the target) models first. " + best + "**" +
@@ -102,4 +106,4 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
                "greyed. — = cannot be computed: hover it for the reason (and the column "
                "headers for what each metric means). (n of N rows) after a value: it was "
                "computed on an evenly spaced subset of the rows (eval.max_rows).")
-    st.html(table_html(rows, specs, kind, extra, rank))
+    st.html(table_html(rows, specs, kind, extra, rank, skip))

@@ -72,15 +72,15 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
     and the table pooled over seeds when a configuration has several."""
     from sga_core.report.collapse import collapse_rule
     from sga_core.report.columns import REFERENCE_ROWS, extra_columns, row_columns
-    from sga_core.report.measurable import can_rank, verdict_text
+    from sga_core.report.measurable import can_rank, unranked, verdict_text
     from sga_core.report.seeds import group_display, has_seed_groups
     from sga_core.report.table import best_values, protocol_note
 
     specs = row_columns(rows, kind)
     extra = extra_columns(rows)
     metrics = [c.label for c in specs] + extra
-    rank = can_rank(verdict)
-    best = best_values(rows, kind) if rank else {}
+    rank, skip = can_rank(verdict), unranked(verdict)
+    best = best_values(rows, kind, skip) if rank else {}
     body = []
     for row in rows:
         ref, collapsed = row["run"] in REFERENCE_ROWS, row.get("collapsed") is True
@@ -103,7 +103,9 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
     if verdict is not None:
         lines.append(f"verdict: {verdict_text(verdict)}")
     lines += text_table(["run", "method", "r", "K", "collapsed", *metrics], body)
-    lines.append(("* the best value of the column among runs that did not collapse; " if rank
+    lines.append(("* the best value of the column among runs that did not collapse" +
+                  (f" (none on {', '.join(skip)}: they cannot show forgetting here)"
+                   if skip else "") + "; " if rank
                   else "no value is marked best: forgetting cannot be measured here; ") +
                  f"{MISSING} = cannot be computed" +
                  ("; (n of N rows) = computed on an evenly spaced subset (eval.max_rows)"

@@ -28,11 +28,13 @@ The rule (docs/spec.md#510-can-this-experiment-measure-forgetting):
   that side (a gap of that size or more is excluded): wholly inside the gap, or on the other
   side (the Original LESS memorised than the Retained never counts as memorised);
 - one that does neither straddles the gap: "not enough rows to tell";
-- verdict: **measurable** when one metric separates them; **not memorised** when none does
-  and every compared metric rules memorisation out; **too few rows** when none separates
-  them but some interval is too wide to rule it out ("not enough rows to tell", never "has
-  not memorised"); **no verdict** without an evaluated Original and Retained, or without
-  per-row values to compare. The verdict names the metrics that decided it.
+- verdict: **measurable** when one metric separates them (then only the metrics that separate
+  them, and those that do not read the forget set, are ranked: :func:`unranked`); **not
+  memorised** when none does and every compared metric rules memorisation out; **too few
+  rows** when none separates them but some interval is too wide to rule it out ("not enough
+  rows to tell", never "has not memorised"); **no verdict** without an evaluated Original
+  and Retained, or without per-row values to compare. The verdict names the metrics that
+  decided it.
 """
 
 from __future__ import annotations
@@ -164,9 +166,12 @@ def verdict_detail(v: dict) -> str:
     """What the verdict rests on, in words: which metrics decided it."""
     state = v.get("state")
     if state == MEASURABLE:
+        rest = unranked(v)
         return ("The Original differs from the Retained on the forget set; decided by " +
                 ", ".join(v["decided_by"]) + " (the 95% interval of the difference lies "
-                "beyond the negligible gap on the side of memorisation).")
+                "beyond the negligible gap on the side of memorisation)." +
+                (" Not on " + ", ".join(rest) + ": they cannot show forgetting here, so no "
+                 "best value is marked and no r suggested by them." if rest else ""))
     if state == NOT_MEMORISED:
         return (NOT_MEASURABLE[0].upper() + NOT_MEASURABLE[1:] + ". Decided by " +
                 ", ".join(v["decided_by"]) + ": every interval rules out a memorisation gap.")
@@ -247,6 +252,22 @@ def can_rank(verdict: dict | None) -> bool:
     """Whether a surface may mark best values or suggest an r: not when the experiment
     cannot measure forgetting (not memorised, or too few rows to tell)."""
     return not verdict or verdict.get("measurable") is not False
+
+
+UNRANKED_WHY = {"rules out": "the Original is no more memorised than the Retained on it",
+                "too wide": "too few rows to tell the Original from the Retained on it"}
+
+
+def unranked(verdict: dict | None) -> dict[str, str]:
+    """The forget-side columns (by label) that get no best value and suggest no r although
+    forgetting can be measured, each with why: those that do not themselves tell the
+    Original from the Retained. Forgetting measured on forget PPL alone says nothing of
+    VerbMem; a best VerbMem there would rank noise. Empty when nothing can be ranked at all
+    (:func:`can_rank` decides that) or without a verdict."""
+    if not verdict or verdict.get("state") != MEASURABLE:
+        return {}
+    return {r["label"]: UNRANKED_WHY[r["decides"]] for r in verdict.get("rows") or []
+            if not r.get("separates")}
 
 
 def table_verdict(rows: list[dict], root, n_boot: int = 1000) -> dict:

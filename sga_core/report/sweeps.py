@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sga_core.metrics.catalog import HIGHER, LOWER, PROTOCOL_NAMES, table_columns
 from sga_core.report.columns import REFERENCE_ROWS, column_labels
-from sga_core.report.measurable import can_rank, negligible, verdict_text
+from sga_core.report.measurable import can_rank, negligible, unranked, verdict_text
 from sga_core.report.seeds import fmt_interval, groups
 from sga_core.report.settings import configuration, differing_settings, show_setting, signature
 from sga_core.report.stats import compare_by_seed, mean, t_interval
@@ -170,6 +170,9 @@ def suggestion_text(s: dict | None, verdict: dict | None = None) -> str:
     p = s.get("param") or "r"
     if not can_rank(verdict):
         return f"No {p} is suggested. " + verdict_text(verdict)
+    if s["metric"] in (why := unranked(verdict)):
+        return (f"No {p} is suggested by {s['metric']}: {why[s['metric']]}, so it cannot "
+                "show forgetting here. " + verdict_text(verdict))
     excluded = s.get("excluded") or {}
     left_out = ("Not suggested, because a seed collapsed there: " + "; ".join(
         f"{p} = {r:g} ({why})" for r, why in sorted(excluded.items())) + ".") if excluded else ""

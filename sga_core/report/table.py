@@ -177,16 +177,19 @@ class _Column:
         self.name, self.label = name, name[len(LM_PREFIX):]
 
 
-def best_values(rows: list[dict], kind: str = "qa") -> dict[str, float]:
+def best_values(rows: list[dict], kind: str = "qa", skip=()) -> dict[str, float]:
     """The best value of each column (by label) among the unlearning runs that did not
     collapse (Original, Retained and runs :func:`mark_collapse` flagged excluded), following
     the column's direction: the highest, the lowest, or the closest to 0. A column has a
     best only where at least two such values differ: one run, or equal values, is no
-    comparison (every cell of a single run was marked best)."""
+    comparison (every cell of a single run was marked best). ``skip``: labels of columns
+    that get none (:func:`sga_core.report.measurable.unranked`)."""
     runs = [r for r in rows if r["run"] not in REFERENCE_ROWS and r.get("collapsed") is not True]
     pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
     best = {}
     for col in row_columns(rows, kind):
+        if col.label in skip:
+            continue
         vals = [r[col.label] for r in runs if r.get(col.label) is not None]
         if len(set(vals)) >= 2:
             best[col.label] = pick[col.direction](vals)

@@ -61,8 +61,10 @@ def cli_results(ui_env) -> str:
 
 
 def suggestions(at) -> list[str]:
-    return [shown(e.value) for e in [*at.info, *at.warning] if " suggested" in
-            shown(e.value) or "Best " in shown(e.value) or "No best" in shown(e.value)]
+    """The r suggestions under Metrics versus r (not the verdict above the table)."""
+    texts = [shown(e.value) for e in [*at.info, *at.warning]]
+    return [t for t in texts if "Forgetting can be measured" not in t and (
+        " suggested" in t or "Best " in t or "No best" in t)]
 
 
 def bold(cells: dict) -> list:
@@ -101,6 +103,24 @@ def test_an_original_that_memorised_shows_no_banner(ui_env):
     out = cli_results(ui_env)
     assert "verdict: Forgetting can be measured." in out and "decided by forget prob" in out
     assert "0.5*" in out  # FQ of sga r=0.4, starred as the page marks it
+
+
+def test_a_metric_that_does_not_tell_the_two_apart_gets_no_best(ui_env):
+    # measurable by forget prob; forget ROUGE-L is 0.5 on every row of both models, so it
+    # cannot show forgetting: the runs' 0.25 and 0.3 are not ranked on any surface
+    project_with(ui_env, [p + 0.5 for p in SPREAD])
+    at = results()
+    cells = results_cells(at)
+    assert cells["sga r=-0.8"]["forget ROUGE-L"][0] == "0.25"  # shown, not marked
+    assert [c for c in bold(cells) if c[1] == "forget ROUGE-L"] == []
+    assert ("sga r=0.4", "FQ") in bold(cells)  # the rest is ranked as before
+    verdicts = [shown(e.value) for e in at.info if "Forgetting can be measured" in
+                shown(e.value)]
+    assert any("Not on forget ROUGE-L" in v for v in verdicts), verdicts
+    assert any("none on forget ROUGE-L" in shown(c.value) for c in at.caption)
+    out = cli_results(ui_env)
+    assert "Not on forget ROUGE-L" in out and "none on forget ROUGE-L" in out
+    assert "0.25*" not in out and "0.3*" not in out
 
 
 def test_a_panel_does_not_stretch_a_negligible_difference_to_the_full_axis():

@@ -15,6 +15,7 @@ from sga_core.report.measurable import (
     measurability,
     separates,
     table_verdict,
+    unranked,
 )
 
 
@@ -285,3 +286,25 @@ def test_only_an_interval_wholly_beyond_the_gap_separates():
         got = ("separates" if separates(r, "text") else
                "rules out" if rules_out(r, "text") else "too wide")
         assert got == expected, (r, got, expected)
+
+
+def test_metrics_that_do_not_separate_the_two_are_not_ranked(tmp_path):
+    # a MUSE-Books study on a CPU: forget PPL 40 vs 63 separates them; VerbMem is LOWER for
+    # the Original (0.048 vs 0.138) and MIA AUC / PrivLeak are equal: those cannot show
+    # forgetting here, so no best value and no r by them, and the verdict names them
+    from sga_core.report import sweeps
+    from sga_core.report.stats import Interval
+
+    v = books_pair(tmp_path, [p * 40.1 / 68.2 for p in BOOKS_PPL], [0.048] * 12)
+    assert v["state"] == "measurable" and v["decided_by"] == ["forget PPL"]
+    skip = unranked(v)
+    assert set(skip) == {"VerbMem", "MIA AUC", "PrivLeak"}, skip
+    assert "no more memorised" in skip["VerbMem"]
+    assert "Not on VerbMem, MIA AUC, PrivLeak: they cannot show forgetting here" in v["text"]
+    s = {"metric": "VerbMem", "param": "r", "r": -0.8, "best": Interval(1, 0.05),
+         "others": [], "excluded": {}}
+    text = sweeps.suggestion_text(s, v)
+    assert text.startswith("No r is suggested by VerbMem") and "Best" not in text
+    # nothing to leave out where the verdict cannot rank at all, or gives none
+    assert unranked(books_pair(tmp_path / "same", BOOKS_PPL, [0.0561] * 12)) == {}
+    assert unranked(None) == {}
