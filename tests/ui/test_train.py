@@ -256,6 +256,21 @@ def test_a_qa_project_can_limit_the_evaluated_rows(ui_env, tiny_model_dir):
     assert preset["eval"]["max_rows"] == 5
 
 
+def test_the_nll_before_and_after_is_bounded_and_its_bound_is_in_view(ui_env, tiny_model_dir):
+    """"eval nll" scored every forget and retain row before step 1 (2,174 rows of a
+    MUSE-Books import: an hour on a CPU) and its bound hid among the advanced fields: it
+    now sits beside the box, at Prepare's 200 rows, and goes into the run's config."""
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.checkbox(key="train.f.t.eval_nll").check().run()
+    box = at.number_input(key="train.f.t.nll_rows")  # the main fields, not the advanced
+    assert box.value == 200 and box.label == "NLL rows per set"
+    box.set_value(30).run()
+    at.button(key="train.preview").click().run()
+    assert not at.exception, at.exception
+    cfg = load_config_from_preview(at)
+    assert cfg.training.eval_nll and cfg.training.nll_rows == 30
+
+
 def test_prepare_says_its_steps_and_evaluates_at_most_the_pages_rows(ui_env, tiny_model_dir):
     """The Prepare panel says how many steps Prepare runs before it is pressed, and both
     prepare runs take the page's "evaluate at most" row limit and the NLL sample's size (a
