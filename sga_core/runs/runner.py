@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sga_core.fileio import atomic_write_json, dir_lock, now_iso
-from sga_core.runs import launch, memory
+from sga_core.runs import launch, memory, upstream
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import CANCEL_FILE
 from sga_core.runs.jobs import KINDS, run_kinds
@@ -348,6 +348,14 @@ class Runner:
                 return
             if run_dir in self.active:
                 continue
+            # a run on another run's model (the Original being prepared) waits for it, and
+            # fails saying why when it ended without one (a trainer would die on the path)
+            gate, why = upstream.gate(run_dir)
+            if gate == upstream.WAIT:
+                continue
+            if gate == upstream.FAIL:
+                self.refuse(run_dir, why)
+                continue
             if not memory.admit(run_dir, self.busy()):  # it would not fit: waits or fails
                 continue
             try:
@@ -367,6 +375,20 @@ class Runner:
             self.active[run_dir] = proc
             self.claim(TRAINING, run_dir)
             self.log(f"{run_dir.name}: started (pid {proc.pid})")
+
+    def refuse(self, run_dir: Path, why: str) -> None:
+        """A queued run that cannot start ends failed with ``why``, unless a cancel or
+        another runner got to it first (decided under its folder's lock)."""
+        try:
+            with dir_lock(run_dir):
+                if (run_dir / CANCEL_FILE).exists() or \
+                        run_status.read_run(run_dir).get("state") != "queued":
+                    return
+                run_status.write_run(run_dir, "failed", ended_at=now_iso(),
+                                     error=f"cannot start: {why}")
+        except FileNotFoundError:
+            return
+        self.log(f"{run_dir.name}: cannot start: {why}")
 
     def run(self) -> int:
         idle_since = time.time()

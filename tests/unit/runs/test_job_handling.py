@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import time
@@ -549,3 +550,52 @@ def test_a_completed_run_whose_trainer_still_lives_is_not_evaluated_twice(tmp_pa
     runner = Runner(run.parent)
     runner.start_requested()
     assert runner.evals == {} and read_eval(run) == {}
+
+
+# --- a run on another run's model waits for it, and fails saying why without one ----------
+
+def run_on(root: Path, run_id: str, source: Path) -> Path:
+    """A queued run that trains from ``source``'s model (an unlearning run launched on the
+    Original while Prepare is still queued)."""
+    cfg = TrainConfig.from_dict({
+        "model": str(RunFolder(source).model_dir), "method": "ga", "run_id": run_id,
+        "data": {"forget": str(DEMO / "forget.jsonl")}, "training": {"max_steps": 1},
+        "eval": {"enabled": False}})
+    return create_run(cfg, root, mode="queue")
+
+
+def test_a_run_on_a_cancelled_original_fails_saying_why_and_starts_nothing(tmp_path,
+                                                                          no_runner):
+    """A new user cancelled the queued Original to prepare it again: the GA and SGA runs
+    queued on its model failed at once with a traceback (ModelError: model folder ...
+    does not exist). They now wait while it is queued or running, and fail with the reason,
+    starting no trainer, once it ended without a model."""
+    from sga_core.runs import upstream
+
+    root = tmp_path / "runs"
+    original = completed_queued_run(root, "books-original")
+    shutil.rmtree(RunFolder(original).model_dir)  # not trained yet
+    ga = run_on(root, "ga-8steps", original)
+    assert upstream.source_run(ga) == original
+    with open(root / queue.RUNNER_LOCK, "a") as lock:  # a runner holds the queue
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runner = Runner(root, max_parallel=2)  # a free slot: only the gate holds it back
+        write_run(original, "running")
+        runner.start_queued()
+        assert runner.active == {} and read_run(ga)["state"] == "queued"
+        assert queue.wait_reason(ga) == ("waiting for run books-original (running): it "
+                                         "trains from that run's model")
+        write_run(original, "cancelled", ended_at=now_iso(),
+                  error="cancelled before it started")
+        runner.start_queued()
+    st = read_run(ga)
+    assert runner.active == {} and st["state"] == "failed", st
+    assert st["error"] == ("cannot start: it trains from run books-original's model, and "
+                           "that run was cancelled without one: prepare (or train) it again, "
+                           "then launch this run again")
+    assert "traceback" not in st and not RunFolder(ga).train_log_path.exists()
+    # a completed Original with its model lets it start; a model of the hub is no run's
+    write_run(original, "completed")
+    RunFolder(original).model_dir.mkdir()
+    assert upstream.gate(run_on(root, "sga-8steps", original)) == (upstream.GO, None)
+    assert upstream.source_run(completed_queued_run(root, "own-model")) is None
