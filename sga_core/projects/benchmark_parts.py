@@ -258,3 +258,36 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
                              "questions cannot be matched to forget rows, so some may be "
                              "about rows left out")
     return out
+
+
+def fewer_retain_rows(got: Gathered, n: int, tmp: str | os.PathLike, labels: dict[str, str],
+                      files: dict[str, Path] | None = None) -> dict[str, Path]:
+    """Keep at most ``n`` retain rows (chunks of a long retain text), evenly spaced over the
+    whole set, as ``eval.max_rows`` takes its rows: a CPU's Prepare then runs epochs over the
+    forget rows and a few retain rows, not thousands. Writes them under ``tmp``; returns
+    {"retain": file} (nothing without a retain set) and adds a note saying how many of how
+    many were kept. ``files``: the parts already rewritten (cut into chunks)."""
+    from sga_core.data import load_dataset
+    from sga_core.data.errors import DataError
+    from sga_core.evaluation.common import retain_subset
+    from sga_core.fileio import atomic_write_jsonl
+
+    if n < 1:
+        raise HubError(f"retain rows {n}: keep at least 1 retain row (0 = all)")
+    path = (files or {}).get("retain") or (got.loaded["retain"].path
+                                           if "retain" in got.loaded else None)
+    if path is None:
+        return {}
+    try:
+        rows = load_dataset(path).rows
+    except DataError as exc:
+        raise DataError(exc.reason, labels.get("retain", exc.file), exc.row,
+                        exc.field) from None
+    if n >= len(rows):
+        got.notes.append(f"subset: N = {n} retain rows asked for, but the retain data has "
+                         f"only {len(rows)} rows: all {len(rows)} are kept")
+        return {}
+    out = Path(tmp) / "retain-subset.jsonl"
+    atomic_write_jsonl(out, [rows[i] for i in retain_subset(len(rows), n)])
+    got.notes.append(f"subset: {plural(n, 'retain row')} of {len(rows)}, evenly spaced")
+    return {"retain": out}

@@ -37,6 +37,7 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
                      folder: str | os.PathLike | None = None, online: bool = False,
                      k: int = 4, root=None, overwrite: bool = False, strict: bool = False,
                      first: int | None = None, subset: str = "evaluated",
+                     retain_rows: int | None = None,
                      tokenizer: str = "embedded:smollm2", chunk_tokens: int | None = None,
                      progress=None) -> Project:
     """A project from TOFU (``variant``: forget01 / forget05 / forget10), MUSE-News or
@@ -51,13 +52,20 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     :func:`~sga_core.projects.benchmark_parts.cut_long_texts`); the data limits apply to the
     chunks. ``first``: keep N forget rows and the passages that lie in them, ``subset``
     "evaluated" (the rows that hold the VerbMem / PrivLeak passages first) or "first"
-    (:func:`~sga_core.projects.benchmark_parts.first_articles`). ``progress(stage, done,
+    (:func:`~sga_core.projects.benchmark_parts.first_articles`). ``retain_rows``: keep at
+    most N retain rows, evenly spaced (:func:`~sga_core.projects.benchmark_parts.
+    fewer_retain_rows`). ``progress(stage, done,
     total)`` is told each stage and how far it is (done of total parts, texts or steps). A
     bad file is a DataError naming it by its path inside the folder; nothing
     is written then."""
     from sga_core.data.hub import get_benchmark
     from sga_core.data.long_text import CHUNK_TOKENS
-    from sga_core.projects.benchmark_parts import cut_long_texts, first_articles, gather
+    from sga_core.projects.benchmark_parts import (
+        cut_long_texts,
+        fewer_retain_rows,
+        first_articles,
+        gather,
+    )
     from sga_core.runs.leftovers import temp_dir
 
     say = teller(progress)
@@ -80,6 +88,9 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
             if first:
                 say(f"choosing {first} forget rows")
                 files.update(first_articles(got, first, tmp, labels, subset, dict(files)))
+            if retain_rows:
+                say(f"keeping {retain_rows} retain rows")
+                files.update(fewer_retain_rows(got, retain_rows, tmp, labels, dict(files)))
             say("checking and writing the project")
             evals = {r: p for r, p in files.items() if r not in ("forget", "retain") and p}
             project = create_project(
@@ -95,6 +106,7 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
                       f"{bench.repo} ({'hub' if online else 'local HF cache'})",
                       "import_notes": got.notes, "first_articles": first or None,
                       **({"subset": subset} if first else {}),
+                      **({"retain_rows": retain_rows} if retain_rows else {}),
                       **({"chunk_tokens": chunk_tokens, "tokenizer": tokenizer}
                          if bench.kind == "text" else {})})
     finally:
@@ -248,6 +260,11 @@ class MuseImport(HubImport):
                                      "others (MUSE-Books' passages all lie near the book's "
                                      "end); 'first' = the first N (what is lost is listed).",
                         choices=("evaluated", "first"), label="subset of N rows")
+    retain_rows: int = param(0, "Keep at most N retain rows (chunks of the retain text), "
+                                "evenly spaced (0 = every row): on a CPU, Prepare's epochs "
+                                "then go over the forget rows and a few retain rows, not "
+                                "thousands, so the Original can memorise the forget rows.",
+                             min=0, max=10_000_000, label="N retain rows (0 = all)")
     tokenizer: str = param("embedded:smollm2", "Whose tokenizer cuts long raw texts (a "
                                               "book) into chunks: the model you will train.",
                            label="tokenizer of")
@@ -266,7 +283,8 @@ def _muse(benchmark: str):
         return import_benchmark(benchmark, name, folder=config.from_folder,
                                 online=config.online, root=root, overwrite=overwrite,
                                 strict=config.strict, first=config.first or None,
-                                subset=config.subset, tokenizer=config.tokenizer,
+                                subset=config.subset, retain_rows=config.retain_rows or None,
+                                tokenizer=config.tokenizer,
                                 chunk_tokens=config.chunk_tokens, progress=progress)
 
     return run

@@ -156,3 +156,34 @@ def test_the_import_says_how_far_each_stage_is(tmp_path, books, tiny_model_dir):
     assert [(d, t) for _s, d, t in cutting] == [(0, 3), (1, 3), (2, 3)]
     assert "raw/retain2.json" in cutting[1][0]
     assert told[-1] == ("checking and writing the project", 0, 1)
+
+
+def test_a_cpu_study_keeps_a_few_retain_rows_evenly_spaced(tmp_path, books, tiny_model_dir,
+                                                           capsys):
+    """A MUSE-Books import kept all 2,170 retain chunks: Prepare's default was 10,870 steps,
+    and at the 12 a CPU allowed the Original saw its forget chunks once. --retain-rows N
+    keeps N of them, evenly spaced over the whole retain text, and says so; the forget
+    rows, the VerbMem passages and the holdout stay as they were."""
+    from sga_core.projects import load_project
+
+    whole = import_benchmark("muse-books", "all", folder=books, root=tmp_path / "ws",
+                             first=4, tokenizer=str(tiny_model_dir), chunk_tokens=512)
+    all_retain = [r["text"] for r in whole.retain()]
+    rc = main(["import", "muse-books", "--name", "few", "--from-folder", str(books),
+               "--workspace", str(tmp_path / "ws"), "--first", "4", "--retain-rows", "10",
+               "--tokenizer", str(tiny_model_dir), "--chunk-tokens", "512"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    p = load_project("few", root=tmp_path / "ws")
+    kept = [r["text"] for r in p.retain()]
+    assert len(kept) == 10 and len(all_retain) > 100
+    where = [all_retain.index(t) for t in kept]
+    gaps = [b - a for a, b in zip(where, where[1:])]
+    # spread evenly over the whole text, not its start
+    assert where[0] == 0 and max(gaps) - min(gaps) <= 1 and \
+        where[-1] + max(gaps) >= len(all_retain) - 1, where
+    assert f"subset: 10 retain rows of {len(all_retain)}, evenly spaced" in out
+    assert p.meta["retain_rows"] == 10
+    assert [r["text"] for r in p.forget()] == [r["text"] for r in whole.forget()]
+    assert _texts(p.eval_sets()["holdout"]) == _texts(whole.eval_sets()["holdout"])
+    assert p.data_warnings() == []
