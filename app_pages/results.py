@@ -53,7 +53,7 @@ else:
     intervals.pooled_table(rows, kind)
     show_paper_table(rows, root, kind, rank, skip)
     intervals.downloads(rows, kind, project.name)
-    show_stress_table(rows, root)
+    show_stress_table(rows, root, kind)
 
     st.subheader("Metrics versus r")
     original = next((r for r in rows if r["run"] == "Original"), {})

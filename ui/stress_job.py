@@ -77,8 +77,12 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
     if why:
         st.caption(plain(f"cannot stress-test this run: {why}"))
         return
+    try:  # the run's data kind: a text run is not offered the QA-only attacks
+        kind = wb.RunFolder(run_dir).config().data.task
+    except Exception:  # noqa: BLE001 - a damaged config is shown elsewhere; offer all
+        kind = None
     with st.form("runs.stress_form", border=False):
-        attacks = st.multiselect("attacks", wb.attack_names(), default=wb.default_attacks(),
+        attacks = st.multiselect("attacks", wb.attack_names(), default=wb.default_attacks(kind),
                                  key="runs.stress_attacks",
                                  help="the registered attacks (the stress command's "
                                       "--attacks; the reference lists them)")
@@ -100,7 +104,7 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
     st.rerun()
 
 
-def runs_form(rows: list[dict], root: Path) -> None:
+def runs_form(rows: list[dict], root: Path, kind: str | None = None) -> None:
     """The Results page's "Stress-test runs": the attacks queued for the chosen runs of
     ``rows`` (by default every evaluated run with a model and no stress test in progress;
     a sweep picks its own), then how many were queued and why any were skipped."""
@@ -130,7 +134,7 @@ def runs_form(rows: list[dict], root: Path) -> None:
                                          "model's relearning is the baseline (how fast the "
                                          "forget set is learned from scratch)")
             attacks = st.multiselect("attacks", wb.attack_names(),
-                                     default=wb.default_attacks(),
+                                     default=wb.default_attacks(kind),
                                      key="results.stress_attacks")
             settings = attack_settings("results")
             go = st.form_submit_button("Stress-test runs",

@@ -45,17 +45,18 @@ def table_html(rows: list[dict], columns: list[str]) -> str:
             + "</tbody></table></div>")
 
 
-def show_stress_table(rows: list[dict], root) -> None:
-    """The section under its heading: the table, or how to make one."""
+def show_stress_table(rows: list[dict], root, kind: str | None = None) -> None:
+    """The section under its heading: the table, or how to make one (``kind``: the
+    project's data kind, whose attacks are preselected)."""
     st.subheader("Does it hold?")
     table, columns = wb.stress_table(rows, root)
     if not table:
         st.caption("No stress tests yet. \"Stress-test runs\" below (or Stress-test on the "
                    "Runs page, or `python -m sga_core stress RUN --queue --attacks "
-                   f"{','.join(wb.default_attacks())}`) attacks the runs' "
+                   f"{','.join(wb.default_attacks(kind))}`) attacks the runs' "
                    "models as queued jobs and saves the results beside their evaluations "
                    "(docs/stress-tests.md).")
-        runs_form(rows, root)
+        runs_form(rows, root, kind)
         return
     st.caption("Recovery = the share of the gap between the unlearned model and the Original "
                "that an attack closes, on the forget answers' probability: **0 = the "
@@ -68,4 +69,4 @@ def show_stress_table(rows: list[dict], root) -> None:
                "runs are greyed: forgetting that \"holds\" in a destroyed model means "
                "nothing.")
     st.html(table_html(table, columns))
-    runs_form(rows, root)
+    runs_form(rows, root, kind)

@@ -51,6 +51,25 @@ def submit(at, label):
     return at
 
 
+def test_a_text_run_is_offered_only_the_attacks_that_take_text(ui_env, demo_dir):
+    """A new user's MUSE study found all six attacks preselected for a text run, the three
+    QA-only ones (paraphrase, fewshot, roleplay) among them: a text run's form starts with
+    the default attacks that take text; the others can still be chosen."""
+    from sga_core import workbench as wb
+    from sga_core.projects import create_project
+
+    project = create_project("txt", demo_dir / "text_forget.jsonl",
+                             demo_dir / "text_retain.jsonl", kind="text",
+                             root=ui_env / "workspace")
+    runs = ui_env / "runs"
+    with_model(fake_run(runs, project, "txt-sga", metrics=metrics()))
+    assert wb.default_attacks("text") == ["relearn", "quant4", "quant8"]
+    with runner_lock(runs):
+        attacks = runs_page_on("txt-sga").multiselect(key="runs.stress_attacks")
+        assert attacks.value == ["relearn", "quant4", "quant8"]
+        assert {"paraphrase", "fewshot", "roleplay"} <= set(attacks.options)
+
+
 def test_runs_page_queues_a_stress_test_and_follows_it(ui_env):
     project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
     runs = ui_env / "runs"

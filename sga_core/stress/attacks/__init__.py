@@ -32,10 +32,11 @@ def attack_names() -> list[str]:
     return [c.name for c in attacks()]
 
 
-def default_attacks() -> list[str]:
+def default_attacks(kind: str | None = None) -> list[str]:
     """The attacks a stress test runs when none are named (``stress`` without --attacks,
-    the pages' preselection): those that declare ``default``."""
-    return [c.name for c in attacks() if c.default]
+    the pages' preselection): those that declare ``default`` (``kind``: that attack that
+    data kind; a text run is not offered the QA-only ones)."""
+    return [c.name for c in attacks() if c.default and (kind is None or kind in c.kinds)]
 
 
 def get_attack(name: str) -> type[Attack]:
