@@ -89,8 +89,11 @@ def check_text(value: str, file: str | None, row: int | None, field: str | None,
     escaped ``"\\u0000"``, refused like a raw NUL byte in the file), and valid Unicode (a
     lone surrogate, from an escaped ``"\\ud800"``, can be neither tokenized nor shown)."""
     if bounded and len(value) > MAX_STRING_CHARS:
+        hint = (" (a whole book or corpus in one string: split it into rows, or import a "
+                "MUSE folder with Import a benchmark / `python -m sga_core import "
+                "muse-books`, which cuts long texts into token chunks)") if file else ""
         raise DataError(f"a string of {len(value):,} characters; at most "
-                        f"{MAX_STRING_CHARS:,} are allowed", file, row, field)
+                        f"{MAX_STRING_CHARS:,} are allowed{hint}", file, row, field)
     if "\x00" in value:  # an escaped \u0000 in JSON: refused like a raw NUL in the file
         raise DataError(f"holds a NUL character (character {value.index(chr(0)) + 1} of "
                         "this string, written \\u0000 in JSON): text cannot hold one; "

@@ -126,6 +126,7 @@ def test_long_strings_and_rows_are_bounded(tmp_path, monkeypatch):
     path.write_text(qa_line() + qa_line(answer="x" * 1001))
     err = error_of(load_dataset, path)
     assert (err.row, err.field) == (2, "answer") and "1,000" in err.reason
+    assert "import muse-books`, which cuts long texts into token chunks" in err.reason
     monkeypatch.setattr("sga_core.data.formats.MAX_ROWS", 3)
     path.write_text(qa_line() * 4)
     assert "at most 3" in error_of(load_dataset, path).reason
