@@ -91,6 +91,11 @@ def label(i: int) -> str:
     return f"{'✓' if i in reviewed else '·'} {i}: {q[:80]}"
 
 
+def similarity(score) -> str:
+    """A normal answer's cosine to its forget row as shown: "—" when it has none."""
+    return "—" if score is None or pd.isna(score) else f"{score:.3f}"
+
+
 row = st.selectbox("forget row", indices, format_func=label, key="normals.row")
 src = forget[row]
 c1, c2 = st.columns(2)
@@ -104,7 +109,10 @@ current = sorted((a for a in table.answers if a.forget_index == row), key=lambda
 # empty table that pandas would type as numbers, which a text column cannot edit
 df = pd.DataFrame({"text": pd.Series([a.text for a in current], dtype="string"),
                    "source": pd.Series([a.source for a in current], dtype="string"),
-                   "score": pd.Series([a.score for a in current], dtype="float64")})
+                   # as text: an answer with no similarity (edited, "I don't know", other
+                   # sources) shows "—", not a "None" that reads like a value
+                   "score": pd.Series([similarity(a.score) for a in current],
+                                      dtype="string")})
 history = project.history()
 version = history[0].stem if history else "none"  # a new saved version rebuilds the editor
 st.caption("Double-click a cell to edit it, Enter to save. Add an answer with the + under the "
@@ -114,11 +122,11 @@ edited = st.data_editor(
     width="stretch",
     column_config={"text": st.column_config.TextColumn("normal answer", width="large"),
                    "source": st.column_config.TextColumn(disabled=True),
-                   "score": st.column_config.NumberColumn(
-                       "similarity", disabled=True, format="%.3f",
+                   "score": st.column_config.TextColumn(
+                       "similarity", disabled=True,
                        help="cosine to the forget row (retrieval, also for the nearest "
-                            "rows taken below the threshold); none for other sources and "
-                            "for 'I don't know' answers")})
+                            "rows taken below the threshold); — for other sources, edited "
+                            "answers and 'I don't know' answers")})
 texts = ["" if pd.isna(t) else str(t) for t in edited["text"].tolist()]
 if texts != [a.text for a in current]:
     wb.save_normals_row(project, row, texts, current)
@@ -141,10 +149,11 @@ if job.get("rows"):
     follow_job(lambda: gen.status(project), render_job)
 
 with panel("All normal answers", "normals.all_open"):
-    st.dataframe(pd.DataFrame(table.to_rows()), hide_index=True, column_config={
-        "score": st.column_config.NumberColumn(
-            "similarity", format="%.3f",
-            help="cosine to the forget row (retrieval); empty for other sources")})
+    st.dataframe(pd.DataFrame([{**r, "score": similarity(r.get("score"))}
+                               for r in table.to_rows()]), hide_index=True, column_config={
+        "score": st.column_config.TextColumn(
+            "similarity", help="cosine to the forget row (retrieval); — for other sources "
+                               "and edited answers")})
 
 # ------------------------------------------------------------------ import/export/history ---
 st.subheader("Import, export, history")
