@@ -230,6 +230,17 @@ class NormalTable:
         An empty file gives an empty table when ``k`` is given.
         """
         raw = read_raw(path, allow_empty=k is not None)
+        first = raw.records[0] if raw.records else None
+        if isinstance(first, dict) and not {"forget_index", "k"} & set(first):
+            # not one field of a normal answer: another kind of file, said as such
+            looks = (" (it has question and answer fields: a forget or retain file? Those "
+                     "go in on the Data page)" if {"question", "answer"} <= set(first) else
+                     " (it has a text field: a text data file? Those go in on the Data "
+                     "page)" if "text" in first or "prompt" in first else "")
+            raise DataError("is not a normal-answers table: each row needs forget_index, k, "
+                            f"text and source; its first row has "
+                            f"{', '.join(map(str, list(first)[:6])) or 'no fields'}{looks}",
+                            raw.file, raw.rows[0] if raw.rows else None)
         loaded: list[tuple[NormalAnswer, int]] = []
         first_row: dict[tuple[int, int], int] = {}
         for rec, row in zip(raw.records, raw.rows):

@@ -63,3 +63,23 @@ def test_empty_upload_is_refused_naming_the_upload(project, name):
         wb.import_normals(project, name, EMPTY_SHAPES[name], k=project.k)
     assert info.value.file == name
     assert tree(project.path) == files
+
+
+@pytest.mark.parametrize("rows, looks", [
+    (b'{"question": "Who?", "answer": "A writer."}\n', "a forget or retain file?"),
+    (b'{"text": "A passage of a book."}\n', "a text data file?"),
+    (b'{"foo": 1}\n', "its first row has foo"),
+])
+def test_a_file_of_another_kind_is_said_to_be_one(project, tmp_path, rows, looks):
+    """A new user imported a QA forget file as normal answers and read "row 1, field
+    'source': missing required field": it is said not to be a normal-answers table, what
+    each row needs, and what it looks like; nothing changes."""
+    path = tmp_path / "forget.jsonl"
+    path.write_bytes(rows)
+    table, files = project.normals(), tree(project.path)
+    with pytest.raises(DataError) as info:
+        project.import_normals(path)
+    message = str(info.value)
+    assert "is not a normal-answers table: each row needs forget_index, k, text and " \
+           "source" in message and looks in message and info.value.row == 1, message
+    assert project.normals().answers == table.answers and tree(project.path) == files
