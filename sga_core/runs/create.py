@@ -88,6 +88,18 @@ def check_probe_rows(probe_rows: list[int], n_forget: int) -> None:
                           f"has {n_forget} rows (0 to {n_forget - 1})")
 
 
+def check_forget_rows(cfg: TrainConfig) -> None:
+    """What a launch checks of the forget set, without writing anything: the file reads
+    (a DataError names file, row and field) and every probe row is one of its rows. A
+    preview checks it too, so that it never shows a command the launch then refuses."""
+    src = cfg.resolve(cfg.data.forget) if cfg.data.forget else None
+    if src is None:
+        return
+    if not Path(src).exists():
+        raise ConfigError(f"data.forget: file {src} does not exist")
+    check_probe_rows(cfg.training.probe_rows, len(_data_rows(cfg, "forget", Path(src))))
+
+
 def snapshot_data(cfg: TrainConfig, run_dir: Path) -> dict:
     """Copy the data files of a validated ``cfg`` (its data paths resolved) into
     ``run_dir/data`` so the folder is self-contained and can be moved to a cluster; the

@@ -110,6 +110,21 @@ def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
     assert not [p for p in (ui_env / "runs").glob("*") if not p.name.startswith(".")]
 
 
+def test_preview_refuses_a_probe_row_that_launch_would_refuse(ui_env, tiny_model_dir):
+    """Preview showed a command for probe rows "0, 99" of a 10-row forget set, which Launch
+    then refused: Preview says the same, and nothing is written."""
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    at.text_input(key="train.f.t.probe_rows").set_value("0, 99").run()
+    for button in ("train.preview", "train.launch"):
+        at.button(key=button).click().run()
+        assert not at.exception, at.exception
+        said = [shown(e.value) for e in at.error]
+        assert len(said) == 1 and "row 99 is not in the forget set, which has 10 rows " \
+            "(0 to 9)" in said[0], (button, said)
+        assert not at.code, "no command shown for settings Launch refuses"
+    assert not [p for p in (ui_env / "runs").glob("*") if not p.name.startswith(".")]
+
+
 def test_sweep_queues_one_run_per_r(ui_env, tiny_model_dir):
     from sga_core.runs.listing import list_runs
 
