@@ -85,8 +85,35 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
             inner = int if "int" in text else float if "float" in text else str
             return [_item(v, inner) for v in value]
     except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
-        raise ConfigError(f"{key}: cannot read {value!r} as {text}") from None
+        raise ConfigError(f"{key}: {_unreadable(value, text)}") from None
     return value
+
+
+#: a type as a person names it
+_KINDS = {"int": "a whole number", "float": "a number", "bool": "true or false"}
+
+
+def _unreadable(value: Any, text: str) -> str:
+    """Why ``value`` is not a ``text`` (a type's name), in words: for a list, the item that
+    is not one (``'banana' is not a whole number``) and how to write a list."""
+    text = re.sub(r"<class '(\w+)'>", r"\1", text)
+    inner = next((k for k in ("int", "float", "bool") if k in text), None)
+    if text.startswith("list") and isinstance(value, list) and inner:
+        bad = next((v for v in value if not _readable(v, inner)), None)
+        if bad is not None:
+            return (f"{bad!r} is not {_KINDS[inner]} (a list is written with commas or "
+                    f"spaces, e.g. 0, 3, 7)")
+    if text in _KINDS or text.startswith(tuple(_KINDS)):
+        return f"{value!r} is not {_KINDS[inner]}" if inner else f"cannot read {value!r}"
+    return f"cannot read {value!r} as {text}"
+
+
+def _readable(value: Any, inner: str) -> bool:
+    try:
+        _item(value, {"int": int, "float": float}.get(inner, str))
+        return True
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def _item(value: Any, inner: type) -> Any:

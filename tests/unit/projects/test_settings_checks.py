@@ -83,3 +83,18 @@ def test_a_value_just_above_a_bound_is_printed_as_given():
         parse_r_values("0, 1.0000001")
     with pytest.raises(ConfigError, match=r"1\.0000001 is above the maximum 1\.0"):
         from_dict(SGAConfig, {"r": 1.0000001})
+
+
+def test_a_value_of_the_wrong_type_is_named_in_words(capsys, tmp_path, demo_dir):
+    """A new user typed "0, 1, banana, 99" as probe rows and read "cannot read ['0', '1',
+    'banana', '99'] as list[int]": the message names the item that is not a number, in
+    words, and how a list is written; a single setting says what it must be."""
+    code, err = train(capsys, tmp_path / "runs", demo_dir, "--probe-rows", "0, 1, banana, 99")
+    assert code != 0 and "training.probe_rows: 'banana' is not a whole number (a list is " \
+        "written with commas or spaces, e.g. 0, 3, 7)" in err, err
+    with pytest.raises(ConfigError, match=r"training.max_steps: '2.5' is not a whole number"):
+        from_dict(TrainConfig, {"data": {"forget": "f.jsonl"},
+                                "training": {"max_steps": "2.5"}})
+    with pytest.raises(ConfigError, match=r"training.lr: 'fast' is not a number$"):
+        from_dict(TrainConfig, {"data": {"forget": "f.jsonl"}, "training": {"lr": "fast"}})
+    assert run_folders(tmp_path / "runs") == []
