@@ -70,6 +70,10 @@ def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool =
             out.loaded[part.role] = got
             if name != part:
                 out.notes.append(f"{part.where} read from its older name {name.where}")
+        if required and first and "did you mean that folder?" in first:
+            # the folder given is not the benchmark's: the hint is the whole story (every
+            # optional part is "missing" from a wrong folder too)
+            raise HubError(first)
         if required or (strict and out.missing):
             lines = [first] if first else ["missing (strict import):"]
             if len(required) > 1:

@@ -138,6 +138,8 @@ def test_a_subfolder_or_a_file_given_for_the_folder_says_which_folder_to_give(tm
     with pytest.raises((ProjectError, HubError)) as info:
         import_benchmark("muse-books", folder=books / "raw", root=tmp_path / "ws")
     assert f"the folder {books} holds it: did you mean that folder?" in str(info.value)
+    # the hint alone: not a list of the 8 optional parts a wrong folder also lacks
+    assert "optional part" not in str(info.value) and "\n" not in str(info.value)
     with pytest.raises((ProjectError, HubError)) as info:
         import_benchmark("muse-books", folder=books / "raw" / "forget.txt", root=tmp_path / "ws")
     assert "a file, not a folder" in str(info.value)
