@@ -89,6 +89,7 @@ from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
 from sga_core.report.measurable import (
     can_rank,
+    difference,
     table_verdict,
     unranked,
     verdict_detail,
@@ -187,8 +188,8 @@ __all__ = [
     "PREPARE_DEFAULTS", "prepare_defaults",
     "Project", "ProjectError", "RunFolder", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
-    "can_rank", "cancel", "cancel_eval", "table_verdict", "unranked", "verdict_detail",
-    "verdict_text",
+    "can_rank", "cancel", "cancel_eval", "difference", "table_verdict", "unranked",
+    "verdict_detail", "verdict_text",
     "check_map",
     "clean_workspace",
     "collapse_rule", "command_text", "compare_runs", "component_label", "config_diff",

@@ -169,13 +169,16 @@ def evaluated_run(run_id: str, root: Path) -> Path:
 
 
 def compare_lines(out: dict, a: str, b: str) -> list[str]:
+    from sga_core.report.measurable import difference
+
     rows = [[r["label"], _fmt(r["a"]), _fmt(r["b"]), _fmt(r["diff"], 3),
              f"[{_fmt(r['lo'], 3)}, {_fmt(r['hi'], 3)}]", str(r["n"]),
-             "A != B" if r["clear"] else "within noise"] for r in out["rows"]]
+             difference(r).replace("≠", "!=")] for r in out["rows"]]
     lines = [f"A = {a}", f"B = {b}"]
     lines += text_table(["metric", "A", "B", "A - B", "95% interval", "rows", "verdict"], rows)
     lines.append("Paired bootstrap over the rows both runs evaluated (resampled together); "
-                 "'A != B': the interval of the difference excludes 0.")
+                 "'A != B': the interval of the difference excludes 0; 'negligibly': it "
+                 "lies wholly inside the metric's negligible gap.")
     if out["mismatched"]:
         n = out["mismatched"]
         lines.append(f"{n} row{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in their "

@@ -83,6 +83,23 @@ def negligible(name: str, retained: float | None = None) -> float:
     return NEGLIGIBLE.get(name, NEGLIGIBLE_DEFAULT)
 
 
+DIFFERS, NEGLIGIBLE_DIFF, NOISE = "A ≠ B", "A ≠ B, negligibly", "within noise"
+
+
+def difference(row: dict) -> str:
+    """The verdict on one paired comparison of two runs (a :func:`compare_runs` row):
+    ``DIFFERS`` when its interval excludes 0 and reaches beyond :func:`negligible` (B's value
+    scales a perplexity's gap); ``NEGLIGIBLE_DIFF`` when it excludes 0 but lies wholly
+    inside the gap (a 0.8% perplexity difference is real and meaningless); ``NOISE`` when
+    it holds 0. The same gap as the measurability verdict's."""
+    if not row.get("clear"):
+        return NOISE
+    gap = negligible(row["metric"], row.get("b"))
+    lo, hi = row.get("lo"), row.get("hi")
+    inside = lo is not None and hi is not None and -gap < lo and hi < gap
+    return NEGLIGIBLE_DIFF if inside else DIFFERS
+
+
 def _gap(row: dict) -> float:
     return negligible(row["metric"], row.get("retained", row.get("b")))
 

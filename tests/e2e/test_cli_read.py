@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sga_core.report.export import export_csv, export_rows
+from sga_core.report.measurable import difference
 from sga_core.report.run_files import follow_token, token_table, word_token_index
 from sga_core.report.table import results_table
 from sga_core.report.uncertainty import compare_runs
@@ -163,7 +164,8 @@ def test_compare_prints_the_paired_comparison_of_the_results_page(world):
     for r in out["rows"]:
         line = next(ln for ln in res.stdout.splitlines() if ln.startswith(r["label"] + " "))
         assert f"{r['diff']:.3g}" in line and f"[{r['lo']:.3g}, {r['hi']:.3g}]" in line
-        assert line.rstrip().endswith("A != B" if r["clear"] else "within noise")
+        assert line.rstrip().endswith(difference(r).replace("≠", "!="))
+        assert r["clear"] == (not line.rstrip().endswith("within noise"))
 
 
 # --- probe --------------------------------------------------------------------------------

@@ -115,7 +115,8 @@ def test_one_run_and_two_run_panels(seeded):
     assert any("Forget Quality's resolution" in shown(m.value) and "can only take 10 values"
                in shown(m.value) for m in at.markdown)
     cmp_ = frame_with(at, "verdict")
-    assert set(cmp_["verdict"]) <= {"A ≠ B", "within noise"} and len(cmp_) == 3
+    assert set(cmp_["verdict"]) <= {"A ≠ B", "A ≠ B, negligibly", "within noise"} and \
+        len(cmp_) == 3
     at.selectbox(key="results.cmp_b").set_value(at.selectbox(key="results.cmp_a").value).run()
     assert any("two different runs" in c.value for c in at.caption)
     assert not at.exception

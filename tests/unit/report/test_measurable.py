@@ -308,3 +308,18 @@ def test_metrics_that_do_not_separate_the_two_are_not_ranked(tmp_path):
     # nothing to leave out where the verdict cannot rank at all, or gives none
     assert unranked(books_pair(tmp_path / "same", BOOKS_PPL, [0.0561] * 12)) == {}
     assert unranked(None) == {}
+
+
+def test_a_real_but_negligible_difference_between_two_runs_is_said_so():
+    """A new user's "compare two runs" said "A ≠ B" for holdout PPL 1.41 against 1.46 (its
+    interval excluded 0), while the verdict above calls such a gap negligible: the two now
+    use one gap."""
+    from sga_core.report.measurable import DIFFERS, NEGLIGIBLE_DIFF, NOISE, difference
+
+    ppl = {"metric": "holdout_perplexity", "b": 1.46, "clear": True, "lo": -0.06, "hi": -0.03}
+    assert difference(ppl) == NEGLIGIBLE_DIFF == "A ≠ B, negligibly"  # gap: 0.146
+    assert difference({**ppl, "lo": -0.5, "hi": -0.2}) == DIFFERS
+    assert difference({**ppl, "clear": False, "lo": -0.06, "hi": 0.01}) == NOISE
+    verbmem = {"metric": "forget_verbmem", "b": 0.1, "clear": True}
+    assert difference({**verbmem, "lo": 0.01, "hi": 0.04}) == NEGLIGIBLE_DIFF
+    assert difference({**verbmem, "lo": 0.01, "hi": 0.2}) == DIFFERS
