@@ -15,6 +15,10 @@ from sga_core.params import ConfigError, from_dict, param, parse_seeds, to_dict
 from sga_core.protocols import protocol_names
 
 RUN_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+#: :data:`RUN_ID_RE` in words
+RUN_ID_RULE = ("use lowercase letters, digits and '-' only (no '.', '_', spaces or capitals), "
+               f"starting with a letter or digit, at most 64 characters (the pattern "
+               f"{RUN_ID_RE.pattern})")
 GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # what evaluation during training measures (catalog names); eval_metric picks the best step
 STEP_METRICS = ("forget_quality", "forget_probability", "forget_truth_ratio", "forget_rouge",
@@ -301,7 +305,7 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         if self.run_id and not valid_run_id(self.run_id):
-            raise ConfigError(f"run_id: {self.run_id!r} must match {RUN_ID_RE.pattern}")
+            raise ConfigError(f"run_id: {self.run_id!r}: {RUN_ID_RULE}")
         from sga_core.methods import get_method
 
         try:

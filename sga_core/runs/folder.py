@@ -14,7 +14,7 @@ import socket
 import time
 from pathlib import Path
 
-from sga_core.config import RUN_ID_RE, ConfigError, TrainConfig, load_config, valid_run_id
+from sga_core.config import RUN_ID_RULE, ConfigError, TrainConfig, load_config, valid_run_id
 from sga_core.fileio import atomic_write_text, now_iso
 from sga_core.runs import validate
 from sga_core.runs.procs import EVAL_PIDS, RUN_PIDS, derive
@@ -315,8 +315,8 @@ def run_path(run_id: str, root: str | os.PathLike | None = None) -> Path:
     (``../x``, a path, a trailing newline) is refused, so nothing outside the runs folder is
     ever touched."""
     if not isinstance(run_id, str) or not valid_run_id(run_id):
-        raise ConfigError(f"run id {run_id!r}: must match {RUN_ID_RE.pattern} (a run of the "
-                          "runs folder, not a path)")
+        raise ConfigError(f"run id {run_id!r}: {RUN_ID_RULE} (a run of the runs folder, "
+                          "not a path)")
     return runs_root(root) / run_id
 
 

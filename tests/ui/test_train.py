@@ -106,7 +106,9 @@ def test_bad_settings_are_shown_not_crashing(ui_env, tiny_model_dir):
     at.text_input(key="train.run_id").set_value("Bad ID!").run()
     at.checkbox(key="train.idk_fallback").check().run()
     at.button(key="train.launch").click().run()
-    assert any("run_id" in shown(e.value) for e in at.error)
+    # in words, not a regular expression: a new user's run id with a "." read the pattern
+    assert any("run_id" in shown(e.value) and "lowercase letters, digits and '-' only (no "
+               "'.'" in shown(e.value) for e in at.error), [e.value for e in at.error]
     assert not [p for p in (ui_env / "runs").glob("*") if not p.name.startswith(".")]
 
 

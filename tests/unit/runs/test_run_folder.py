@@ -72,7 +72,7 @@ def test_paths_are_inside_the_run_folder_and_named_once(run):
 
 
 def test_of_refuses_a_path_for_a_run_id(tmp_path):
-    with pytest.raises(ConfigError, match="must match"):
+    with pytest.raises(ConfigError, match="lowercase letters, digits and '-' only"):
         RunFolder.of("../elsewhere", tmp_path)
 
 
