@@ -78,6 +78,11 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     variant = variant or (bench.variants[-1] if bench.variants else None)
     name = check_name(name or (f"{bench.name}-{variant}" if variant else bench.name))
     got = gather(bench, variant, folder=folder, online=online, strict=strict, progress=say)
+    if folder is not None and (other := named_for_another(bench.name, Path(folder))):
+        got.notes.insert(0, f"the folder {Path(folder).name!r} is named for {other}, but "
+                            f"{bench.name} was chosen: the project is labelled {bench.name} "
+                            "and evaluated under its protocol; import it again with the "
+                            "benchmark it holds if that was a slip")
     try:
         files = {role: part.path for role, part in got.loaded.items()}
         labels = {role: part.label for role, part in got.loaded.items()}
@@ -112,6 +117,16 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     finally:
         got.cleanup()
     return project
+
+
+def named_for_another(benchmark: str, folder: Path) -> str | None:
+    """The other MUSE benchmark a folder's name names (``MUSE-Books`` given for muse-news),
+    else None: the two have the same layout, so a wrong choice imports without an error."""
+    name = folder.expanduser().resolve().name.lower()
+    for other, word in (("muse-books", "books"), ("muse-news", "news")):
+        if other != benchmark and benchmark.startswith("muse") and word in name:
+            return other
+    return None
 
 
 def import_copyright(name: str, book: str | os.PathLike, retain: str | os.PathLike, *,

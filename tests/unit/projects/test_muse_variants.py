@@ -189,3 +189,16 @@ def test_a_cpu_study_keeps_a_few_retain_rows_evenly_spaced(tmp_path, books, tiny
     assert [r["text"] for r in p.forget()] == [r["text"] for r in whole.forget()]
     assert _texts(p.eval_sets()["holdout"]) == _texts(whole.eval_sets()["holdout"])
     assert p.data_warnings() == []
+
+
+def test_a_books_folder_imported_as_news_says_so(tmp_path, books, tiny_model_dir):
+    """MUSE-News and MUSE-Books have the same layout: a new user who chose MUSE-News for
+    the MUSE-Books folder got a project labelled muse-news without a word. The import
+    notes now say the folder is named for the other benchmark (first, so it is read)."""
+    p = import_benchmark("muse-news", "slip", folder=books, root=tmp_path / "ws", first=4,
+                         tokenizer=str(tiny_model_dir), chunk_tokens=512)
+    note = p.meta["import_notes"][0]
+    assert "the folder 'books' is named for muse-books, but muse-news was chosen" in note
+    right = import_benchmark("muse-books", "right", folder=books, root=tmp_path / "ws",
+                             first=4, tokenizer=str(tiny_model_dir), chunk_tokens=512)
+    assert not any("is named for" in n for n in right.meta["import_notes"])
