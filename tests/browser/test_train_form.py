@@ -101,6 +101,9 @@ def test_an_emptied_number_box_gets_its_last_value_back(tmp_path):
     with train_page(tmp_path) as (project, page):
         set_number(page, "r (exact)", -1.3)
         set_number(page, "batch size", 2)
+        # the box reads what was typed before the page has kept it: empty it once it has
+        wait_for(lambda: saved(project, "train.f.m.sga.r", "train.f.t.batch_size")
+                 == (-1.3, 2), 60, "the typed values on disk")
         for label, value in (("r (exact)", "-1.3"), ("batch size", "2")):
             box = page.get_by_role("spinbutton", name=label, exact=True)
             box.fill("")
