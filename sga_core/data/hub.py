@@ -52,7 +52,12 @@ class HubError(ValueError):
 
 
 class MissingPart(HubError):
-    """A part that is not in the folder, or that the hub or the cache does not have."""
+    """A part that is not in the folder, or that the hub or the cache does not have;
+    ``wrong_folder``: another folder near the one given holds it (the message says which)."""
+
+    def __init__(self, message: str, wrong_folder: bool = False):
+        super().__init__(message)
+        self.wrong_folder = wrong_folder
 
 
 @dataclass(frozen=True)
@@ -360,8 +365,9 @@ def load_part(bench: Benchmark, part: Part, *, folder: str | os.PathLike | None 
                                f"the benchmark's files (this part: {expected_names(part)})")
             if not root.is_dir():
                 raise HubError(f"{folder}: no such folder")
+            hint = _elsewhere(root, part)
             raise MissingPart(f"{where}: no file for it in {folder}; expected "
-                              f"{expected_names(part)}{_elsewhere(root, part)}")
+                              f"{expected_names(part)}{hint}", wrong_folder=bool(hint))
         if len(files) > 1:
             return _concatenated(root, part, files)
         return Loaded(files[0], _rel(root, files[0]))

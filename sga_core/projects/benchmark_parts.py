@@ -50,7 +50,7 @@ def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool =
     ``strict``, raises one HubError naming every missing part (nothing is kept then).
     ``progress(stage, done, total)`` is told each part as it is read."""
     out = Gathered()
-    first: str | None = None  # the first missing required part's message (with its fix)
+    first: MissingPart | None = None  # the first missing required part (with its fix)
     required: list[Part] = []
     parts = bench.parts(variant)
     try:
@@ -64,18 +64,18 @@ def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool =
                 if part.optional:
                     out.missing.append(part)
                 else:
-                    first = first or str(exc)
+                    first = first or exc
                     required.append(part)
                 continue
             out.loaded[part.role] = got
             if name != part:
                 out.notes.append(f"{part.where} read from its older name {name.where}")
-        if required and first and "did you mean that folder?" in first:
+        if first is not None and first.wrong_folder:
             # the folder given is not the benchmark's: the hint is the whole story (every
             # optional part is "missing" from a wrong folder too)
-            raise HubError(first)
+            raise HubError(str(first))
         if required or (strict and out.missing):
-            lines = [first] if first else ["missing (strict import):"]
+            lines = [str(first)] if first else ["missing (strict import):"]
             if len(required) > 1:
                 lines.append("also missing (required): " +
                              ", ".join(p.where for p in required[1:]))
@@ -181,6 +181,20 @@ def _ranges(indices: list[int]) -> str:
     return ", ".join(parts)
 
 
+def part_rows(got: Gathered, role: str, labels: dict[str, str],
+              files: dict[str, Path] | None = None) -> list[dict]:
+    """The rows of one part: ``files``' rewritten file for it (cut into chunks) when there
+    is one, else the loaded file; a bad file is a DataError naming the part as the folder
+    does (``labels``)."""
+    from sga_core.data import load_dataset
+    from sga_core.data.errors import DataError
+
+    try:
+        return load_dataset((files or {}).get(role) or got.loaded[role].path).rows
+    except DataError as exc:
+        raise DataError(exc.reason, labels.get(role, exc.file), exc.row, exc.field) from None
+
+
 def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
                    labels: dict[str, str], choose: str = "evaluated",
                    files: dict[str, Path] | None = None) -> dict[str, Path]:
@@ -192,18 +206,10 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
     it changed (None: a set left out), and adds one note per set saying what remains and,
     when something is lost, what is lost and how many rows would keep it. ``files``: the
     parts already rewritten (cut into chunks), read instead of the loaded files."""
-    from sga_core.data import load_dataset
-    from sga_core.data.errors import DataError
     from sga_core.fileio import atomic_write_jsonl
 
-    files = files or {}
-
     def rows(role: str) -> list[dict]:
-        try:
-            return load_dataset(files.get(role) or got.loaded[role].path).rows
-        except DataError as exc:
-            raise DataError(exc.reason, labels.get(role, exc.file), exc.row,
-                            exc.field) from None
+        return part_rows(got, role, labels, files)
 
     if n < 1:
         raise HubError(f"first {n}: keep at least 1 forget row")
@@ -271,22 +277,14 @@ def fewer_retain_rows(got: Gathered, n: int, tmp: str | os.PathLike, labels: dic
     forget rows and a few retain rows, not thousands. Writes them under ``tmp``; returns
     {"retain": file} (nothing without a retain set) and adds a note saying how many of how
     many were kept. ``files``: the parts already rewritten (cut into chunks)."""
-    from sga_core.data import load_dataset
-    from sga_core.data.errors import DataError
     from sga_core.evaluation.common import retain_subset
     from sga_core.fileio import atomic_write_jsonl
 
     if n < 1:
         raise HubError(f"retain rows {n}: keep at least 1 retain row (0 = all)")
-    path = (files or {}).get("retain") or (got.loaded["retain"].path
-                                           if "retain" in got.loaded else None)
-    if path is None:
+    if not (files or {}).get("retain") and "retain" not in got.loaded:
         return {}
-    try:
-        rows = load_dataset(path).rows
-    except DataError as exc:
-        raise DataError(exc.reason, labels.get("retain", exc.file), exc.row,
-                        exc.field) from None
+    rows = part_rows(got, "retain", labels, files)
     if n >= len(rows):
         got.notes.append(f"subset: N = {n} retain rows asked for, but the retain data has "
                          f"only {len(rows)} rows: all {len(rows)} are kept")
