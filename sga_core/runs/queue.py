@@ -18,7 +18,6 @@ from pathlib import Path
 
 from sga_core.fileio import dir_lock, now_iso, read_json
 from sga_core.runs import status as run_status
-from sga_core.runs import upstream
 from sga_core.runs.backends import backend, backend_of
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import CANCEL_FILE, EVAL_REQUEST, RunFolder, request_cancel, runs_root
@@ -292,11 +291,10 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     if not runner_alive(root):
         return ("no queue runner is running (it is started by the Runs page, a launch, or "
                 "python -m sga_core.runs.runner)")
-    if st.get("waiting_for"):  # the runner's memory check holds it (runs/memory.py)
+    # the runner holds it: the memory check (runs/memory.py), or the run whose model it
+    # trains from has none yet (runs/upstream.py)
+    if st.get("waiting_for"):
         return str(st["waiting_for"])
-    gate, why = upstream.gate(run_dir)  # it trains from a run that has no model yet
-    if gate == upstream.WAIT:
-        return why
     info = runner_info(root)
     slots = [s for s in info.get("slots") or [] if isinstance(s, dict)] \
         if isinstance(info.get("slots"), list) else []

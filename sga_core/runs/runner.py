@@ -352,6 +352,7 @@ class Runner:
             # fails saying why when it ended without one (a trainer would die on the path)
             gate, why = upstream.gate(run_dir)
             if gate == upstream.WAIT:
+                self.hold(run_dir, why)
                 continue
             if gate == upstream.FAIL:
                 self.refuse(run_dir, why)
@@ -376,6 +377,16 @@ class Runner:
             self.claim(TRAINING, run_dir)
             self.log(f"{run_dir.name}: started (pid {proc.pid})")
 
+    def hold(self, run_dir: Path, why: str) -> None:
+        """Keep a queued run waiting, its ``waiting_for`` saying why (the field the memory
+        check's hold uses, so the pages read one wait reason, not files on every poll);
+        written only when it changes."""
+        try:
+            if run_status.read_run(run_dir).get("waiting_for") != why:
+                run_status.write_run(run_dir, waiting_for=why)
+        except FileNotFoundError:  # deleted meanwhile
+            return
+
     def refuse(self, run_dir: Path, why: str) -> None:
         """A queued run that cannot start ends failed with ``why``, unless a cancel or
         another runner got to it first (decided under its folder's lock)."""
@@ -385,7 +396,7 @@ class Runner:
                         run_status.read_run(run_dir).get("state") != "queued":
                     return
                 run_status.write_run(run_dir, "failed", ended_at=now_iso(),
-                                     error=f"cannot start: {why}")
+                                     error=f"cannot start: {why}", waiting_for=None)
         except FileNotFoundError:
             return
         self.log(f"{run_dir.name}: cannot start: {why}")

@@ -34,8 +34,8 @@ def attack_names() -> list[str]:
 
 def default_attacks(kind: str | None = None) -> list[str]:
     """The attacks a stress test runs when none are named (``stress`` without --attacks,
-    the pages' preselection): those that declare ``default`` (``kind``: that attack that
-    data kind; a text run is not offered the QA-only ones)."""
+    the pages' preselection): those that declare ``default`` (``kind``: and that attack that
+    data kind, so a text run is not offered the QA-only ones)."""
     return [c.name for c in attacks() if c.default and (kind is None or kind in c.kinds)]
 
 
