@@ -39,7 +39,7 @@ else:
     measured = verdict(rows, root)
     show_verdict(measured)
     rank, skip = wb.can_rank(measured), wb.unranked(measured)
-    show_results_table(rows, specs, kind, wb.extra_columns(rows), rank, skip)
+    show_results_table(rows, specs, kind, wb.extra_columns(rows), rank, skip, root)
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
                         for c in specs))
     whys = {f"{r['run']}: {c}": r[f"{c} (why)"] for r in rows for c in columns

@@ -96,6 +96,7 @@ from sga_core.report.measurable import (
     verdict_text,
 )
 from sga_core.report.paper import paper_columns, paper_groups, paper_table, top_values
+from sga_core.report.ranking import best_values
 from sga_core.report.run_files import (
     config_diff,
     default_token,
@@ -116,7 +117,6 @@ from sga_core.report.sweeps import (
     sweep_series,
 )
 from sga_core.report.table import (
-    best_values,
     display_names,
     project_runs,
     protocol_note,

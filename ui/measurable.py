@@ -14,14 +14,14 @@ from sga_core import workbench as wb
 from ui.show import plain
 
 
-def _stamp(root: Path, rows: list[dict]) -> tuple:
-    """What the verdict depends on: the reference rows' evaluation files and their times."""
+def stamp(root: Path, rows: list[dict]) -> tuple:
+    """What a comparison of these rows' runs depends on: their evaluation files and their
+    times (a cache key)."""
     out = []
     for r in rows:
-        if r.get("run") in ("Original", "Retained"):
-            run = wb.RunFolder(Path(root) / r["run_id"])
-            for p in (run.summary_path, run.per_sample_path):
-                out.append((str(p), p.stat().st_mtime_ns if p.exists() else None))
+        run = wb.RunFolder(Path(root) / r["run_id"])
+        for p in (run.summary_path, run.per_sample_path):
+            out.append((str(p), p.stat().st_mtime_ns if p.exists() else None))
     return tuple(out)
 
 
@@ -38,7 +38,7 @@ def verdict(rows: list[dict], root) -> dict:
     """The verdict for these Results rows (cached until the two evaluations change)."""
     refs = [{"run": r["run"], "run_id": r["run_id"]} for r in rows
             if r.get("run") in ("Original", "Retained")]
-    return _verdict(str(root), refs, _stamp(root, refs))
+    return _verdict(str(root), refs, stamp(root, refs))
 
 
 DECIDES = {"separates": "tells them apart",

@@ -27,7 +27,7 @@ def show_paper_table(rows: list[dict], root, kind: str, rank: bool = True,
         st.caption("No run of this group is evaluated yet.")
         return
     columns = [c.label for c in wb.paper_columns(kind)]
-    top = wb.top_values(table, kind, skip=skip) if rank else {}
+    top = wb.top_values(table, kind, skip=skip, root=root) if rank else {}
     df = pd.DataFrame(table)
 
     def highlight(col):
@@ -38,7 +38,9 @@ def show_paper_table(rows: list[dict], root, kind: str, rank: bool = True,
     st.caption(f"Runs of `{plain(group)}` (`python bench/paper_table.py`): every method at "
                "its defaults and SGA at the paper's r values, with the same training "
                "settings, seed and data order. " +
-               ("The top-2 unlearning values of each column are highlighted, as in the paper."
+               ("The top-2 unlearning values of each column are highlighted, as in the "
+                "paper, where they beat the rest beyond noise (fewer, or none, where they "
+                "do not)."
                 if rank else "Nothing is highlighted: forgetting cannot be measured here."))
     st.dataframe(df[["run"] + columns].style.apply(highlight, subset=columns).format(
         {c: "{:.4g}" for c in columns}, na_rep="—"), hide_index=True, width="stretch")

@@ -11,6 +11,7 @@ import html
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.measurable import stamp
 
 BEST = "font-weight:bold;background:#d8f3dc"
 MUTED = "color:#888"
@@ -50,13 +51,26 @@ def _collapse_cell(row: dict) -> str:
                  "color:#b00020;font-weight:bold" if flag else "")
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def _best(rows: list[dict], kind: str, skip: tuple, root: str | None, key: tuple) -> dict:
+    return wb.best_values(rows, kind, skip, root)
+
+
+def best_values(rows: list[dict], kind: str, skip=(), root=None) -> dict:
+    """:func:`sga_core.report.ranking.best_values`, cached until a run's evaluation
+    changes (its paired comparisons read every run's per-row values)."""
+    key = stamp(root, [r for r in rows if r.get("run_id")]) if root is not None else ()
+    return _best(rows, kind, tuple(skip), None if root is None else str(root), key)
+
+
 def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
-               rank: bool = True, skip=()) -> str:
+               rank: bool = True, skip=(), root=None) -> str:
     """The table as HTML: run, method, r, K, collapsed, then each metric column, then the
     ``extra`` lm-eval task columns (accuracy, higher is better). ``rank`` False: no value is
     marked best (the experiment cannot measure forgetting); ``skip``: the labels of columns
-    that get no best (:func:`sga_core.report.measurable.unranked`)."""
-    best = wb.best_values(rows, kind, skip) if rank else {}
+    that get no best (:func:`sga_core.report.measurable.unranked`); ``root``: the runs
+    folder (a best must beat the others beyond their paired intervals)."""
+    best = best_values(rows, kind, skip, root) if rank else {}
     head = ["run", "method", "r", "K", "collapsed"] + [c.label for c in specs] + list(extra)
     helps = {c.label: f"{c.help} ({wb.DIRECTIONS[c.direction]})" for c in specs}
     helps["collapsed"] = wb.collapse_rule(kind)
@@ -94,9 +108,11 @@ def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
 
 
 def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = (),
-                       rank: bool = True, skip: dict | None = None) -> None:
+                       rank: bool = True, skip: dict | None = None, root=None) -> None:
     skip = skip or {}
-    best = ("Best value of each column in **bold green**, among runs that did not collapse" +
+    best = ("Best value of each column in **bold green**, among runs that did not collapse, "
+            "where it beats every other beyond noise (by more than the metric's negligible "
+            "gap, and by its paired 95% interval where the runs share rows)" +
             (" (none on " + ", ".join(skip) + ": they cannot show forgetting here, see the "
              "verdict above)" if skip else "") + ". "
             if rank else "No value is marked best: forgetting cannot be measured here. ")
@@ -106,4 +122,4 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
                "greyed. — = cannot be computed: hover it for the reason (and the column "
                "headers for what each metric means). (n of N rows) after a value: it was "
                "computed on an evenly spaced subset of the rows (eval.max_rows).")
-    st.html(table_html(rows, specs, kind, extra, rank, skip))
+    st.html(table_html(rows, specs, kind, extra, rank, skip, root))

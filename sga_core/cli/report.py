@@ -62,25 +62,29 @@ def chosen_project(name: str | None, workspace: str | None):
                       f"projects ({', '.join(names)})")
 
 
-def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> list[str]:
+def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
+                  root=None) -> list[str]:
     """The Results table as text: whether forgetting can be measured (``verdict``: the
     Results page's :func:`~sga_core.report.measurable.table_verdict`, in its words), run,
     method, r, K, collapsed, every metric column (the best value of each among runs that
-    did not collapse marked ``*``, unless the verdict says forgetting cannot be measured;
+    did not collapse marked ``*`` where it beats every other beyond noise (``root``: the runs
+    folder, for their paired intervals; :mod:`sga_core.report.ranking`), unless the verdict
+    says forgetting cannot be measured;
     "(3 of 10 rows)" after a value computed on a row subset, ``eval.max_rows``), the extra
     lm-eval columns; then what could not be computed and why, the collapse rule,
     and the table pooled over seeds when a configuration has several."""
     from sga_core.report.collapse import collapse_rule
     from sga_core.report.columns import REFERENCE_ROWS, extra_columns, row_columns
     from sga_core.report.measurable import can_rank, unranked, verdict_text
+    from sga_core.report.ranking import best_values
     from sga_core.report.seeds import group_display, has_seed_groups
-    from sga_core.report.table import best_values, protocol_note
+    from sga_core.report.table import protocol_note
 
     specs = row_columns(rows, kind)
     extra = extra_columns(rows)
     metrics = [c.label for c in specs] + extra
     rank, skip = can_rank(verdict), unranked(verdict)
-    best = best_values(rows, kind, skip) if rank else {}
+    best = best_values(rows, kind, skip, root) if rank else {}
     body = []
     for row in rows:
         ref, collapsed = row["run"] in REFERENCE_ROWS, row.get("collapsed") is True
@@ -103,7 +107,8 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None) -> l
     if verdict is not None:
         lines.append(f"verdict: {verdict_text(verdict)}")
     lines += text_table(["run", "method", "r", "K", "collapsed", *metrics], body)
-    lines.append(("* the best value of the column among runs that did not collapse" +
+    lines.append(("* the best value of the column among runs that did not collapse, where it "
+                  "beats every other beyond noise" +
                   (f" (none on {', '.join(skip)}: they cannot show forgetting here)"
                    if skip else "") + "; " if rank
                   else "no value is marked best: forgetting cannot be measured here; ") +
@@ -149,7 +154,7 @@ def cmd_results(args) -> int:
         return 0
     from sga_core.report.measurable import table_verdict
 
-    _print_lines(results_lines(rows, project.kind, table_verdict(rows, root)))
+    _print_lines(results_lines(rows, project.kind, table_verdict(rows, root), root))
     return 0
 
 

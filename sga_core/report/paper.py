@@ -61,24 +61,16 @@ def latest_group(rows: list[dict]) -> str | None:
     return groups[0] if groups else None
 
 
-def top_values(rows: list[dict], kind: str = "qa", n: int = 2,
-               skip=()) -> dict[str, list[float]]:
-    """Per column, the ``n`` best values among the unlearning runs (the paper highlights its
-    top 2), following the column's direction; the Original and Retained rows do not
-    compete; ``skip``: labels of columns that get none."""
-    from sga_core.metrics.catalog import HIGHER, LOWER
+def top_values(rows: list[dict], kind: str = "qa", n: int = 2, skip=(), root=None
+               ) -> dict[str, list[float]]:
+    """Per column, the paper's highlights: its top ``n`` values among the unlearning runs
+    (the paper highlights its top 2), each beating every value below it beyond noise
+    (:mod:`sga_core.report.ranking`: fewer, or none, where they do not); the Original and
+    Retained rows do not compete; ``skip``: labels of columns that get none; ``root``: the
+    runs folder, for the runs' paired intervals."""
+    from sga_core.report import ranking
 
-    out = {}
-    runs = [r for r in rows if r["run"] not in REFERENCE_ROWS]
-    for spec in paper_columns(kind):
-        if spec.label in skip:
-            continue
-        vals = sorted({r[spec.label] for r in runs if r.get(spec.label) is not None},
-                      key=lambda v: -v if spec.direction == HIGHER else v if
-                      spec.direction == LOWER else abs(v))
-        if vals:
-            out[spec.label] = vals[:n]
-    return out
+    return ranking.top_values(rows, paper_columns(kind), n, skip, root)
 
 
 def _method_args(root: Path, run_id: str) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sga_core.metrics.catalog import HIGHER, LOWER, PROTOCOL_NAMES, table_columns
 from sga_core.report.columns import REFERENCE_ROWS, column_labels
 from sga_core.report.measurable import can_rank, negligible, unranked, verdict_text
+from sga_core.report.ranking import beyond_gap
 from sga_core.report.seeds import fmt_interval, groups
 from sga_core.report.settings import configuration, differing_settings, show_setting, signature
 from sga_core.report.stats import compare_by_seed, mean, t_interval
@@ -131,7 +132,9 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
     :class:`~sga_core.report.stats.Interval`), ``others``: for each other r the difference to the
     best (paired by seed where possible) and whether its interval excludes 0, ``n_min``
     (the fewest seeds at any r) and ``param``, the name of the setting it suggests a value
-    of (:func:`sweep_param_of`). None when no r has the metric."""
+    of (:func:`sweep_param_of`); an other r is ``negligible`` when the best does not beat it
+    by more than the metric's negligible gap (:func:`~sga_core.report.ranking.beyond_gap`).
+    None when no r has the metric."""
     spec = next((c for c in table_columns(kind, PROTOCOL_NAMES) if c.label == label), None)
     if spec is None:
         return None
@@ -149,12 +152,15 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
         if best is None or _better(spec.direction, iv.mean, ivs[best].mean):
             best = r
     best_vals = _seed_values(by_r[best], label)
+    ref = next((m.get(label) for m in rows if m.get("run") == "Retained"), None)
     others = []
     for r, iv in ivs.items():
         if r == best:
             continue
         diff = compare_by_seed(_seed_values(by_r[r], label), best_vals)
-        others.append({"r": r, "interval": iv, "diff": diff, "clear": diff.excludes(0.0)})
+        others.append({"r": r, "interval": iv, "diff": diff, "clear": diff.excludes(0.0),
+                       "negligible": not beyond_gap(spec.name, spec.direction,
+                                                    ivs[best].mean, iv.mean, ref)})
     return {"metric": label, "direction": spec.direction, "r": best, "best": ivs[best],
             "others": others, "n_min": min(iv.n for iv in ivs.values()),
             "param": sweep_param_of(rows, sweep), "excluded": excluded}
@@ -183,16 +189,27 @@ def suggestion_text(s: dict | None, verdict: dict | None = None) -> str:
     if tied:  # equal means: no value is better, whatever the order they were read in
         rs = ", ".join(f"{r:g}" for r in sorted([s["r"], *tied]))
         head = f"No best {p} by {s['metric']}: {p} = {rs} are tied at {fmt} (n = {s['best'].n})."
+    elif s["others"] and all(o.get("negligible") for o in s["others"]):
+        # a best only by a difference that means nothing on this metric
+        rs = ", ".join(f"{o['r']:g}" for o in sorted(s["others"], key=lambda o: o["r"]))
+        return (f"No best {p} by {s['metric']}: {p} = {rs} lie within its negligible gap of "
+                f"{p} = {s['r']:g} ({fmt}, n = {s['best'].n}), so none is better. " +
+                left_out).strip()
     else:
         head = f"Best {s['metric']} at {p} = {s['r']:g}: {fmt} (n = {s['best'].n})."
     if left_out:
         head += " " + left_out
+    near = [o for o in s["others"] if o.get("negligible")]
+    if near and not tied:
+        head += (f" Within {s['metric']}'s negligible gap of it (no better or worse in any "
+                 f"way that matters): {p} = " + ", ".join(f"{o['r']:g}" for o in near) + ".")
     if s["n_min"] < 2:
         return (head + f" Some {p} values have a single run, so nothing says whether the "
                 "differences are more than seed noise: repeat the sweep over seeds "
                 "(Train page: repeat over seeds).")
-    clear = [o for o in s["others"] if o["clear"]]
-    unclear = [o for o in s["others"] if not o["clear"]]
+    rest = [o for o in s["others"] if tied or not o.get("negligible")]
+    clear = [o for o in rest if o["clear"]]
+    unclear = [o for o in rest if not o["clear"]]
     parts = [head]
     if unclear:
         parts.append("Not distinguishable from it at 95% (the interval of the difference "

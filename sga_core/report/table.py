@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sga_core.metrics.catalog import HIGHER, LOWER, ZERO, sets_read, table_columns
+from sga_core.metrics.catalog import sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
 from sga_core.report.collapse import collapse_rows, mark_collapse
-from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, row_columns
+from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
@@ -175,25 +175,6 @@ class _Column:
 
     def __init__(self, name: str):
         self.name, self.label = name, name[len(LM_PREFIX):]
-
-
-def best_values(rows: list[dict], kind: str = "qa", skip=()) -> dict[str, float]:
-    """The best value of each column (by label) among the unlearning runs that did not
-    collapse (Original, Retained and runs :func:`mark_collapse` flagged excluded), following
-    the column's direction: the highest, the lowest, or the closest to 0. A column has a
-    best only where at least two such values differ: one run, or equal values, is no
-    comparison (every cell of a single run was marked best). ``skip``: labels of columns
-    that get none (:func:`sga_core.report.measurable.unranked`)."""
-    runs = [r for r in rows if r["run"] not in REFERENCE_ROWS and r.get("collapsed") is not True]
-    pick = {HIGHER: max, LOWER: min, ZERO: lambda vals: min(vals, key=abs)}
-    best = {}
-    for col in row_columns(rows, kind):
-        if col.label in skip:
-            continue
-        vals = [r[col.label] for r in runs if r.get(col.label) is not None]
-        if len(set(vals)) >= 2:
-            best[col.label] = pick[col.direction](vals)
-    return best
 
 
 def rows_evaluated(summ: dict) -> str | None:

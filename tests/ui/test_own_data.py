@@ -265,7 +265,7 @@ def evaluated(ui_env, mine):
     fake_run(runs, project, "sga-r0-20", r=0.0, training={"max_steps": 20}, metrics=metrics(
         fq=0.3, f_rouge=0.01, f_prob=1e-8, r_prob=2e-6, r_rouge=0.05, mu=0.0))
     fake_run(runs, project, "sga-r-0p8-20", r=-0.8, training={"max_steps": 20},
-             metrics=metrics(fq=0.2, f_rouge=0.25, f_prob=0.2, r_prob=0.8, r_rouge=0.85,
+             metrics=metrics(fq=0.2, f_rouge=0.15, f_prob=0.2, r_prob=0.8, r_rouge=0.85,
                              mu=(None, "no utility set")))
     fake_run(runs, project, "sga-r0p4-100", r=0.4, training={"max_steps": 100},
              metrics=metrics(fq=0.1, f_rouge=0.6))

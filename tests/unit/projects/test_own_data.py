@@ -198,7 +198,7 @@ def rows_with(**runs):
 
 def test_collapse_flag_against_the_original():
     from sga_core.report.collapse import collapse_rule
-    from sga_core.report.table import best_values
+    from sga_core.report.ranking import best_values
 
     rows = rows_with(Original={"retain prob": 0.9, "retain ROUGE-L": 0.9},
                      ga={"retain prob": 2e-6, "retain ROUGE-L": 0.8, "forget ROUGE-L": 0.0},
@@ -356,7 +356,8 @@ def test_own_data_end_to_end_gives_mu_in_every_row(tmp_path, tiny_model_dir):
     and no collapsed run is marked best."""
     from sga_core.normals.idk import idk_normals
     from sga_core.projects.training import build_config, default_eval
-    from sga_core.report.table import best_values, results_table
+    from sga_core.report.ranking import best_values
+    from sga_core.report.table import results_table
     from sga_core.runs.create import create_run
     from sga_core.runs.launch import run_foreground
 

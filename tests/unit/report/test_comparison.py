@@ -109,9 +109,24 @@ def test_suggestion_says_what_is_clear_and_what_is_noise():
     assert others[0.0]["clear"] and others[0.0]["diff"].method == "paired t"
     assert others[0.0]["diff"].mean == pytest.approx((-0.30 - 0.38 - 0.43) / 3)
     assert not others[0.4]["clear"]  # seed by seed: +0.02, +0.02, -0.08
+    # 0.52 against 0.507 is within FQ's negligible ratio: said so, not "not distinguishable"
+    assert others[0.4]["negligible"] and not others[0.0]["negligible"]
     text = sweeps.suggestion_text(s)
-    assert "Not distinguishable" in text and "Clearly different (that r" in text
+    assert "Within FQ's negligible gap of it" in text and "r = 0.4." in text
+    assert "Not distinguishable" not in text and "Clearly different (that r" in text
     assert "): r = 0" in text
+    # r = 0.4 at 0.45, 0.30, 0.35: beyond the gap, but seed by seed -0.05, +0.28, +0.23
+    noisy = [{**r, "FQ": {"c0": 0.45, "c1": 0.30, "c2": 0.35}.get(r["run_id"], r["FQ"])}
+             for r in ROWS]
+    text = sweeps.suggestion_text(sweeps.suggest_r(noisy, "sw", "FQ"))
+    assert "Not distinguishable from it at 95% (the interval of the difference holds 0): " \
+        "r = 0.4." in text and "negligible" not in text
+    # every other value within the gap: no best at all
+    close = [{**r, "FQ": 0.5} if r["run_id"][:1] in "bc" and r["run"] not in
+             ("Original", "Retained") else r for r in ROWS]
+    text = sweeps.suggestion_text(sweeps.suggest_r(close, "sw", "FQ"))
+    assert text.startswith("No best r by FQ: r = 0, 0.4 lie within its negligible gap of "
+                           "r = -0.8")
     one = sweeps.suggest_r([r for r in ROWS if r["seed"] == 0], "sw", "FQ")
     assert "single run" in sweeps.suggestion_text(one)
     assert sweeps.suggest_r(ROWS, "sw", "nope") is None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sga_core.report.ranking import best_values
 from sga_core.report.sweeps import r_groups, sweep_series
-from sga_core.report.table import best_values
 
 
 def row(run, method, r, sweep=None, fq=None):

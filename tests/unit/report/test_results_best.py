@@ -1,9 +1,15 @@
-"""A column's best is marked only where there is a comparison: at least two kept runs with
-values that differ (a single run's every cell was marked best)."""
+"""A column's best is marked only where there is a comparison, and only where the best beats
+every other candidate beyond noise: by more than the metric's negligible gap, and by the
+paired interval of the two runs where they share rows
+(docs/spec.md#510-can-this-experiment-measure-forgetting; a new user's study found "best"
+marked between SGA's VerbMem 0.0965 and GA's 0.0983 over 8 rows)."""
 
 from __future__ import annotations
 
-from sga_core.report.table import best_values
+from sga_core.metrics.catalog import QA, TEXT
+from sga_core.report.paper import top_values
+from sga_core.report.ranking import best_values
+from tests.unit.report.test_measurable import qa_run
 
 
 def run(name, **values):
@@ -17,6 +23,49 @@ def test_one_run_or_equal_values_have_no_best():
     assert best_values([run("a", FQ=0.2), run("b", FQ=None)]) == {}
 
 
-def test_two_differing_values_have_a_best():
-    best = best_values([run("a", FQ=0.2, MU=0.4), run("b", FQ=0.3, MU=0.4)])
-    assert best == {"FQ": 0.3}
+def test_two_values_apart_beyond_the_gap_have_a_best():
+    best = best_values([run("a", FQ=0.2, MU=0.4), run("b", FQ=0.3, MU=0.5)])
+    assert best == {"FQ": 0.3, "MU": 0.5}
+
+
+def test_values_within_the_negligible_gap_have_no_best():
+    # the study's numbers: SGA's and GA's VerbMem and KnowMem
+    rows = [run("sga", VerbMem=0.0965, **{"KnowMem forget": 0.0}),
+            run("ga", VerbMem=0.0983, **{"KnowMem forget": 0.0})]
+    assert best_values(rows, TEXT) == {}
+    # MU 0.40 against 0.42; PrivLeak -3 against 5 points; FQ 1e-5 against 1.2e-5
+    assert best_values([run("a", MU=0.40, FQ=1e-5), run("b", MU=0.42, FQ=1.2e-5)]) == {}
+    assert best_values([run("a", PrivLeak=-3.0), run("b", PrivLeak=5.0)], TEXT) == {}
+    # the best must beat every other: two close leaders, neither is best
+    assert best_values([run("a", MU=0.50), run("b", MU=0.49), run("c", MU=0.1)]) == {}
+
+
+def test_a_perplexitys_gap_is_a_share_of_the_retaineds():
+    rows = [run("Retained", PPL=40.0), run("a", PPL=30.0), run("b", PPL=33.0)]
+    assert best_values(rows, TEXT) == {}  # 3 < 10% of 40
+    rows[2]["PPL"] = 36.0
+    assert best_values(rows, TEXT) == {"PPL": 30.0}
+
+
+def test_a_best_beyond_the_gap_but_within_noise_of_the_paired_rows_is_not_marked(tmp_path):
+    # forget ROUGE-L 0.1 against 0.2: beyond the gap, but A's 0.1 is one row of 1.0 among
+    # zeros: the paired interval of A - B holds 0
+    qa_run(tmp_path / "a", [0.5] * 10, [0.0] * 9 + [1.0])
+    qa_run(tmp_path / "b", [0.5] * 10, [0.2] * 10)
+    qa_run(tmp_path / "c", [0.5] * 10, [0.0] * 10)
+    rows = [{"run": n, "run_id": n, "forget ROUGE-L": v} for n, v in (("a", 0.1), ("b", 0.2))]
+    assert best_values(rows, QA) == {"forget ROUGE-L": 0.1}  # the gap alone
+    assert best_values(rows, QA, root=tmp_path) == {}
+    # every row lower: the interval excludes 0, a best
+    rows[0].update(run="c", run_id="c", **{"forget ROUGE-L": 0.0})
+    assert best_values(rows, QA, root=tmp_path) == {"forget ROUGE-L": 0.0}
+
+
+def test_the_paper_tables_top_2_stop_where_the_values_do_not_differ():
+    rows = [run("a", FQ=0.9), run("b", FQ=0.5), run("c", FQ=0.01), run("d", FQ=0.0095)]
+    assert top_values(rows, QA)["FQ"] == [0.9, 0.5]
+    rows[1]["FQ"] = 0.85  # b within a factor of 1.25 of a: both beat c, as a pair
+    assert top_values(rows, QA)["FQ"] == [0.9, 0.85]
+    rows[2]["FQ"] = 0.8  # three close values: the top 1 if it beats them, else none
+    assert "FQ" not in top_values(rows, QA)
+    assert top_values([run("a", FQ=0.9), run("b", FQ=0.5)], QA)["FQ"] == [0.9]
