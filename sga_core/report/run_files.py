@@ -103,10 +103,13 @@ def follow_token(run_dir: Path, forget_index: int, position: int,
     return pts
 
 
-def default_token(tables: list[dict], word: str | None = None) -> int:
+def default_token(tables: list[dict], word: str | None = None,
+                  compared: list[bool] | None = None) -> int:
     """The token the page follows first: where ``word`` starts (the demo's "French"), else
     the one whose probability fell most from the first table (the Original) to the lowest
-    of the others, else the first token."""
+    of the unlearning runs' (``compared``: for each table, whether it is one; default every
+    table after the first; the Retained never learned the fact, so its low probability is
+    no fall that unlearning caused), else the first token."""
     if not tables:
         return 0
     tokens = tables[0]["tokens"]
@@ -115,7 +118,9 @@ def default_token(tables: list[dict], word: str | None = None) -> int:
         if at is not None:
             return at
     first = tables[0]["probs"]
-    others = [t["probs"] for t in tables[1:] if len(t["probs"]) == len(first)]
+    compared = compared if compared is not None else [False] + [True] * (len(tables) - 1)
+    others = [t["probs"] for t, c in zip(tables[1:], compared[1:])
+              if c and len(t["probs"]) == len(first)]
     if not others:
         return 0
     drops = [first[j] - min(o[j] for o in others) for j in range(len(first))]

@@ -117,11 +117,12 @@ def _token_table(probs: list[float], index: int = 0) -> dict:
                     for t, p in zip(TEXT_TOKENS, probs)]}
 
 
-def text_token_project(root: Path, demo_dir: Path):
+def text_token_project(root: Path, demo_dir: Path, retained: bool = False):
     """A text project (the demo's text sets) with an evaluated Original and an SGA run whose
     evaluations hold token tables of forget passage 0's continuation, the SGA run with
     probes of that passage at steps 0-2 (the whole passage: a prefix, then the same
-    tokens)."""
+    tokens); ``retained``: and a Retained model that never knew token 3 (0.99 -> 0.0, a
+    larger fall than any the SGA run caused)."""
     from sga_core.fileio import atomic_write_json, atomic_write_jsonl
     from sga_core.projects import create_project
 
@@ -132,8 +133,10 @@ def text_token_project(root: Path, demo_dir: Path):
     original = [0.9, 0.95, 0.8, 0.99, 0.99, 0.7, 0.6, 0.5, 0.6, 0.4]
     after = [0.8, 0.9, 0.2, 0.9, 0.9, 0.6, 0.1, 0.5, 0.6, 0.4]  # " Mits" and " 57" fell
     out = {}
-    for run_id, method, probs in (("txt-original", "finetune", original),
-                                  ("sga-text", "sga", after)):
+    models = [("txt-original", "finetune", original), ("sga-text", "sga", after)]
+    if retained:
+        models.append(("txt-retain-ref", "finetune", original[:3] + [0.0] + original[4:]))
+    for run_id, method, probs in models:
         run_dir = fake_run(runs, project, run_id, method=method)
         atomic_write_json(run_dir / "eval" / "summary.json", {
             "task": "text", "rows": {"forget": 1},

@@ -51,6 +51,17 @@ def test_a_text_project_shows_its_continuation_tokens(ui_env, demo_dir):
     assert not [b for b in at.button if b.key == "tokens.reeval"]  # every run has its tables
 
 
+def test_the_token_followed_first_fell_under_unlearning_not_in_the_retained(ui_env, demo_dir):
+    # the Retained never knew token 3 (0.99 -> 0.0): no fall that unlearning caused
+    text_token_project(ui_env, demo_dir, retained=True)
+    at = open_page("app_pages/tokens.py")
+    at.selectbox(key="_project_picker").set_value("txt").run()
+    assert not at.exception, at.exception
+    assert "txt-retain-ref" in at.multiselect(key="tokens.runs").value
+    mark = at.selectbox(key="tokens.mark.0")
+    assert mark.value == 2 and mark.options[2] == "2: Mits"
+
+
 def test_runs_evaluated_without_token_tables_are_offered_a_re_evaluation(ui_env, demo_dir):
     project = text_token_project(ui_env, demo_dir)
     old = ui_env / "runs" / "sga-text"
