@@ -92,8 +92,9 @@ def table_html(rows: list[dict], specs, kind: str, extra: list[str] = (),
                                    "no value"))
                 continue
             is_best = not ref and not collapsed and best.get(c.label) == value
-            cells.append(_cell(f"{value:.4g}", c.label, None, BEST if is_best else "",
-                               row.get(f"{c.label} (rows)")))
+            note = row.get(f"{c.label} (note)")  # a value that does not mean what it says
+            cells.append(_cell(f"{value:.4g}" + (" ⚠" if note else ""), c.label, note,
+                               BEST if is_best else "", row.get(f"{c.label} (rows)")))
         for label in extra:
             value = row.get(label)
             cells.append(_cell("—" if value is None else f"{value:.4g}", label,
@@ -121,5 +122,6 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
                wb.collapse_rule(kind).replace(" = ", "** = ", 1) + "; collapsed rows are "
                "greyed. — = cannot be computed: hover it for the reason (and the column "
                "headers for what each metric means). (n of N rows) after a value: it was "
-               "computed on an evenly spaced subset of the rows (eval.max_rows).")
+               "computed on an evenly spaced subset of the rows (eval.max_rows). ⚠ after a "
+               "value: it does not mean what its column says here; hover it for why.")
     st.html(table_html(rows, specs, kind, extra, rank, skip, root))

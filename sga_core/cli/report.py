@@ -98,7 +98,8 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
             star = "*" if (value is not None and not ref and not collapsed
                            and label in best and best[label] == value) else ""
             subset = row.get(f"{label} (rows)")  # eval.max_rows: "(3 of 10 rows)"
-            cells.append(_fmt(value) + star + (f" ({subset})" if subset else ""))
+            warn = "!" if value is not None and row.get(f"{label} (note)") else ""
+            cells.append(_fmt(value) + star + warn + (f" ({subset})" if subset else ""))
         body.append(cells)
     lines = []
     note = protocol_note(rows)
@@ -114,12 +115,16 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
                   else "no value is marked best: forgetting cannot be measured here; ") +
                  f"{MISSING} = cannot be computed" +
                  ("; (n of N rows) = computed on an evenly spaced subset (eval.max_rows)"
-                  if any(f"{c} (rows)" in r for r in rows for c in metrics) else ""))
+                  if any(f"{c} (rows)" in r for r in rows for c in metrics) else "") +
+                 ("; ! = the value does not mean what its column says (note below)"
+                  if any(f"{c} (note)" in r for r in rows for c in metrics) else ""))
     lines.append(collapse_rule(kind))
     for row in rows:
         for label in metrics:
             if f"{label} (why)" in row:
                 lines.append(f"why {row['run']}: {label}: {row[f'{label} (why)']}")
+            if f"{label} (note)" in row:  # ! after the value
+                lines.append(f"note {row['run']}: {label}: {row[f'{label} (note)']}")
         why = row.get("collapsed (why)") or ""
         if row.get("collapsed") is True and why or why.startswith("cannot tell"):
             lines.append(f"collapsed {row['run']}: {why}")

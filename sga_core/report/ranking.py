@@ -103,8 +103,10 @@ def beats(col, a: dict, b: dict, ref: float | None, pair: Pairing | None) -> boo
 
 
 def _candidates(rows: list[dict], label: str) -> list[dict]:
+    """The values that compete: unlearning runs' that did not collapse, without a caution
+    (``<label> (note)``: :func:`sga_core.report.table.value_note`)."""
     return [r for r in rows if r["run"] not in REFERENCE_ROWS and r.get("collapsed") is not True
-            and r.get(label) is not None]
+            and r.get(label) is not None and not r.get(f"{label} (note)")]
 
 
 def _reference(rows: list[dict], label: str) -> float | None:

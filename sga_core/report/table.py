@@ -67,6 +67,30 @@ def own_reference_value(summary: dict | None, name: str):
     return None
 
 
+#: how far from 0.5 the Retained's own Min-K% AUC may lie before the forget and holdout sets
+#: count as different in kind: a model that saw neither set should not tell them apart
+MIA_SET_SHIFT = 0.4
+
+
+def value_note(summary: dict | None, name: str, retained: bool) -> str | None:
+    """A caution on a computed value that does not mean what its column says: PrivLeak where
+    the Retained model (``retained``: this run is it), which saw neither the forget nor the
+    holdout texts, still tells them apart (its Min-K% AUC within :data:`MIA_SET_SHIFT` of 0
+    or 1): the two sets differ in kind, and the attack measures that, not memorisation."""
+    if name != "privleak":
+        return None
+    if retained:
+        ref = metric_value(summary, "mia_auc")[0]
+    else:
+        ref = ((summary or {}).get("reference") or {}).get("mia_auc")
+    if not isinstance(ref, (int, float)) or abs(ref - 0.5) < MIA_SET_SHIFT:
+        return None
+    return (f"the Retained model, which saw neither set, tells the forget texts from the "
+            f"holdout texts apart (its Min-K% AUC is {ref:.2f}, not about 0.5): the two sets "
+            "differ in kind (length, source), so this PrivLeak measures that difference, not "
+            "memorisation; it is not ranked. Use a holdout set drawn like the forget set.")
+
+
 def run_label(r: dict, project=None) -> str:
     """A readable name: "Original", "Retained", or the method with its r ("sga r=-0.8");
     the run id when the method is unknown. :func:`display_names` makes them unique."""
@@ -132,7 +156,8 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     """One dict per evaluated run: label, method, r, K, sweep, state and each metric; the
     Original and Retained rows first. A metric that could not be computed is None, and
     its reason is kept under ``<column> (why)``; one computed on a row subset
-    (``eval.max_rows``) says so under ``<column> (rows)`` ("3 of 10 rows")."""
+    (``eval.max_rows``) says so under ``<column> (rows)`` ("3 of 10 rows"); one that does
+    not mean what its column says carries :func:`value_note` under ``<column> (note)``."""
     rows, counts = [], {}
     runs = project_runs(project, root)
     names = display_names(runs, project)
@@ -158,6 +183,9 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
             row[col.label] = value
             if value is None and reason:
                 row[f"{col.label} (why)"] = reason
+            elif value is not None and (note := value_note(summ, col.name,
+                                                           row["run"] == "Retained")):
+                row[f"{col.label} (note)"] = note  # a value that does not mean what it says
             elif value is not None and (subset := metric_rows(summ, col.name, kind)):
                 row[f"{col.label} (rows)"] = subset  # "3 of 10 rows" (eval.max_rows)
         row.update(run_fields(r, summ))  # seed, group, MU's components
