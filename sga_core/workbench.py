@@ -178,6 +178,7 @@ from sga_core.runs.validate import Damaged
 from sga_core.stress.attacks import attack_names
 from sga_core.stress.attacks import form_choices as stress_form_choices
 from sga_core.stress.results import attacked_token_tables
+from sga_core.stress.settings import settings_class as stress_settings_class
 from sga_core.text import plural, printable
 
 __all__ = [
@@ -216,7 +217,7 @@ __all__ = [
     "resume", "resume_offer",
     "recovery_band", "stress_table", "attacked_token_tables",
     "attack_names", "cancel_stress", "default_attacks", "queue_stress_tests", "request_stress",
-    "stress_form_choices",
+    "stress_form_choices", "stress_settings_class",
     "stress_candidates", "stress_originals", "stress_progress", "stress_refusal",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",

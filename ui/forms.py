@@ -101,12 +101,16 @@ def _same_kind(value, default) -> bool:
     return isinstance(value, type(default))
 
 
-def kept(widget, key: str, default=None, **kwargs):
+def kept(widget, key: str, default=None, in_form: bool = False, **kwargs):
     """Draw ``widget(key=key, **kwargs)`` starting from the value it had on the last visit
     (else ``default``); a kept value that no longer fits (an option that went away, a
-    number out of bounds, a value of another type) falls back to the default."""
+    number out of bounds, a value of another type) falls back to the default. ``in_form``:
+    the widget is inside an ``st.form``, which allows no callbacks: an emptied number box
+    stays empty (None), and the caller reads that as "the default"."""
     prepare(key)
-    if getattr(widget, "__name__", "") == "number_input":
+    if getattr(widget, "__name__", "") == "number_input" and in_form:
+        kwargs.setdefault("value", None)
+    elif getattr(widget, "__name__", "") == "number_input":
         # a box given no value of its own: emptied and left, it commits None (not its
         # minimum, which Streamlit puts in otherwise), and its last value comes back
         kwargs.setdefault("value", None)
@@ -150,6 +154,8 @@ def _widget_value(spec: dict, val):
     kind = spec["kind"]
     if kind == "list":
         return ", ".join(str(v) for v in val or [])
+    if kind in ("int", "float") and val is None:  # an optional number: an empty box
+        return None
     if kind == "int":
         return int(val)
     if kind == "float":
@@ -157,6 +163,12 @@ def _widget_value(spec: dict, val):
     if kind == "bool":
         return bool(val)
     return "" if val is None else val
+
+
+def changed(spec: dict, value) -> bool:
+    """Whether a form's ``value`` of a field (a :func:`dataclass_form` result) differs
+    from the field's default, compared as the widget shows them ("10,50" is [10, 50])."""
+    return _widget_value(spec, value) != _widget_value(spec, spec["default"])
 
 
 def set_form_values(cls, values: dict, key: str, advanced: bool | None = None) -> None:
@@ -208,20 +220,24 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
 
 
 def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int = 3,
-                   advanced: bool | None = None, choices: dict | None = None) -> dict:
+                   advanced: bool | None = None, choices: dict | None = None,
+                   skip=(), in_form: bool = False) -> dict:
     """Inputs for the fields of dataclass ``cls`` (help, bounds and choices from the field
     metadata); returns {field: value}. ``values`` are the starting values (else the field
     defaults); ``advanced``: None = all fields, True/False = only fields with that flag;
-    ``choices``: {field: options} known only when the page is drawn (files on disk)."""
+    ``choices``: {field: options} known only when the page is drawn (files on disk);
+    ``skip``: fields not drawn; ``in_form``: drawn inside an ``st.form`` (no callbacks: a
+    number box left empty gives None, and no slider fields)."""
     values = values or {}
     choices = choices or {}
     out = {}
-    specs = [s for s in wb.field_specs(cls) if not s.get("hidden")
+    specs = [s for s in wb.field_specs(cls) if not s.get("hidden") and s["name"] not in skip
              and (advanced is None or bool(s.get("advanced")) == advanced)]
-    for spec in [s for s in specs if s.get("slider")]:  # sliders get a whole row
+    sliders = [] if in_form else [s for s in specs if s.get("slider")]
+    for spec in sliders:  # sliders get a whole row
         out[spec["name"]] = _slider_field(spec, f"{key}.{spec['name']}",
                                           values.get(spec["name"], spec["default"]))
-    specs = [s for s in specs if not s.get("slider")]
+    specs = [s for s in specs if s not in sliders]
     cols = st.columns(columns) if specs else []
     for i, spec in enumerate(specs):
         name, kind = spec["name"], spec["kind"]
@@ -238,10 +254,10 @@ def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int 
                 cast = int if kind == "int" else float
                 lo, hi = spec.get("min"), spec.get("max")
                 extra = {"step": 1} if kind == "int" else {"format": "%g"}
-                out[name] = cast(kept(
-                    st.number_input, wkey, default, **common, **extra,
-                    min_value=None if lo is None else cast(lo),
-                    max_value=None if hi is None else cast(hi)))
+                got = kept(st.number_input, wkey, default, in_form, **common, **extra,
+                           min_value=None if lo is None else cast(lo),
+                           max_value=None if hi is None else cast(hi))
+                out[name] = None if got is None else cast(got)
             elif kind == "list":
                 text = kept(st.text_input, wkey, default, **common)
                 out[name] = [v.strip() for v in text.split(",") if v.strip()]

@@ -9,29 +9,49 @@ from pathlib import Path
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.forms import changed, dataclass_form
 from ui.show import panel, plain, show_error
 
 ALL_RUNS = "all runs shown"
 
 
 def attack_settings(prefix: str) -> dict:
-    """The attacks' settings a stress form offers (each attack's ``form``, declared in its
-    own file), as chosen; an empty value leaves the setting at its default (left out of
-    the request)."""
+    """The attacks' settings a stress form offers, as chosen: each attack's ``form``
+    choices (declared in its own file), then, folded, every other setting of the typed
+    ``StressSettings`` (seeds, relearning steps, learning rate, ...: the ``stress``
+    command's flags, from the same declarations). Only settings changed from their defaults
+    go into the request; an empty value leaves a setting at its default."""
     chosen = {}
-    for fc in wb.stress_form_choices():
+    choices = wb.stress_form_choices()
+    for fc in choices:
         value = st.selectbox(fc.label, list(fc.choices), key=f"{prefix}.stress_{fc.key}",
                              format_func=fc.choices.get, help=fc.help or None)
         if value:
             chosen[fc.setting] = value
+    cls = wb.stress_settings_class()
+    with panel("attack settings: seeds, relearning steps and rate, ... "
+               "(defaults as in `stress --help`)", f"{prefix}.stress_set_open"):
+        drawn = dataclass_form(cls, key=f"{prefix}.stress_set", columns=3, in_form=True,
+                               skip={fc.setting for fc in choices})
+    specs = {s["name"]: s for s in wb.field_specs(cls)}
+    for name, value in drawn.items():
+        if value is not None and changed(specs[name], value):
+            chosen[name] = value
     return chosen
 
 
 def _said(settings: dict) -> str:
     """The chosen settings in words for the "Queued ..." line ("; paraphrases written by
-    the local backend")."""
-    return "".join(f"; {fc.said.format(value=settings[fc.setting])}"
-                   for fc in wb.stress_form_choices() if fc.said and fc.setting in settings)
+    the local backend; seeds 1, 2; relearn steps 5")."""
+    choices = wb.stress_form_choices()
+    out = "".join(f"; {fc.said.format(value=settings[fc.setting])}"
+                  for fc in choices if fc.said and fc.setting in settings)
+    shown = {fc.setting for fc in choices}
+    for name, value in settings.items():
+        if name not in shown:
+            text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+            out += f"; {name.replace('_', ' ')} {text}"
+    return out
 
 
 def job_line(sp: dict) -> str:

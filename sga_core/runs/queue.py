@@ -404,6 +404,17 @@ def check_stress(attacks, settings: dict | None = None) -> list[str]:
     return names
 
 
+def typed_settings(settings: dict | None) -> dict:
+    """The given StressSettings fields as their declared types ("10, 50" -> [10, 50]: a
+    form's text), checked like the stress command's flags (ConfigError)."""
+    from sga_core.params import from_dict
+    from sga_core.stress.settings import settings_class
+
+    settings = dict(settings or {})
+    typed = from_dict(settings_class(), settings, "--")
+    return {k: getattr(typed, k) for k in settings}
+
+
 def stress_refusal(run_dir: str | os.PathLike) -> str | None:
     """Why a stress test of this run cannot be queued now (None: it can): the run must
     have completed with a saved model, and no stress test of it be queued or running."""
@@ -439,7 +450,7 @@ def request_stress(run_dir: str | os.PathLike, attacks=None, settings: dict | No
     why = stress_refusal(run_dir)
     if why:
         raise ValueError(f"cannot stress-test {run_dir.name}: {why}")
-    settings = dict(settings or {})
+    settings = typed_settings(settings)
     options = {k: v for k, v in (options or {}).items() if k in STRESS_OPTIONS and v is not None}
     shown = job_backend(run_dir).submit(kind("stress"), run_dir, {
         "attacks": names, "settings": settings, "options": options})

@@ -101,6 +101,35 @@ def test_runs_page_queues_a_stress_test_and_follows_it(ui_env):
         assert read_stress(run)["state"] == "cancelled"
 
 
+def test_the_stress_form_sets_seeds_relearning_steps_and_rate(ui_env):
+    # every StressSettings field is offered, folded; only the changed ones are requested,
+    # typed as the stress command's flags would type them
+    project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
+    run = with_model(fake_run(ui_env / "runs", project, "sga-one", metrics=metrics()))
+    with runner_lock(ui_env / "runs"):
+        at = runs_page_on("sga-one")
+        assert at.text_input(key="runs.stress_set.seeds").value == "0, 1, 2"
+        assert at.text_input(key="runs.stress_set.relearn_steps").value == "10, 50"
+        assert at.number_input(key="runs.stress_set.relearn_lr").value is None  # the run's
+        assert "runs.stress_set.paraphrase_backend" not in [t.key for t in at.text_input]
+        # a bad value is refused with its name, and nothing is queued
+        at.multiselect(key="runs.stress_attacks").set_value(["relearn"])
+        at.text_input(key="runs.stress_set.relearn_steps").set_value("0")
+        submit(at, "Stress-test")
+        assert any("relearn_steps" in shown(e.value) for e in at.error), \
+            [e.value for e in at.error]
+        assert not RunFolder(run).stress_requested()
+        at.text_input(key="runs.stress_set.seeds").set_value("4,5")
+        at.text_input(key="runs.stress_set.relearn_steps").set_value("3")
+        at.number_input(key="runs.stress_set.relearn_lr").set_value(0.0002)
+        submit(at, "Stress-test")
+        assert any("Queued a stress test of sga-one (relearn; seeds 4, 5; relearn steps 3; "
+                   "relearn lr 0.0002)" in shown(s.value) for s in at.success), \
+            [s.value for s in at.success]
+        req = RunFolder(run).stress_request()
+        assert req["settings"] == {"seeds": [4, 5], "relearn_steps": [3], "relearn_lr": 0.0002}
+
+
 def test_runs_page_shows_progress_eta_cancel_and_failure(ui_env):
     project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
     runs = ui_env / "runs"
