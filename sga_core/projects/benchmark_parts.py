@@ -249,10 +249,11 @@ def first_articles(got: Gathered, n: int, tmp: str | os.PathLike,
         located = [s for s in spans[role] if s]
         needed = len({i for s in located for i in s})
         kept = [r for r, s in zip(all_rows, spans[role]) if s and set(s) <= keep]
+        other = "" if choose == "evaluated" else " with subset of N rows 'evaluated'"
+        flags = f"--first {needed}" + ("" if choose == "evaluated" else " --subset evaluated")
         lost = (f"; keeping all {len(located)} found in the forget rows takes "
-                f"{plural(needed, 'row')} (--first {needed}"
-                f"{'' if choose == 'evaluated' else ' --subset evaluated'})"
-                if located and len(kept) < len(located) else "")
+                f"{plural(needed, 'row')}: set N forget rows to {needed}{other} (the CLI's "
+                f"{flags})" if located and len(kept) < len(located) else "")
         if not kept:
             got.notes.append(f"subset: {where} left out: none of its {len(all_rows)} passages "
                              f"lies in the kept forget rows{lost}")

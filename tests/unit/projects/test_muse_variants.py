@@ -80,7 +80,9 @@ def test_the_first_n_says_plainly_what_it_loses(tmp_path, books, tiny_model_dir)
     assert "the first 2 forget rows of" in notes
     assert "verbmem/forget.json left out: none of its 12 passages lies in the kept forget " \
            "rows; keeping all 12 found in the forget rows takes" in notes
-    assert "--subset evaluated" in notes
+    # in the words of the browser's form and of the CLI alike
+    assert "takes 4 rows: set N forget rows to 4 with subset of N rows 'evaluated' (the CLI's " \
+           "--first 4 --subset evaluated)" in notes
 
 
 @pytest.mark.parametrize("variant", ["books-json", "news-json", "news-txt"])
