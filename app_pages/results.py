@@ -9,6 +9,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import intervals, run_compare
+from ui.charts import step_chart
 from ui.context import project_note, require_project
 from ui.damaged import unless_damaged, warn_damaged
 from ui.measurable import show_verdict, verdict
@@ -83,8 +84,7 @@ if chosen:
                 fig.add_scatter(x=[p["step"] for p in m], y=ys, mode="lines",
                                 name=names.get(run_id, run_id))
     if fig.data:
-        fig.update_layout(height=320, xaxis_title="step", yaxis_title=metric,
-                          margin=dict(l=10, r=10, t=30, b=10))
+        step_chart(fig, height=320, yaxis_title=metric, margin=dict(l=10, r=10, t=30, b=10))
         st.plotly_chart(fig, key="results.curves_plot")
     else:
         st.caption(f"The chosen runs did not log {metric} (retain_nll needs a method that "

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.charts import step_chart
 from ui.context import require_project
 from ui.damaged import unless_damaged, warn_damaged
 from ui.show import plain
@@ -127,8 +128,8 @@ for run_id in [k for k in tables if k not in variants]:
         fig.add_scatter(x=[s for s, _ in pts], y=[p for _, p in pts], mode="lines+markers",
                         name=names.get(run_id, run_id))
 if fig.data:
-    fig.update_layout(height=300, xaxis_title="step", yaxis_title="probability",
-                      yaxis_range=[0, 1], margin=dict(l=10, r=10, t=30, b=10))
+    step_chart(fig, height=300, yaxis_title="probability", yaxis_range=[0, 1],
+               margin=dict(l=10, r=10, t=30, b=10))
     st.plotly_chart(fig, key="tokens.steps")
 else:
     st.caption("No probes of this row in the chosen runs (set probe rows on the Train page).")

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.charts import step_chart
 from ui.show import plain
 
 
@@ -30,8 +31,8 @@ def show(run_dir, key: str) -> None:
     if best:
         fig.add_vline(x=best[-1]["step"], line_dash="dot",
                       annotation_text=f"best {metric or ''}".strip())
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="step",
-                      yaxis_title="value", title="evaluation during training")
+    step_chart(fig, height=300, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="value",
+               title="evaluation during training")
     st.plotly_chart(fig, key=f"eval-steps-{key}")
     last = recs[-1]
     cost = sum(r.get("eval_s") or 0 for r in recs) / len(recs)

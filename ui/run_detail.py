@@ -9,6 +9,7 @@ import streamlit as st
 
 from sga_core import workbench as wb
 from ui import eval_steps
+from ui.charts import step_chart
 from ui.cluster import job_caption
 from ui.damaged import unless_damaged
 from ui.show import plain, state_badge
@@ -68,8 +69,7 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
             if any(y is not None for y in ys):
                 fig.add_scatter(x=[row["step"] for row in m], y=ys, mode="lines",
                                 name=curve.get(key, key))
-        fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
-                          xaxis_title="step", title="losses")
+        step_chart(fig, height=300, margin=dict(l=10, r=10, t=30, b=10), title="losses")
         st.plotly_chart(fig, key=f"loss-{selected}")
         not_a_number_note(wb.not_a_number(m, keys, curve))
     eval_steps.show(run_dir, selected)  # evaluation during training, if the run has it
