@@ -123,7 +123,7 @@ evaluate = kept(st.checkbox, "train.eval", True, label="evaluate when the run co
                 "(TOFU/MUSE metrics, token tables; on a CPU often several times as long as "
                 "a short run: the benchmark protocols generate up to 128 tokens per row)")
 protocol_caption(project, " The Data page changes it.")
-eval_rows = eval_rows_input()  # a row limit for every evaluation set (QA and text)
+eval_rows = eval_rows_input(project)  # a row limit for every evaluation set (QA and text)
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
 backend = backend_choice()  # this machine's queue, or the SLURM cluster
 

@@ -17,7 +17,7 @@ JSONL) and a preset saved (:func:`save_preset`; ``train --preset`` reads any YAM
 from __future__ import annotations
 
 from sga_core.assets import DEMO_PRESET
-from sga_core.config import STEP_METRICS, LaunchConfig, TrainingArgs, dump_config
+from sga_core.config import STEP_METRICS, EvalConfig, LaunchConfig, TrainingArgs, dump_config
 from sga_core.data import SUPPORTED_EXTENSIONS, DataError, NormalAnswer, NormalTable
 from sga_core.data.limits import MAX_K
 from sga_core.data.mapping import TARGETS, FieldReport, check_map
@@ -45,7 +45,7 @@ from sga_core.projects import probe_job as probe
 from sga_core.projects import rstar_job as rstar
 from sga_core.projects.benchmarks import benchmark_importers
 from sga_core.projects.eval_sets import project_role_words as set_role_words
-from sga_core.projects.eval_sets import protocol_gaps, set_kind, suggest_set_name
+from sga_core.projects.eval_sets import protocol_gaps, set_kind, set_summary, suggest_set_name
 from sga_core.projects.normal_answers import (
     idk_fallback,
     last_generation,
@@ -217,7 +217,7 @@ __all__ = [
     "resume", "resume_offer",
     "recovery_band", "stress_table", "attacked_token_tables",
     "attack_names", "cancel_stress", "default_attacks", "queue_stress_tests", "request_stress",
-    "stress_form_choices", "stress_settings_class",
+    "stress_form_choices", "stress_settings_class", "EvalConfig", "set_summary",
     "stress_candidates", "stress_originals", "stress_progress", "stress_refusal",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",

@@ -23,15 +23,61 @@ def protocol_caption(project, note: str = "") -> None:
         st.warning("In this project:\n" + as_list(gaps))
 
 
-def eval_rows_input() -> int:
+#: a set this large, evaluated whole, is slow on a CPU: the row-limit caption says so
+LARGE_SET = 500
+
+
+def set_rows(project) -> dict[str, int]:
+    """The rows of each set an evaluation of ``project`` reads: forget, retain and every
+    evaluation set (parsed once per file version: :func:`~sga_core.projects.eval_sets.
+    set_summary`)."""
+    paths = {"forget": project.forget_path, "retain": project.retain_path,
+             **project.eval_sets()}
+    out = {}
+    for name, path in paths.items():
+        try:
+            out[name] = wb.set_summary(project.kind, name, path)["rows"]
+        except (OSError, ValueError):  # a missing or unreadable set: the Data page says so
+            continue
+    return out
+
+
+def rows_caption(rows: dict[str, int], limit: int, caps: dict[str, int] | None = None
+                 ) -> str:
+    """What an evaluation will read with row limit ``limit`` (0 = all; ``caps``: a set's
+    own limit besides, the demo protocol's 40 retain rows): each set's rows ("holdout: 200
+    of 3,547 rows"), and, evaluating every row of a large set, that it is slow on a CPU and
+    what a limit changes."""
+    if not rows:
+        return ""
+    read = {n: min([k, *(c for c in (limit, (caps or {}).get(n)) if c)])
+            for n, k in rows.items()}
+    parts = [f"{n}: {read[n]:,} of {k:,} rows" if read[n] < k else
+             f"{n}: {k:,} {'row' if k == 1 else 'rows'}" for n, k in rows.items()]
+    text = "The evaluation reads " + ", ".join(parts) + "."
+    big = {n: k for n, k in read.items() if k > LARGE_SET}
+    if not limit and big:
+        name, most = max(big.items(), key=lambda kv: kv[1])
+        text += (f" Every row of {name} ({most:,}) is scored: on a CPU that can take hours; a "
+                 f"limit such as 200 reads an evenly spaced subset, with wider intervals.")
+    return text
+
+
+def eval_rows_input(project=None) -> int:
     """The row limit for every evaluation set (``eval.max_rows``; 0 = all), on the Train
-    page, for QA and text projects alike."""
+    page, for QA and text projects alike; with ``project``, a caption of what each set
+    will be read of (:func:`rows_caption`)."""
     from ui.forms import kept
 
-    return int(kept(st.number_input, "train.eval_rows", 0, min_value=0, step=10,
-                    label="evaluate at most this many rows of each set (0 = all)",
-                    help="An evenly spaced subset of every evaluation set: quicker on a "
-                         "CPU, with wider intervals; the results say 'n of N rows'."))
+    limit = int(kept(st.number_input, "train.eval_rows", 0, min_value=0, step=10,
+                     label="evaluate at most this many rows of each set (0 = all)",
+                     help="An evenly spaced subset of every evaluation set: quicker on a "
+                          "CPU, with wider intervals; the results say 'n of N rows'.") or 0)
+    caps = {"retain": wb.EvalConfig().max_retain_rows} if project is not None and \
+        project.protocol == "demo" else {}
+    if project is not None and (text := rows_caption(set_rows(project), limit, caps)):
+        st.caption(plain(text))
+    return limit
 
 
 def eval_rows_value() -> int:

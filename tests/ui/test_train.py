@@ -273,6 +273,27 @@ def test_a_qa_project_can_limit_the_evaluated_rows(ui_env, tiny_model_dir):
     assert preset["eval"]["max_rows"] == 5
 
 
+def test_the_row_limit_says_what_each_set_will_be_read_of(ui_env):
+    """A new user's MUSE-Books evaluation scored all 3,547 holdout chunks on a CPU: nothing
+    said so before Launch. Beside the limit, each set's rows as they will be read (the demo
+    protocol's 40 retain rows), and when a large set is read whole, that it is slow."""
+    from ui.protocol import rows_caption
+
+    at = open_page("app_pages/train.py")  # the demo: 10 forget and 110 retain rows
+
+    def said() -> str:
+        return next(shown(c.value) for c in at.caption
+                    if shown(c.value).startswith("The evaluation reads"))
+
+    assert said().startswith("The evaluation reads forget: 10 rows, retain: 40 of 110 rows")
+    at.number_input(key="train.eval_rows").set_value(5).run()
+    assert said().startswith("The evaluation reads forget: 5 of 10 rows, retain: 5 of 110 "
+                             "rows")
+    big = rows_caption({"forget": 119, "holdout": 3547}, 0)
+    assert "Every row of holdout (3,547) is scored: on a CPU that can take hours" in big
+    assert "hours" not in rows_caption({"forget": 119, "holdout": 3547}, 200)
+
+
 def test_the_nll_before_and_after_is_bounded_and_its_bound_is_in_view(ui_env, tiny_model_dir):
     """"eval nll" scored every forget and retain row before step 1 (2,174 rows of a
     MUSE-Books import: an hour on a CPU) and its bound hid among the advanced fields: it
