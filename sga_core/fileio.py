@@ -289,6 +289,34 @@ def replace_dir(new: str | os.PathLike, target: str | os.PathLike) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def remove_dir(target: str | os.PathLike) -> None:
+    """Delete the folder ``target`` so that no reader ever finds it half-deleted, and a file
+    that a late writer saves inside it meanwhile (a status written as its job ends: a
+    ``.<name>.<random>.tmp`` renamed into place) is no error: the folder is moved aside in
+    one step (``.deleting-<name>-<pid>``), then removed, a file that vanished on the way
+    skipped and one that appeared removed by another pass. FileNotFoundError when
+    ``target`` does not exist; a leftover of a killed delete goes with
+    :func:`sga_core.runs.leftovers.clean_leftovers`."""
+    import shutil
+
+    target = Path(target)
+    aside = target.with_name(f".deleting-{target.name}-{os.getpid()}")
+    os.replace(target, aside)
+
+    def vanished_is_fine(func, path, exc_info):
+        if not isinstance(exc_info[1], FileNotFoundError):
+            raise exc_info[1]
+
+    for _ in range(5):
+        try:
+            shutil.rmtree(aside, onerror=vanished_is_fine)
+        except OSError:  # a file added after a folder was listed: not empty, once more
+            pass
+        if not os.path.lexists(aside):
+            return
+    shutil.rmtree(aside)  # still there after 5 passes: say why
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     """Build a folder beside ``target`` (``.<name>.tmp``, created empty) and put it in

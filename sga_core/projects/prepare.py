@@ -13,9 +13,8 @@ loaded. Runs trained later from the original should use the same reference.
 
 from __future__ import annotations
 
-import shutil
-
 from sga_core.config import ConfigError, TrainConfig
+from sga_core.fileio import remove_dir
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import RunFolder, runs_root
 from sga_core.runs.launch import run_foreground
@@ -106,7 +105,7 @@ def prepare(forget: str, retain: str, model: str = "embedded:smollm2", name: str
         raise ConfigError(why)
     for run_id, include_forget in plan:
         if overwrite and (root / run_id).exists():
-            shutil.rmtree(root / run_id)
+            remove_dir(root / run_id)  # a late status write of its ended job is no error
         cfgs.append(TrainConfig.from_dict({
             "run_id": run_id, "model": model, "method": "finetune",
             "method_args": {"include_forget": include_forget},

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from sga_core.config import ConfigError, TrainConfig
+from sga_core.fileio import remove_dir
 from sga_core.model.loading import is_model_folder
 from sga_core.projects.project import Project
 from sga_core.runs import prepared_ids
@@ -201,7 +202,6 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     backend named ``backend``, as a chain: on this machine's queue in that order, or as two
     SLURM jobs, the original's held until the reference's ended well. ``max_rows``: each
     evaluation set's row limit (``eval.max_rows``, the Train page's; 0 = all)."""
-    import shutil
 
     from sga_core.projects.prepare import prepare_defaults
     from sga_core.runs import queue as jobs
@@ -216,7 +216,7 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     # the reference first: the original's Forget Quality compares against it
     for run_id, include_forget in pair:
         if (root / run_id).exists():
-            shutil.rmtree(root / run_id)
+            remove_dir(root / run_id)  # a late status write of its ended job is no error
         cfg = build_config(project, method="finetune",
                            method_args={"include_forget": include_forget},
                            training={**prepare_defaults(project.kind), **(training or {})},

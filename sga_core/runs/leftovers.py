@@ -11,7 +11,9 @@ Beside what is being written (in a workspace or a runs folder; :data:`IN_PLACE`)
 - ``.<name>.old/`` the folder ``fileio.atomic_dir`` replaces, moved aside for a moment where
   folders cannot be swapped atomically: put back when ``<name>`` is missing (a crash between
   the two renames), else removed;
-- ``.convert-<random>/`` a GGUF model being converted (``model.loading``).
+- ``.convert-<random>/`` a GGUF model being converted (``model.loading``);
+- ``.deleting-<name>-<pid>/`` a folder being deleted, moved aside first
+  (``fileio.remove_dir``: a deleted run).
 
 In the system's temporary folder (:func:`temp_dir`, :data:`TEMP_KINDS`):
 ``sga-<kind>-<pid>-<random>/``, removed once process ``<pid>`` is gone (a killed ``train``
@@ -46,6 +48,7 @@ IN_PLACE = {
     "tmp": re.compile(r"\..+\.tmp"),
     "old": re.compile(r"\..+\.old"),
     "convert": re.compile(r"\.convert-[A-Za-z0-9_]+"),
+    "deleting": re.compile(r"\.deleting-.+-\d+"),
 }
 #: Hidden names that are not leftovers: lock files (``fileio.file_lock``) stay, they guard a
 #: read-change-write and hold no data.

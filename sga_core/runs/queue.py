@@ -16,7 +16,7 @@ import socket
 import time
 from pathlib import Path
 
-from sga_core.fileio import dir_lock, now_iso, read_json
+from sga_core.fileio import dir_lock, now_iso, read_json, remove_dir
 from sga_core.runs import status as run_status
 from sga_core.runs.backends import backend, backend_of
 from sga_core.runs.create import create_run
@@ -346,7 +346,7 @@ def delete(run_dir: str | os.PathLike) -> None:
     if why:
         raise RuntimeError(f"run {run_dir.name} cannot be deleted now: {'; '.join(why)} "
                            "(cancel it first)")
-    shutil.rmtree(run_dir)
+    remove_dir(run_dir)  # a status its ending job writes meanwhile stops nothing
 
 
 def runner_info(root: str | os.PathLike | None = None) -> dict:

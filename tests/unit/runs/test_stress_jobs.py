@@ -113,7 +113,7 @@ def test_request_writes_the_marker_with_attacks_settings_options(run_dir, no_run
     assert shown["state"] == "queued" and no_runner == [run_dir.parent]
     req = RunFolder(run_dir).stress_request()
     assert req["attacks"] == ["quant8", "relearn"]
-    assert req["settings"] == {"seeds": "0", "rouge": False}
+    assert req["settings"] == {"seeds": [0], "rouge": False}  # typed, as the flags type them
     assert req["options"] == {"max_new_tokens": 4}
     assert json.loads(RunFolder(run_dir).stress_request_path.read_text())["requested_at"]
     with pytest.raises(ValueError, match="already queued"):
