@@ -17,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+#: how long an action or an expect() waits for its element or condition
+ACTION_TIMEOUT_MS = 30_000
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-dev-shm-usage"]
 
@@ -89,11 +91,16 @@ def stop_jobs(runs: Path) -> None:
 def chromium_page(viewport=(1400, 1000)):
     from playwright.sync_api import sync_playwright
 
+    from playwright.sync_api import expect
+
+    # expect() waits for its condition on its own clock (5 s by default), which a loaded
+    # 2-core box overruns while the page still answers: the same 30 s as every action
+    expect.set_options(timeout=ACTION_TIMEOUT_MS)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
-            page.set_default_timeout(30000)
+            page.set_default_timeout(ACTION_TIMEOUT_MS)
             yield page
         finally:
             browser.close()
