@@ -275,6 +275,21 @@ def live_jobs(run_dir: str | os.PathLike, processes: bool = True) -> list[str]:
     return out
 
 
+def slot_doing(root: Path, slot: dict) -> str:
+    """What the job holding a runner slot is doing, in a word or two: its kind ("training",
+    "evaluation", "stress test"), except a training process that evaluates its run in
+    process once trained (``eval.in_process``): "evaluating" then, not "training"."""
+    job = str(slot.get("job"))[:20]
+    run_id = str(slot.get("run_id") or "")
+    if job != kind("run").name or not run_id or "/" in run_id or run_id.startswith("."):
+        return job
+    try:
+        ev = run_status.read_eval(root / run_id)
+    except Exception:  # noqa: BLE001 - a damaged status: its kind is all that is known
+        return job
+    return "evaluating after training" if ev.get("state") == "running" else job
+
+
 def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = None
                 ) -> str | None:
     """Why a run queued on this machine's queue has not started (None for any other run):
@@ -307,7 +322,7 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     ahead = seen[:seen.index(run_dir.name)] if run_dir.name in seen else seen
     before = f"; {len(ahead)} queued before it" if ahead else ""
     if len(slots) >= most:
-        held = ", ".join(f"{str(s.get('run_id'))[:80]} ({str(s.get('job'))[:20]})"
+        held = ", ".join(f"{str(s.get('run_id'))[:80]} ({slot_doing(root, s)})"
                          for s in slots[:5])
         return f"waiting for a free slot: {len(slots)} of {most} in use by {held}{before}"
     if ahead:

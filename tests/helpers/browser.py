@@ -89,9 +89,7 @@ def stop_jobs(runs: Path) -> None:
 
 @contextmanager
 def chromium_page(viewport=(1400, 1000)):
-    from playwright.sync_api import sync_playwright
-
-    from playwright.sync_api import expect
+    from playwright.sync_api import expect, sync_playwright
 
     # expect() waits for its condition on its own clock (5 s by default), which a loaded
     # 2-core box overruns while the page still answers: the same 30 s as every action

@@ -188,7 +188,18 @@ def test_a_queued_run_says_why_it_waits(tmp_path, kids, no_runner):
                         " 1 queued before it")
         assert progress(waiting)["text"] == f"queued: {said}"
         assert queue.wait_reason(first).endswith("(evaluation)")
+        # a trainer that evaluates its run in process holds a training slot: said as what
+        # it does now (a new user read "(training)" while it evaluated)
         del runner.evals[busy]
+        runner.active[busy] = stand_in(tmp_path / "t.log", kids)
+        runner.say_slots()
+        write_run(busy, "running")
+        assert queue.wait_reason(first).endswith("in use by demo-original (training)")
+        write_run(busy, "completed")
+        write_eval(busy, "running", stage="generating answers")
+        assert queue.wait_reason(first).endswith(
+            "in use by demo-original (evaluating after training)")
+        del runner.active[busy]
         runner.say_slots()
         assert queue.wait_reason(waiting) == "waiting for 1 run(s) queued before it"
         assert queue.wait_reason(first) == "starting"
