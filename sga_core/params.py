@@ -70,7 +70,12 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
                 if low in ("false", "0", "no", "off"):
                     return False
                 raise ValueError(value)
-            return bool(value)
+            if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
+                return bool(value)
+            raise ValueError(value)  # a list or a mapping is no true or false
+        if (typ in (int, float) or text.startswith(("int", "float"))) and \
+                isinstance(value, bool):
+            raise ValueError(value)  # true is no number (it read as lr = 1.0)
         if typ is int or text.startswith("int"):
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError(value)
