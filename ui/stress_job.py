@@ -101,7 +101,7 @@ def run_section(run_dir: Path, selected: str, p: dict, root: Path) -> None:
         kind = wb.RunFolder(run_dir).config().data.task
     except Exception:  # noqa: BLE001 - a damaged config is shown elsewhere; offer all
         kind = None
-    with st.form("runs.stress_form", border=False):
+    with st.form("runs.stress_form", border=False, enter_to_submit=False):
         attacks = st.multiselect("attacks", wb.attack_names(), default=wb.default_attacks(kind),
                                  key="runs.stress_attacks",
                                  help="the registered attacks (the stress command's "
@@ -145,7 +145,7 @@ def runs_form(rows: list[dict], root: Path, kind: str | None = None) -> None:
                              help="a sweep's runs, or every run shown above")
         pool = [r["run_id"] for r in runs if sweep == ALL_RUNS or
                 f"sweep {r.get('sweep')}" == sweep]
-        with st.form("results.stress_form", border=False):
+        with st.form("results.stress_form", border=False, enter_to_submit=False):
             chosen = st.multiselect("runs", pool, default=[i for i in pool if i in ok],
                                     key=f"results.stress_runs.{sweep}",
                                     format_func=lambda i: names.get(i, i),
