@@ -56,10 +56,34 @@ class JobRecord:
         self._write(stage=self.parts[index], done=index, stage_done=0, stage_total=None,
                     stage_started_at=now_iso())
 
+    def stop_if_ended(self) -> None:
+        """Raise EvalCancelled when the record says this test should stop: a cancel was
+        asked (``cancel_requested_at``), or it was settled as ended (its SLURM job is gone,
+        so nothing waits for it; not a failure the workbench only inferred). A process whose
+        job was cancelled but that outlived its job script (a cluster that tracks processes
+        by parent) then stops at its next progress, instead of scoring on for hours under a
+        "cancelled" record."""
+        from sga_core.evaluation.common import EvalCancelled
+        from sga_core.runs.slurm.states import inferred
+        from sga_core.runs.status import FINAL_STATES, read_stress
+
+        try:
+            st = read_stress(self.run_dir)
+        except Exception:  # noqa: BLE001 - an unreadable record stops nothing
+            return
+        if inferred(st):
+            return  # the workbench only guessed its job was gone: SLURM's word decides
+        if st.get("cancel_requested_at") or st.get("state") in FINAL_STATES:
+            raise EvalCancelled(f"the stress test of {self.run_dir.name} was cancelled or "
+                                "ended")
+
     def progress(self, stage: str, done: int, total: int) -> None:
-        """A scoring stage's progress (written at most about once a second)."""
+        """A scoring stage's progress (written at most about once a second, after a check
+        that the test should go on: :meth:`stop_if_ended`)."""
         now = time.monotonic()
         if stage != self.last["stage"] or done >= total or now - self.last["t"] >= 1.0:
+            if self.began:
+                self.stop_if_ended()
             fields = {"stage": stage, "stage_done": done, "stage_total": total}
             if stage != self.last["stage"]:
                 fields["stage_started_at"] = now_iso()

@@ -244,6 +244,28 @@ def test_job_record_writes_only_once_it_holds_the_folder(run_dir):
     assert st["state"] == "completed" and st["done"] == 2 and st["error"] is None
 
 
+def test_a_stress_process_stops_once_its_record_says_it_ended(run_dir):
+    """A SLURM stress job cancelled 1 s after its start left its process running for 30
+    minutes under a "cancelled" record (its job script died, and a cluster that tracks
+    processes by parent lost it): the process now checks its record at each progress."""
+    from sga_core.evaluation.common import EvalCancelled
+
+    job = JobRecord(run_dir, ["relearn"])
+    job.started(["unlearned model", "relearn"])
+    job.progress("relearning: training", 1, 100)  # running: it goes on
+    write_stress(run_dir, "failed", slurm_state_final="UNKNOWN")  # only inferred: goes on
+    job.last["t"] = 0.0
+    job.progress("relearning: training", 2, 100)
+    write_stress(run_dir, "cancelled", slurm_state_final="CANCELLED")
+    job.last["t"] = 0.0
+    with pytest.raises(EvalCancelled, match="cancelled or ended"):
+        job.progress("relearning: training", 3, 100)
+    write_stress(run_dir, "running", cancel_requested_at="2026-11-27T17:14:25Z")
+    job.last["t"] = 0.0
+    with pytest.raises(EvalCancelled):
+        job.progress("relearning: training", 4, 100)
+
+
 def test_the_command_the_runner_starts():
     argv = launch.stress_argv("/runs/r1", ["quant8", "relearn"],
                               {"seeds": [0, 1], "rouge": False, "keep": True,
