@@ -169,8 +169,9 @@ def stress_progress(run_dir: str | Path) -> dict:
         text = f"stress test{f' {min(done + 1, total)}/{total}' if total else ''}: " + \
             f"{stage or 'starting'}" + (f" {s_done}/{s_total}" if s_total else "")
     elif state == "queued":
-        text = "stress test queued" + (f" ({st['slurm_reason']})"
-                                       if st.get("slurm_reason") else "")
+        why = st.get("slurm_reason") or (None if st.get("slurm_job_id") else _local_wait(
+            run_dir))
+        text = "stress test queued" + (f" ({why})" if why else "")
     else:
         text = {None: "not stress-tested"}.get(state, f"stress test {state}")
     return {"state": state, "attacks": attacks, "stage": stage, "done": done, "total": total,
@@ -179,6 +180,17 @@ def stress_progress(run_dir: str | Path) -> dict:
             if running and not cancelling else "", "error": st.get("error"),
             "cancelling": cancelling,
             "results": st.get("results") or [], "text": text, "status": st}
+
+
+def _local_wait(run_dir) -> str | None:
+    """Why a job queued on this machine waits (:func:`sga_core.runs.queue.job_wait_reason`),
+    None where that cannot be read."""
+    from sga_core.runs.queue import job_wait_reason
+
+    try:
+        return job_wait_reason(run_dir)
+    except OSError:
+        return None
 
 
 def typical_eval_seconds(run_dirs) -> float | None:

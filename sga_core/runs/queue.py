@@ -290,6 +290,33 @@ def slot_doing(root: Path, slot: dict) -> str:
     return "evaluating after training" if ev.get("state") == "running" else job
 
 
+def slots_full(root: Path, info: dict | None = None) -> str | None:
+    """"waiting for a free slot: 1 of 1 in use by X (evaluation)" when every slot of the
+    runner of ``root`` is taken (``info``: :func:`runner_info`, read when not given), else
+    None."""
+    info = runner_info(root) if info is None else info
+    slots = [s for s in info.get("slots") or [] if isinstance(s, dict)] \
+        if isinstance(info.get("slots"), list) else []
+    most = info.get("max_parallel")
+    most = most if type(most) is int and most > 0 else 1
+    if len(slots) < most:
+        return None
+    held = ", ".join(f"{str(s.get('run_id'))[:80]} ({slot_doing(root, s)})"
+                     for s in slots[:5])
+    return f"waiting for a free slot: {len(slots)} of {most} in use by {held}"
+
+
+def job_wait_reason(run_dir: str | os.PathLike) -> str:
+    """Why an evaluation or a stress test queued on this machine has not started: no
+    runner serves the queue, or every slot is taken (by which runs, doing what); else
+    "starting" (the runner takes it at its next look)."""
+    root = runs_root(Path(run_dir).parent)
+    if not runner_alive(root):
+        return ("no queue runner is running (it is started by the Runs page, a launch, or "
+                "python -m sga_core.runs.runner)")
+    return slots_full(root) or "starting"
+
+
 def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = None
                 ) -> str | None:
     """Why a run queued on this machine's queue has not started (None for any other run):
@@ -311,20 +338,15 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     if st.get("waiting_for"):
         return str(st["waiting_for"])
     info = runner_info(root)
-    slots = [s for s in info.get("slots") or [] if isinstance(s, dict)] \
-        if isinstance(info.get("slots"), list) else []
-    most = info.get("max_parallel")
-    most = most if type(most) is int and most > 0 else 1
     # the queue's order as the runner last read it: a page asks this of every queued run
     # each second, so it never lists the runs folder itself
     seen = info.get("queue") if isinstance(info.get("queue"), list) else []
     seen = [q for q in seen if isinstance(q, str)]
     ahead = seen[:seen.index(run_dir.name)] if run_dir.name in seen else seen
     before = f"; {len(ahead)} queued before it" if ahead else ""
-    if len(slots) >= most:
-        held = ", ".join(f"{str(s.get('run_id'))[:80]} ({slot_doing(root, s)})"
-                         for s in slots[:5])
-        return f"waiting for a free slot: {len(slots)} of {most} in use by {held}{before}"
+    full = slots_full(root, info)
+    if full:
+        return full + before
     if ahead:
         return f"waiting for {len(ahead)} run(s) queued before it"
     return "starting"

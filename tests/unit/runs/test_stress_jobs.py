@@ -244,6 +244,30 @@ def test_job_record_writes_only_once_it_holds_the_folder(run_dir):
     assert st["state"] == "completed" and st["done"] == 2 and st["error"] is None
 
 
+def test_a_queued_stress_test_says_why_it_waits(run_dir, no_runner):
+    # a new user's stress test sat "queued" for minutes with no reason given
+    import fcntl
+
+    from sga_core.runs.runner import Runner
+
+    queue.request_stress(run_dir, "quant8")
+    assert stress_progress(run_dir)["text"].startswith("stress test queued (no queue runner")
+    root = run_dir.parent
+    with open(root / queue.RUNNER_LOCK, "a") as lock:  # a runner serves the queue
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runner = Runner(root, max_parallel=1)
+        other = root / "busy"
+        other.mkdir()
+        runner.evals[other] = object()
+        runner.say_slots()
+        assert stress_progress(run_dir)["text"] == (
+            "stress test queued (waiting for a free slot: 1 of 1 in use by busy "
+            "(evaluation))")
+        del runner.evals[other]
+        runner.say_slots()
+        assert stress_progress(run_dir)["text"] == "stress test queued (starting)"
+
+
 def test_a_stress_process_stops_once_its_record_says_it_ended(run_dir):
     """A SLURM stress job cancelled 1 s after its start left its process running for 30
     minutes under a "cancelled" record (its job script died, and a cluster that tracks
