@@ -64,6 +64,7 @@ from sga_core.projects.runs import (
 from sga_core.projects.train_form import load_train_form, save_train_form
 from sga_core.projects.training import (
     build_config,
+    cancel_prepare,
     default_eval,
     original_run_id,
     parse_r_values,
@@ -218,6 +219,7 @@ __all__ = [
     "recovery_band", "stress_table", "attacked_token_tables",
     "attack_names", "cancel_stress", "default_attacks", "queue_stress_tests", "request_stress",
     "stress_form_choices", "stress_settings_class", "EvalConfig", "set_summary",
+    "cancel_prepare",
     "stress_candidates", "stress_originals", "stress_progress", "stress_refusal",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",

@@ -44,6 +44,14 @@ def model_section(project, root) -> str:
         st.success(f"Prepare queued {' and '.join(f'**{q}**' for q in queued)} (fine-tuning, "
                    "then evaluation; see the Runs page). The model to unlearn is now the "
                    "prepared original.")
+    if pending and st.button("Cancel Prepare (both models)", key="train.prepare_cancel",
+                             help="stops the retain reference and the original alike, "
+                                  "queued or running; cancelling one of them on the Runs "
+                                  "page lets the other go on"):
+        stopped = wb.cancel_prepare(project, root)
+        st.session_state.pop(QUEUED, None)
+        st.toast("Cancelling " + (" and ".join(stopped) or "nothing: Prepare had ended"))
+        st.rerun()
     if not original and not pending:
         _prepare_button(project, root, model, mode)
     return model

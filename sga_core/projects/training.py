@@ -41,6 +41,22 @@ def pending_model(project: Project, root=None) -> Path | None:
     return RunFolder(run_dir).model_dir if state in ("queued", "running") else None
 
 
+def cancel_prepare(project: Project, root=None) -> list[str]:
+    """Cancel the project's Prepare as a whole: both its runs (the retain reference and the
+    original) where they are queued or running, so that cancelling one never lets the other
+    start. Returns the run ids asked to stop."""
+    from sga_core.runs import queue
+    from sga_core.runs.status import effective_run
+
+    out = []
+    for run_id in (reference_run_id(project), original_run_id(project)):
+        run_dir = runs_root(root) / run_id
+        if run_dir.exists() and effective_run(run_dir).get("state") in ("queued", "running"):
+            queue.cancel(run_dir)
+            out.append(run_id)
+    return out
+
+
 def prepared_reference(project: Project, root=None) -> Path | None:
     run = RunFolder.of(reference_run_id(project), root)
     return run.path if run.has_model() else None

@@ -273,6 +273,30 @@ def test_a_qa_project_can_limit_the_evaluated_rows(ui_env, tiny_model_dir):
     assert preset["eval"]["max_rows"] == 5
 
 
+def test_prepare_is_cancelled_as_a_whole(ui_env, tiny_model_dir):
+    """A new user cancelled the queued retain reference on the Runs page and the original
+    started at once. While Prepare is pending, the Train page cancels both."""
+    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.status import effective_run
+    from tests.helpers.stress import runner_lock
+
+    with runner_lock(ui_env / "runs"):  # nothing starts: both stay queued
+        at = open_page("app_pages/train.py")
+        at.radio(key="train.model_mode").set_value("other model").run()
+        at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
+        at.number_input(key="train.prep.max_steps").set_value(1).run()
+        assert "train.prepare_cancel" not in [b.key for b in at.button]  # nothing pending
+        at.button(key="train.prepare").click().run()
+        assert not at.exception, at.exception
+        runs = [ui_env / "runs" / f"demo-{which}" for which in ("retain-ref", "original")]
+        assert [effective_run(r)["state"] for r in runs] == ["queued", "queued"]
+        at.button(key="train.prepare_cancel").click().run()
+        assert not at.exception, at.exception
+        for run_dir in runs:
+            assert RunFolder(run_dir).cancel_requested() or \
+                effective_run(run_dir)["state"] == "cancelled", run_dir.name
+
+
 def test_the_row_limit_says_what_each_set_will_be_read_of(ui_env):
     """A new user's MUSE-Books evaluation scored all 3,547 holdout chunks on a CPU: nothing
     said so before Launch. Beside the limit, each set's rows as they will be read (the demo
