@@ -239,7 +239,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.set_defaults(func=cmd_normals)
 
     s = sub.add_parser(
-        "import", help="a ready project from a benchmark (TOFU, MUSE-News) or your book",
+        "import", help="a ready project from a benchmark (TOFU, MUSE-News, MUSE-Books) or "
+                       "your book",
         description="Write a project (forget and retain data, evaluation sets, the "
                     "benchmark's evaluation protocol) from TOFU or MUSE-News through Hugging "
                     "Face datasets (--online: the hub; default: the local HF cache only; "

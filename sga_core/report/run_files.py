@@ -109,7 +109,7 @@ def default_token(tables: list[dict], word: str | None = None,
     the one whose probability fell most from the first table (the Original) to the lowest
     of the unlearning runs' (``compared``: for each table, whether it is one; default every
     table after the first; the Retained never learned the fact, so its low probability is
-    no fall that unlearning caused), else the first token."""
+    no fall that unlearning caused), else the first token that is not blank."""
     if not tables:
         return 0
     tokens = tables[0]["tokens"]
@@ -121,7 +121,7 @@ def default_token(tables: list[dict], word: str | None = None,
     compared = compared if compared is not None else [False] + [True] * (len(tables) - 1)
     others = [t["probs"] for t, c in zip(tables[1:], compared[1:])
               if c and len(t["probs"]) == len(first)]
-    if not others:
-        return 0
+    if not others:  # nothing to compare: the first token that shows something
+        return next((j for j, t in enumerate(tokens) if str(t).strip()), 0)
     drops = [first[j] - min(o[j] for o in others) for j in range(len(first))]
     return max(range(len(drops)), key=lambda j: (drops[j], -j)) if drops else 0
