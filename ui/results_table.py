@@ -113,7 +113,8 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
     skip = skip or {}
     best = ("Best value of each column in **bold green**, among runs that did not collapse, "
             "where it beats every other beyond noise (by more than the metric's negligible "
-            "gap, and by its paired 95% interval where the runs share rows)" +
+            "gap, and by its paired 95% interval where the runs share rows; on a "
+            "forget-side metric it must beat the Original too)" +
             (" (none on " + ", ".join(skip) + ": they cannot show forgetting here, see the "
              "verdict above)" if skip else "") + ". "
             if rank else "No value is marked best: forgetting cannot be measured here. ")

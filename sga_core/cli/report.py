@@ -109,7 +109,7 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
         lines.append(f"verdict: {verdict_text(verdict)}")
     lines += text_table(["run", "method", "r", "K", "collapsed", *metrics], body)
     lines.append(("* the best value of the column among runs that did not collapse, where it "
-                  "beats every other beyond noise" +
+                  "beats every other beyond noise (on a forget-side metric, the Original too)" +
                   (f" (none on {', '.join(skip)}: they cannot show forgetting here)"
                    if skip else "") + "; " if rank
                   else "no value is marked best: forgetting cannot be measured here; ") +

@@ -14,6 +14,12 @@ other candidate (the unlearning runs that did not collapse):
   (:func:`sga_core.report.uncertainty.compare_runs`), the 95% interval of their paired
   difference lies wholly on the better side of 0.
 
+On a forget-side metric (:data:`~sga_core.report.measurable.FORGET_SIDE`: VerbMem, forget
+ROUGE-L, ...) the best must also beat the Original by the same rule: a run whose VerbMem
+rose above the Original's forgot nothing there, even where it beats the other runs (a new
+user's study saw GA's 0.25 marked best against SGA's 0.375, both above the Original's
+0.23).
+
 The paper's table highlights its top 2 values per column: the top ``k`` (``k`` at most 2)
 are highlighted only when every one of them beats every value below them by that rule
 (:func:`top_values`). No Streamlit here; the Results page, the paper's table and
@@ -28,7 +34,7 @@ from pathlib import Path
 
 from sga_core.metrics.catalog import HIGHER, LOWER, ZERO
 from sga_core.report.columns import REFERENCE_ROWS, row_columns
-from sga_core.report.measurable import negligible
+from sga_core.report.measurable import FORGET_SIDE, negligible
 
 #: forget quality differs meaningfully by a ratio, not a difference: 0.3 beats 0.2, 1e-5
 #: and 1.2e-5 are the same
@@ -126,11 +132,22 @@ def ranked(rows: list[dict], columns, n: int = 1, skip=(), pair: Pairing | None 
         cands = sorted(_candidates(rows, col.label),
                        key=lambda r: -_score(r[col.label], col.direction))
         ref = _reference(rows, col.label)
+        before = _original(rows, col) if col.name in FORGET_SIDE else None
         for k in range(min(n, len(cands) - 1), 0, -1):
-            if all(beats(col, top, low, ref, pair) for top in cands[:k] for low in cands[k:]):
+            if all(beats(col, top, low, ref, pair) for top in cands[:k] for low in cands[k:]) \
+                    and (before is None or all(beats(col, top, before, ref, pair)
+                                               for top in cands[:k])):
                 out[col.label] = [r[col.label] for r in cands[:k]]
                 break
     return out
+
+
+def _original(rows: list[dict], col) -> dict | None:
+    """The Original's row where it has a value of ``col``: on a forget-side metric, a best
+    must have moved from it toward forgetting (a run worse than the model it unlearned from
+    forgot nothing, however it compares with the other runs)."""
+    return next((r for r in rows if r["run"] == "Original" and r.get(col.label) is not None),
+                None)
 
 
 def best_values(rows: list[dict], kind: str = "qa", skip=(), root=None) -> dict[str, float]:

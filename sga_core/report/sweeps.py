@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from sga_core.metrics.catalog import HIGHER, LOWER, PROTOCOL_NAMES, table_columns
 from sga_core.report.columns import REFERENCE_ROWS, column_labels
-from sga_core.report.measurable import can_rank, negligible, unranked, verdict_text
+from sga_core.report.measurable import (
+    FORGET_SIDE,
+    can_rank,
+    negligible,
+    unranked,
+    verdict_text,
+)
 from sga_core.report.ranking import beyond_gap
 from sga_core.report.seeds import fmt_interval, groups
 from sga_core.report.settings import configuration, differing_settings, show_setting, signature
@@ -133,8 +139,9 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
     best (paired by seed where possible) and whether its interval excludes 0, ``n_min``
     (the fewest seeds at any r) and ``param``, the name of the setting it suggests a value
     of (:func:`sweep_param_of`); an other r is ``negligible`` when the best does not beat it
-    by more than the metric's negligible gap (:func:`~sga_core.report.ranking.beyond_gap`).
-    None when no r has the metric."""
+    by more than the metric's negligible gap (:func:`~sga_core.report.ranking.beyond_gap`);
+    on a forget-side metric, ``improves``: whether the best beats the Original's value
+    (``original``) by that gap (else no r is suggested). None when no r has the metric."""
     spec = next((c for c in table_columns(kind, PROTOCOL_NAMES) if c.label == label), None)
     if spec is None:
         return None
@@ -161,9 +168,15 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
         others.append({"r": r, "interval": iv, "diff": diff, "clear": diff.excludes(0.0),
                        "negligible": not beyond_gap(spec.name, spec.direction,
                                                     ivs[best].mean, iv.mean, ref)})
+    # on a forget-side metric, the best must have moved from the Original toward forgetting
+    before = next((m.get(label) for m in rows if m.get("run") == "Original"), None) \
+        if spec.name in FORGET_SIDE else None
     return {"metric": label, "direction": spec.direction, "r": best, "best": ivs[best],
             "others": others, "n_min": min(iv.n for iv in ivs.values()),
-            "param": sweep_param_of(rows, sweep), "excluded": excluded}
+            "param": sweep_param_of(rows, sweep), "excluded": excluded,
+            "original": before,
+            "improves": before is None or beyond_gap(spec.name, spec.direction,
+                                                     ivs[best].mean, before, ref)}
 
 
 def suggestion_text(s: dict | None, verdict: dict | None = None) -> str:
@@ -185,6 +198,10 @@ def suggestion_text(s: dict | None, verdict: dict | None = None) -> str:
     if s.get("r") is None:
         return f"No {p} to suggest by {s['metric']}. {left_out}"
     fmt = fmt_interval(s["best"])
+    if not s.get("improves", True):  # every value at or short of the Original's
+        return (f"No {p} is suggested by {s['metric']}: no {p} improves on the Original's "
+                f"{s['original']:.4g} (the closest, {p} = {s['r']:g}, has {fmt}), so none "
+                f"forgot anything it measures. {left_out}").strip()
     tied = [o["r"] for o in s["others"] if o["interval"].mean == s["best"].mean]
     if tied:  # equal means: no value is better, whatever the order they were read in
         rs = ", ".join(f"{r:g}" for r in sorted([s["r"], *tied]))

@@ -140,7 +140,7 @@ def test_a_produced_name_outside_the_catalog_is_an_error():
 
 
 def test_best_values_follow_each_columns_direction():
-    rows = [{"run": "Original", "PrivLeak": 0.0, "PPL": 1.0, "KnowMem retain": 1.0},
+    rows = [{"run": "Original", "PrivLeak": -90.0, "PPL": 1.0, "KnowMem retain": 1.0},
             {"run": "a", "PrivLeak": -40.0, "PPL": 9.0, "KnowMem retain": 0.2},
             {"run": "b", "PrivLeak": 12.0, "PPL": 7.0, "KnowMem retain": 0.3},
             {"run": "c", "PrivLeak": None, "PPL": 8.0, "KnowMem retain": 0.1}]

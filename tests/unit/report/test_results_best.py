@@ -69,3 +69,42 @@ def test_the_paper_tables_top_2_stop_where_the_values_do_not_differ():
     rows[2]["FQ"] = 0.8  # three close values: the top 1 if it beats them, else none
     assert "FQ" not in top_values(rows, QA)
     assert top_values([run("a", FQ=0.9), run("b", FQ=0.5)], QA)["FQ"] == [0.9]
+
+
+def test_on_a_forget_side_metric_a_best_must_beat_the_original():
+    # a new user's study: both runs' VerbMem rose above the Original's; GA's 0.25 was bold
+    rows = [run("Original", VerbMem=0.2299, **{"KnowMem retain": 0.5}),
+            run("Retained", VerbMem=0.04955, **{"KnowMem retain": 0.5}),
+            run("sga", VerbMem=0.375, **{"KnowMem retain": 0.2}),
+            run("ga", VerbMem=0.25, **{"KnowMem retain": 0.4})]
+    best = best_values(rows, TEXT)
+    assert "VerbMem" not in best
+    assert best["KnowMem retain"] == 0.4  # retain side: the Original is no bar
+    rows[3]["VerbMem"] = 0.10  # GA forgot: below the Original beyond the gap
+    assert best_values(rows, TEXT)["VerbMem"] == 0.10
+    rows[3]["VerbMem"] = 0.20  # below it, but within the gap: no forgetting to speak of
+    assert "VerbMem" not in best_values(rows, TEXT)
+    # the paper table's top 2 stop at the same bar
+    rows[2]["VerbMem"], rows[3]["VerbMem"] = 0.05, 0.21
+    assert top_values(rows, TEXT)["VerbMem"] == [0.05]
+
+
+def test_the_suggested_r_is_none_when_no_r_improves_on_the_original():
+    from sga_core.report import sweeps
+
+    rows = [{"run": "Original", "run_id": "o", "method": "-", "r": None, "sweep": None,
+             "VerbMem": 0.2299},
+            {"run": "Retained", "run_id": "rr", "method": "-", "r": None, "sweep": None,
+             "VerbMem": 0.0496},
+            {"run": "sga r=-0.8", "run_id": "a", "method": "sga", "r": -0.8, "sweep": "sw",
+             "VerbMem": 0.375},
+            {"run": "sga r=0", "run_id": "b", "method": "sga", "r": 0.0, "sweep": "sw",
+             "VerbMem": 0.25}]
+    s = sweeps.suggest_r(rows, "sw", "VerbMem", TEXT)
+    assert s["improves"] is False and s["original"] == 0.2299
+    text = sweeps.suggestion_text(s)
+    assert text.startswith("No r is suggested by VerbMem: no r improves on the Original's "
+                           "0.2299 (the closest, r = 0, has")
+    rows[3]["VerbMem"] = 0.1
+    assert sweeps.suggestion_text(sweeps.suggest_r(rows, "sw", "VerbMem", TEXT)).startswith(
+        "Best VerbMem at r = 0")
