@@ -168,6 +168,7 @@ from sga_core.runs.queue import (
     stress_refusal,
     submit,
 )
+from sga_core.runs.queue import typed_settings as typed_stress_settings
 from sga_core.runs.seeds import queue_sweep, queued_text, submit_seeds
 from sga_core.runs.slurm.backend import workspace_preview as slurm_preview
 from sga_core.runs.slurm.client import SlurmError
@@ -219,7 +220,7 @@ __all__ = [
     "recovery_band", "stress_table", "attacked_token_tables",
     "attack_names", "cancel_stress", "default_attacks", "queue_stress_tests", "request_stress",
     "stress_form_choices", "stress_settings_class", "EvalConfig", "set_summary",
-    "cancel_prepare",
+    "cancel_prepare", "typed_stress_settings",
     "stress_candidates", "stress_originals", "stress_progress", "stress_refusal",
     "results_table", "row_columns", "rstar", "run_intervals", "run_projects",
     "runs_missing_sets", "runs_of",

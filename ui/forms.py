@@ -101,16 +101,12 @@ def _same_kind(value, default) -> bool:
     return isinstance(value, type(default))
 
 
-def kept(widget, key: str, default=None, in_form: bool = False, **kwargs):
+def kept(widget, key: str, default=None, **kwargs):
     """Draw ``widget(key=key, **kwargs)`` starting from the value it had on the last visit
     (else ``default``); a kept value that no longer fits (an option that went away, a
-    number out of bounds, a value of another type) falls back to the default. ``in_form``:
-    the widget is inside an ``st.form``, which allows no callbacks: an emptied number box
-    stays empty (None), and the caller reads that as "the default"."""
+    number out of bounds, a value of another type) falls back to the default."""
     prepare(key)
-    if getattr(widget, "__name__", "") == "number_input" and in_form:
-        kwargs.setdefault("value", None)
-    elif getattr(widget, "__name__", "") == "number_input":
+    if getattr(widget, "__name__", "") == "number_input":
         # a box given no value of its own: emptied and left, it commits None (not its
         # minimum, which Streamlit puts in otherwise), and its last value comes back
         kwargs.setdefault("value", None)
@@ -165,10 +161,44 @@ def _widget_value(spec: dict, val):
     return "" if val is None else val
 
 
-def changed(spec: dict, value) -> bool:
-    """Whether a form's ``value`` of a field (a :func:`dataclass_form` result) differs
-    from the field's default, compared as the widget shows them ("10,50" is [10, 50])."""
-    return _widget_value(spec, value) != _widget_value(spec, spec["default"])
+def _word(value) -> str:
+    return {True: "on", False: "off"}.get(value, str(value)) if isinstance(value, bool) \
+        else str(value)
+
+
+def override_fields(cls, key: str, columns: int = 3, skip=()) -> dict:
+    """Inputs for the fields of dataclass ``cls`` inside an ``st.form``, each starting blank
+    with its default shown as a placeholder ("default: 0.1"); a true/false field, or one
+    with choices, is a choice whose first entry is "default (on)". Returns only the fields
+    a person filled in, as typed (a list as its text), so a field nobody touched is never
+    sent: no state is set before the widgets are drawn, and a form allows no callbacks.
+    ``skip``: fields not drawn."""
+    out = {}
+    specs = [s for s in wb.field_specs(cls) if not s.get("hidden") and s["name"] not in skip]
+    cols = st.columns(columns) if specs else []
+    for i, spec in enumerate(specs):
+        name, kind, default = spec["name"], spec["kind"], spec["default"]
+        shown = "none" if default is None else _word(_widget_value(spec, default))
+        common = {"label": _label(spec), "help": spec.get("help"), "key": f"{key}.{name}"}
+        with cols[i % columns]:
+            if kind == "bool" or spec.get("choices"):
+                options = [None, *(spec.get("choices") or (True, False))]
+                value = st.selectbox(options=options, format_func=lambda v, d=shown:
+                                     f"default ({d})" if v is None else _word(v), **common)
+            elif kind in ("int", "float"):
+                cast = int if kind == "int" else float
+                lo, hi = spec.get("min"), spec.get("max")
+                value = st.number_input(
+                    value=None, placeholder=f"default: {shown}", **common,
+                    **({"step": 1} if kind == "int" else {"format": "%g"}),
+                    min_value=None if lo is None else cast(lo),
+                    max_value=None if hi is None else cast(hi))
+            else:
+                value = st.text_input(value="", placeholder=f"default: {shown}",
+                                      **common).strip() or None
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def set_form_values(cls, values: dict, key: str, advanced: bool | None = None) -> None:
@@ -220,24 +250,20 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
 
 
 def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int = 3,
-                   advanced: bool | None = None, choices: dict | None = None,
-                   skip=(), in_form: bool = False) -> dict:
+                   advanced: bool | None = None, choices: dict | None = None) -> dict:
     """Inputs for the fields of dataclass ``cls`` (help, bounds and choices from the field
     metadata); returns {field: value}. ``values`` are the starting values (else the field
     defaults); ``advanced``: None = all fields, True/False = only fields with that flag;
-    ``choices``: {field: options} known only when the page is drawn (files on disk);
-    ``skip``: fields not drawn; ``in_form``: drawn inside an ``st.form`` (no callbacks: a
-    number box left empty gives None, and no slider fields)."""
+    ``choices``: {field: options} known only when the page is drawn (files on disk)."""
     values = values or {}
     choices = choices or {}
     out = {}
-    specs = [s for s in wb.field_specs(cls) if not s.get("hidden") and s["name"] not in skip
+    specs = [s for s in wb.field_specs(cls) if not s.get("hidden")
              and (advanced is None or bool(s.get("advanced")) == advanced)]
-    sliders = [] if in_form else [s for s in specs if s.get("slider")]
-    for spec in sliders:  # sliders get a whole row
+    for spec in [s for s in specs if s.get("slider")]:  # sliders get a whole row
         out[spec["name"]] = _slider_field(spec, f"{key}.{spec['name']}",
                                           values.get(spec["name"], spec["default"]))
-    specs = [s for s in specs if s not in sliders]
+    specs = [s for s in specs if not s.get("slider")]
     cols = st.columns(columns) if specs else []
     for i, spec in enumerate(specs):
         name, kind = spec["name"], spec["kind"]
@@ -254,10 +280,10 @@ def dataclass_form(cls, values: dict | None = None, key: str = "", columns: int 
                 cast = int if kind == "int" else float
                 lo, hi = spec.get("min"), spec.get("max")
                 extra = {"step": 1} if kind == "int" else {"format": "%g"}
-                got = kept(st.number_input, wkey, default, in_form, **common, **extra,
-                           min_value=None if lo is None else cast(lo),
-                           max_value=None if hi is None else cast(hi))
-                out[name] = None if got is None else cast(got)
+                out[name] = cast(kept(
+                    st.number_input, wkey, default, **common, **extra,
+                    min_value=None if lo is None else cast(lo),
+                    max_value=None if hi is None else cast(hi)))
             elif kind == "list":
                 text = kept(st.text_input, wkey, default, **common)
                 out[name] = [v.strip() for v in text.split(",") if v.strip()]

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from sga_core import workbench as wb
-from ui.forms import changed, dataclass_form
+from ui.forms import override_fields
 from ui.show import panel, plain, show_error
 
 ALL_RUNS = "all runs shown"
@@ -19,8 +19,8 @@ def attack_settings(prefix: str) -> dict:
     """The attacks' settings a stress form offers, as chosen: each attack's ``form``
     choices (declared in its own file), then, folded, every other setting of the typed
     ``StressSettings`` (seeds, relearning steps, learning rate, ...: the ``stress``
-    command's flags, from the same declarations). Only settings changed from their defaults
-    go into the request; an empty value leaves a setting at its default."""
+    command's flags, from the same declarations), each blank until a person fills it in
+    (:func:`ui.forms.override_fields`): only what they filled in goes into the request."""
     chosen = {}
     choices = wb.stress_form_choices()
     for fc in choices:
@@ -28,15 +28,10 @@ def attack_settings(prefix: str) -> dict:
                              format_func=fc.choices.get, help=fc.help or None)
         if value:
             chosen[fc.setting] = value
-    cls = wb.stress_settings_class()
-    with panel("attack settings: seeds, relearning steps and rate, ... "
-               "(defaults as in `stress --help`)", f"{prefix}.stress_set_open"):
-        drawn = dataclass_form(cls, key=f"{prefix}.stress_set", columns=3, in_form=True,
-                               skip={fc.setting for fc in choices})
-    specs = {s["name"]: s for s in wb.field_specs(cls)}
-    for name, value in drawn.items():
-        if value is not None and changed(specs[name], value):
-            chosen[name] = value
+    with panel("attack settings: seeds, relearning steps and rate, ... (blank: the "
+               "default, as in `stress --help`)", f"{prefix}.stress_set_open"):
+        chosen |= override_fields(wb.stress_settings_class(), f"{prefix}.stress_set",
+                                  skip={fc.setting for fc in choices})
     return chosen
 
 
@@ -47,6 +42,10 @@ def _said(settings: dict) -> str:
     out = "".join(f"; {fc.said.format(value=settings[fc.setting])}"
                   for fc in choices if fc.said and fc.setting in settings)
     shown = {fc.setting for fc in choices}
+    try:  # as the request holds them: "4,5" typed is seeds 4, 5
+        settings = {**settings, **wb.typed_stress_settings(settings)}
+    except ValueError:
+        pass
     for name, value in settings.items():
         if name not in shown:
             text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)

@@ -108,10 +108,14 @@ def test_the_stress_form_sets_seeds_relearning_steps_and_rate(ui_env):
     run = with_model(fake_run(ui_env / "runs", project, "sga-one", metrics=metrics()))
     with runner_lock(ui_env / "runs"):
         at = runs_page_on("sga-one")
-        assert at.text_input(key="runs.stress_set.seeds").value == "0, 1, 2"
-        assert at.text_input(key="runs.stress_set.relearn_steps").value == "10, 50"
-        assert at.number_input(key="runs.stress_set.relearn_lr").value is None  # the run's
-        assert "runs.stress_set.paraphrase_backend" not in [t.key for t in at.text_input]
+        # each field starts blank, its default shown: nothing untouched is ever sent (a new
+        # user's browser sent rouge and quant_symmetric false, both true by default)
+        seeds = at.text_input(key="runs.stress_set.seeds")
+        assert seeds.value == "" and seeds.placeholder == "default: 0, 1, 2"
+        assert at.number_input(key="runs.stress_set.relearn_share").value is None
+        rouge = at.selectbox(key="runs.stress_set.rouge")
+        assert rouge.value is None and rouge.options[0] == "default (on)"
+        assert "runs.stress_set.paraphrase_backend" not in [t.key for t in at.selectbox]
         # a bad value is refused with its name, and nothing is queued
         at.multiselect(key="runs.stress_attacks").set_value(["relearn"])
         at.text_input(key="runs.stress_set.relearn_steps").set_value("0")
@@ -122,12 +126,14 @@ def test_the_stress_form_sets_seeds_relearning_steps_and_rate(ui_env):
         at.text_input(key="runs.stress_set.seeds").set_value("4,5")
         at.text_input(key="runs.stress_set.relearn_steps").set_value("3")
         at.number_input(key="runs.stress_set.relearn_lr").set_value(0.0002)
+        at.selectbox(key="runs.stress_set.rouge").set_value(False)
         submit(at, "Stress-test")
-        assert any("Queued a stress test of sga-one (relearn; seeds 4, 5; relearn steps 3; "
-                   "relearn lr 0.0002)" in shown(s.value) for s in at.success), \
-            [s.value for s in at.success]
+        assert any("Queued a stress test of sga-one (relearn; seeds 4, 5; rouge False; "
+                   "relearn steps 3; relearn lr 0.0002)" in shown(s.value)
+                   for s in at.success), [s.value for s in at.success]
         req = RunFolder(run).stress_request()
-        assert req["settings"] == {"seeds": [4, 5], "relearn_steps": [3], "relearn_lr": 0.0002}
+        assert req["settings"] == {"seeds": [4, 5], "rouge": False, "relearn_steps": [3],
+                                   "relearn_lr": 0.0002}
 
 
 def test_runs_page_shows_progress_eta_cancel_and_failure(ui_env):
