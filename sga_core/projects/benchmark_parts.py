@@ -69,7 +69,8 @@ def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool =
                 continue
             out.loaded[part.role] = got
             if name != part:
-                out.notes.append(f"{part.where} read from its older name {name.where}")
+                out.notes.append(f"{part.where} read from {name.where} (its name in this "
+                                 "release of the benchmark)")
         if first is not None and first.wrong_folder:
             # the folder given is not the benchmark's: the hint is the whole story (every
             # optional part is "missing" from a wrong folder too)

@@ -30,8 +30,9 @@ def test_the_published_files_import_with_every_gap_reported(tmp_path, published)
     assert set(p.eval_sets()) == {"forget_eval", "holdout", "privleak_forget", "forget_qa",
                                   "retain_qa"}
     notes = "\n".join(p.meta["import_notes"])
-    assert "raw/retain1 read from its older name raw/retain2" in notes
-    assert "knowmem/retain_qa read from its older name knowmem/retain2_qa" in notes
+    assert "raw/retain1 read from raw/retain2 (its name in this release of the " \
+           "benchmark)" in notes
+    assert "knowmem/retain_qa read from knowmem/retain2_qa (its name in" in notes
     assert "imported without 2 optional parts" in notes
     for line in ("knowmem/forget_qa_icl (few-shot examples for KnowMem forget",
                  "KnowMem forget is asked zero-shot",
