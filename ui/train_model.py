@@ -15,6 +15,7 @@ from ui.show import panel, show_error
 
 ORIGINAL, OTHER = "prepared original", "other model"
 QUEUED = "train.prepare_queued"  # the run ids Prepare queued (shown while they are pending)
+CANCELLED = "train.prepare_cancelled"  # the run ids Cancel Prepare asked to stop
 
 
 def model_section(project, root) -> str:
@@ -44,14 +45,19 @@ def model_section(project, root) -> str:
         st.success(f"Prepare queued {' and '.join(f'**{q}**' for q in queued)} (fine-tuning, "
                    "then evaluation; see the Runs page). The model to unlearn is now the "
                    "prepared original.")
-    if pending and st.button("Cancel Prepare (both models)", key="train.prepare_cancel",
-                             help="stops the retain reference and the original alike, "
-                                  "queued or running; cancelling one of them on the Runs "
-                                  "page lets the other go on"):
-        stopped = wb.cancel_prepare(project, root)
+    asked = st.session_state.get(CANCELLED)
+    if pending and asked:  # asked already: say so until the runs have stopped
+        st.info(f"Cancelling Prepare: {' and '.join(asked)} stop at their next step (a "
+                "queued one never starts); the Runs page shows each one's state.")
+    elif pending and st.button("Cancel Prepare (both models)", key="train.prepare_cancel",
+                               help="stops the retain reference and the original alike, "
+                                    "queued or running; cancelling one of them on the Runs "
+                                    "page lets the other go on"):
+        st.session_state[CANCELLED] = wb.cancel_prepare(project, root) or ["nothing"]
         st.session_state.pop(QUEUED, None)
-        st.toast("Cancelling " + (" and ".join(stopped) or "nothing: Prepare had ended"))
         st.rerun()
+    if not pending:
+        st.session_state.pop(CANCELLED, None)
     if not original and not pending:
         _prepare_button(project, root, model, mode)
     return model

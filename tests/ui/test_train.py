@@ -276,8 +276,11 @@ def test_a_qa_project_can_limit_the_evaluated_rows(ui_env, tiny_model_dir):
 def test_prepare_is_cancelled_as_a_whole(ui_env, tiny_model_dir):
     """A new user cancelled the queued retain reference on the Runs page and the original
     started at once. While Prepare is pending, the Train page cancels both."""
+    import subprocess
+    import sys
+
     from sga_core.runs.folder import RunFolder
-    from sga_core.runs.status import effective_run
+    from sga_core.runs.status import effective_run, write_run
     from tests.helpers.stress import runner_lock
 
     with runner_lock(ui_env / "runs"):  # nothing starts: both stay queued
@@ -290,8 +293,18 @@ def test_prepare_is_cancelled_as_a_whole(ui_env, tiny_model_dir):
         assert not at.exception, at.exception
         runs = [ui_env / "runs" / f"demo-{which}" for which in ("retain-ref", "original")]
         assert [effective_run(r)["state"] for r in runs] == ["queued", "queued"]
-        at.button(key="train.prepare_cancel").click().run()
-        assert not at.exception, at.exception
+        # the original training (a stand-in process): a cancel stops it at its next step
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            write_run(runs[1], "running", pid=worker.pid, step=1, total_steps=10)
+            at.button(key="train.prepare_cancel").click().run()
+            assert not at.exception, at.exception
+            # said at once, not offered again (a new user saw nothing change for 40 s)
+            assert "train.prepare_cancel" not in [b.key for b in at.button]
+            assert any("Cancelling Prepare: demo-retain-ref and demo-original" in shown(i.value)
+                       for i in at.info), [i.value for i in at.info]
+        finally:
+            worker.kill()
         for run_dir in runs:
             assert RunFolder(run_dir).cancel_requested() or \
                 effective_run(run_dir)["state"] == "cancelled", run_dir.name
