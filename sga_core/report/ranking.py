@@ -115,8 +115,11 @@ def _candidates(rows: list[dict], label: str) -> list[dict]:
             and r.get(label) is not None and not r.get(f"{label} (note)")]
 
 
-def _reference(rows: list[dict], label: str) -> float | None:
-    return next((r.get(label) for r in rows if r["run"] == "Retained"), None)
+def value_of(rows: list[dict], run: str, label: str) -> float | None:
+    """The value in column ``label`` of the row named ``run`` ("Original", "Retained"),
+    None without one: the Retained's scales a perplexity's gap, the Original's is the bar a
+    forget-side best must clear."""
+    return next((r.get(label) for r in rows if r.get("run") == run), None)
 
 
 def ranked(rows: list[dict], columns, n: int = 1, skip=(), pair: Pairing | None = None
@@ -131,7 +134,7 @@ def ranked(rows: list[dict], columns, n: int = 1, skip=(), pair: Pairing | None 
             continue
         cands = sorted(_candidates(rows, col.label),
                        key=lambda r: -_score(r[col.label], col.direction))
-        ref = _reference(rows, col.label)
+        ref = value_of(rows, "Retained", col.label)
         before = _original(rows, col) if col.name in FORGET_SIDE else None
         for k in range(min(n, len(cands) - 1), 0, -1):
             if all(beats(col, top, low, ref, pair) for top in cands[:k] for low in cands[k:]) \

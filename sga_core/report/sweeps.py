@@ -15,7 +15,7 @@ from sga_core.report.measurable import (
     unranked,
     verdict_text,
 )
-from sga_core.report.ranking import beyond_gap
+from sga_core.report.ranking import beyond_gap, value_of
 from sga_core.report.seeds import fmt_interval, groups
 from sga_core.report.settings import configuration, differing_settings, show_setting, signature
 from sga_core.report.stats import compare_by_seed, mean, t_interval
@@ -159,7 +159,7 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
         if best is None or _better(spec.direction, iv.mean, ivs[best].mean):
             best = r
     best_vals = _seed_values(by_r[best], label)
-    ref = next((m.get(label) for m in rows if m.get("run") == "Retained"), None)
+    ref = value_of(rows, "Retained", label)
     others = []
     for r, iv in ivs.items():
         if r == best:
@@ -169,8 +169,7 @@ def suggest_r(rows: list[dict], sweep: str, label: str, kind: str = "qa") -> dic
                        "negligible": not beyond_gap(spec.name, spec.direction,
                                                     ivs[best].mean, iv.mean, ref)})
     # on a forget-side metric, the best must have moved from the Original toward forgetting
-    before = next((m.get(label) for m in rows if m.get("run") == "Original"), None) \
-        if spec.name in FORGET_SIDE else None
+    before = value_of(rows, "Original", label) if spec.name in FORGET_SIDE else None
     return {"metric": label, "direction": spec.direction, "r": best, "best": ivs[best],
             "others": others, "n_min": min(iv.n for iv in ivs.values()),
             "param": sweep_param_of(rows, sweep), "excluded": excluded,

@@ -275,6 +275,11 @@ def live_jobs(run_dir: str | os.PathLike, processes: bool = True) -> list[str]:
     return out
 
 
+#: why a job queued on this machine waits when nothing serves the queue
+NO_RUNNER = ("no queue runner is running (it is started by the Runs page, a launch, or "
+             "python -m sga_core.runs.runner)")
+
+
 def slot_doing(root: Path, slot: dict) -> str:
     """What the job holding a runner slot is doing, in a word or two: its kind ("training",
     "evaluation", "stress test"), except a training process that evaluates its run in
@@ -312,8 +317,7 @@ def job_wait_reason(run_dir: str | os.PathLike) -> str:
     "starting" (the runner takes it at its next look)."""
     root = runs_root(Path(run_dir).parent)
     if not runner_alive(root):
-        return ("no queue runner is running (it is started by the Runs page, a launch, or "
-                "python -m sga_core.runs.runner)")
+        return NO_RUNNER
     return slots_full(root) or "starting"
 
 
@@ -331,8 +335,7 @@ def wait_reason(run_dir: str | os.PathLike, root: str | os.PathLike | None = Non
     if RunFolder(run_dir).cancel_requested():
         return "cancel requested: it is dropped before it starts"
     if not runner_alive(root):
-        return ("no queue runner is running (it is started by the Runs page, a launch, or "
-                "python -m sga_core.runs.runner)")
+        return NO_RUNNER
     # the runner holds it: the memory check (runs/memory.py), or the run whose model it
     # trains from has none yet (runs/upstream.py)
     if st.get("waiting_for"):
