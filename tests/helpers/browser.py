@@ -8,12 +8,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -42,40 +43,77 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Ports tried before giving up, when another process took the free port first (another
+#: pytest-xdist worker or another test session starts its servers on this machine too).
+PORT_TRIES = 3
+
+
+def _serving(proc: subprocess.Popen, url: str, log: Path):
+    """Whether the server ``proc`` answers at ``url``: "exited" once it has stopped, True
+    once the health check answers and its log says it serves there (an answer alone may
+    come from another process that holds the port), else False."""
+    if proc.poll() is not None:
+        return "exited"
+    try:
+        with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+            if r.status != 200:
+                return False
+    except OSError:
+        return False
+    return f"URL: {url}" in log.read_text(errors="replace")
+
+
+def _start(tmp_path: Path, env: dict) -> tuple[subprocess.Popen, str]:
+    """Start the workbench on a free loopback port and wait until it serves there; another
+    port when the one picked was taken in the meantime. Returns the process and its URL."""
+    log_path = tmp_path / "streamlit.log"
+    for attempt in range(PORT_TRIES):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                 "--server.port", str(port), "--server.address", "127.0.0.1",
+                 "--server.headless", "true"],
+                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        try:
+            state = wait_for(lambda p=proc, u=url: _serving(p, u, log_path), 60,
+                             f"streamlit serving at {url}", interval=0.3)
+        except TimeoutError:
+            _stop(proc)
+            raise RuntimeError("streamlit did not start: " +
+                               log_path.read_text()[-2000:]) from None
+        if state is True:
+            return proc, url
+        text = log_path.read_text(errors="replace")
+        if f"Port {port} is not available" not in text or attempt == PORT_TRIES - 1:
+            raise RuntimeError("streamlit did not start: " + text[-2000:])
+    raise AssertionError("unreachable")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @contextmanager
 def streamlit_app(tmp_path: Path, env_extra: dict | None = None):
     """Start the workbench on a free loopback port; yields its base URL."""
-    port = free_port()
     env = {**os.environ, "SGA_WORKSPACE": str(tmp_path / "workspace"),
            "SGA_RUNS_DIR": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1",
            **(env_extra or {})}
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.headless", "true"],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    proc = None
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError("streamlit did not start: " +
-                               (tmp_path / "streamlit.log").read_text()[-2000:])
+        proc, url = _start(tmp_path, env)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        if proc is not None:
+            _stop(proc)
         stop_jobs(tmp_path / "runs")
 
 

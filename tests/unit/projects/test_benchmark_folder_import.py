@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from sga_core.data import DataError
 from sga_core.data.hub import HubError
 from sga_core.projects import list_projects
 from sga_core.projects.benchmarks import import_benchmark
+from sga_core.runs.leftovers import temp_prefix
 from tests.helpers.hostile_corpus import muse_folder_files, parquet_shards, write_folder
 
 
@@ -66,7 +68,9 @@ def test_shards_of_a_split_are_read_in_order(tmp_path):
     folder = muse(tmp_path, shards, drop=("raw/forget.jsonl",))
     project = import_benchmark("muse-news", folder=folder, root=tmp_path / "ws")
     assert [r["text"] for r in project.forget()] == [t["text"] for t in texts]
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("sga-shards-*/forget.jsonl"))
+    # this process's own shard folders (sga-shards-<pid>-*): another test session or xdist
+    # worker may be importing shards of its own in the same temporary folder right now
+    assert not list(Path(tempfile.gettempdir()).glob(f"{temp_prefix('shards')}*/forget.jsonl"))
 
 
 def test_a_bad_row_in_a_shard_names_the_shard_and_its_row(tmp_path):
