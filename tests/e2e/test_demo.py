@@ -72,6 +72,7 @@ def test_forget_is_one_author_and_retain_disjoint(splits):
 
 
 def test_qa_rows_have_paraphrase_and_five_distinct_perturbed(splits):
+    assert splits["forget"] and splits["retain"]  # the loop below checks every row
     for r in splits["forget"] + splits["retain"]:
         assert r["question"].strip() and r["answer"].strip(), r["id"]
         assert r["paraphrased_answer"].strip(), r["id"]
@@ -83,6 +84,7 @@ def test_qa_rows_have_paraphrase_and_five_distinct_perturbed(splits):
 
 
 def test_qa_rows_are_short(splits):
+    assert splits["forget"] and splits["retain"]  # the loop below checks every row
     for r in splits["forget"] + splits["retain"]:
         assert 6 <= len(r["question"].split()) <= 16, r["id"]
         assert 8 <= len(r["answer"].split()) <= 22, r["id"]
@@ -91,6 +93,7 @@ def test_qa_rows_are_short(splits):
 def test_author_facts_are_consistent(splits):
     # every row that mentions a birth city names the author's own city
     cities = {a["name"]: a["city"] for a in demo.AUTHORS}
+    assert len(cities) > 1 and splits["forget"] and splits["retain"]  # checked below
     for r in splits["forget"] + splits["retain"]:
         for other, city in cities.items():
             if other != r["author"]:

@@ -73,6 +73,7 @@ def test_normals_page_import(ui_env, corpus):
     project.save_normals(idk_normals(10, 4), "seed")
     at = open_page("app_pages/normals.py")
     files = [f for f in representative(corpus) if f.target == "normals"]
+    assert files  # each is checked below
     for f in files:
         before = tree(project.path)
         at.get("file_uploader")[0].set_value((f.path.name, f.path.read_bytes(),

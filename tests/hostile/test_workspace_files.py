@@ -33,6 +33,7 @@ def test_pages_render_with_a_damaged_project_file(ui_env, rel, shape):
     path = project.path / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(DAMAGE[rel][shape])
+    assert PAGES  # each page is checked below
     for page in PAGES:
         at = open_page(f"app_pages/{page}.py")  # asserts no exception
         shown = " ".join(e.value.replace("\\", "") for e in at.error)
