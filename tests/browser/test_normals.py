@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.helpers.browser import chromium_page, needs_browser, streamlit_app, wait_idle
+from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
 
@@ -46,10 +45,8 @@ def test_edit_normal_answer_survives_reload(tmp_path):
         def saved_text():
             return load_project("demo", tmp_path / "workspace").normals().texts_for(0)[0]
 
-        deadline = time.time() + 20
-        while saved_text() != new_text and time.time() < deadline:
-            time.sleep(0.25)  # polling the file the page saves
-        assert saved_text() == new_text
+        wait_for(lambda: saved_text() == new_text, 20,
+                 lambda: f"the edit saved (saved: {saved_text()!r})")  # the page's file
         page.wait_for_function(has_text, arg=new_text, timeout=20000)
         wait_idle(page)
         page.reload()

@@ -3,12 +3,11 @@ sidebar: each shows that project and acts on it; a reload keeps it."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.helpers.browser import choose, chromium_page, needs_browser, streamlit_app, wait_idle
+from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
 
@@ -59,9 +58,7 @@ def test_second_project_on_every_page_and_after_a_reload(tmp_path, demo_dir):
         page.get_by_role("heading", name="Normal answers").first.wait_for()
         choose(page, "backend", "idk: K-1 distinct 'I don't know' refusals per row")
         page.get_by_role("button", name="Generate for all forget rows").click()
-        deadline = time.time() + 60
-        while load_project("tofu", ws).normals() is None and time.time() < deadline:
-            time.sleep(0.2)  # polling the project's files
-        assert load_project("tofu", ws).normals() is not None
+        wait_for(lambda: load_project("tofu", ws).normals() is not None, 60,
+                 "the tofu project's normal answers", interval=0.2)  # its files
         assert load_project("demo", ws).normals() is None
         page.screenshot(path=str(tmp_path / "tofu.png"))

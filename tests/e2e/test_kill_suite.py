@@ -26,6 +26,7 @@ from sga_core.runs.leftovers import clean_leftovers
 from sga_core.runs.listing import list_runs
 from tests.helpers.cli import sga_cli as cli
 from tests.helpers.ui import APP
+from tests.helpers.wait import wait_for as shared_wait_for
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,15 +38,9 @@ PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py
 
 
 def wait_for(predicate, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    value = predicate()
-    assert value, f"timed out after {timeout:.0f} s waiting for {what}"
-    return value
+    """The shared wait (tests/helpers/wait.py), polled every 50 ms: a kill is to fall
+    mid-training."""
+    return shared_wait_for(predicate, timeout, what, interval=0.05)
 
 
 

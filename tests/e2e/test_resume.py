@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from sga_core.runs import status as run_status
 from sga_core.runs.create import create_run
 from sga_core.runs.folder import CHECKPOINT_INFO
 from tests.helpers.cli import sga_cli
+from tests.helpers.wait import wait_for as shared_wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -65,17 +65,10 @@ def make_cfg(model: Path, demo_dir: Path, normals: Path, method: str, run_id: st
         "launch": {"device": "cpu"}, "eval": {"enabled": False}})
 
 
-def wait_for(predicate, what: str, proc: subprocess.Popen | None = None,
-             timeout: float = RUN_TIMEOUT, interval: float = 0.02):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the trainer exited (code {proc.returncode}) before {what}")
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}")
+def wait_for(predicate, what: str, proc: subprocess.Popen):
+    """The shared wait (tests/helpers/wait.py) on the trainer ``proc``, polled every 20 ms
+    (the kill is to fall right after the checkpoint waited for)."""
+    return shared_wait_for(predicate, RUN_TIMEOUT, what, interval=0.02, proc=proc)
 
 
 def finish(run_dir: Path, proc: subprocess.Popen) -> dict:

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,6 +34,7 @@ from sga_core.runs.create import create_run
 from sga_core.runs.listing import list_runs
 from sga_core.runs.procs import pid_alive
 from tests.helpers.cli import sga_cli
+from tests.helpers.wait import wait_for as shared_wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -92,20 +92,14 @@ def run_to_end(run_dir: Path, timeout: float = RUN_TIMEOUT) -> dict:
 
 def wait_for(predicate, timeout: float = RUN_TIMEOUT, what: str = "condition",
              proc: subprocess.Popen | None = None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            value = predicate()
-            if value:
-                return value
-            raise AssertionError(f"the run exited (code {proc.returncode}) before {what}")
-        time.sleep(0.1)
-    if proc is not None:
-        kill_group(proc)
-    raise AssertionError(f"timed out waiting for {what}")
+    """The shared wait (tests/helpers/wait.py) on the run ``proc``, killed (its group)
+    when the wait times out."""
+    try:
+        return shared_wait_for(predicate, timeout, what, interval=0.1, proc=proc)
+    except TimeoutError:
+        if proc is not None:
+            kill_group(proc)
+        raise
 
 
 def raw_lines(path: Path) -> list[str]:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 from sga_core.runs import procs
 from sga_core.runs.folder import STATUS, RunFolder
 from sga_core.runs.queue import RUNNER_INFO
 from sga_core.runs.status import PID_FIELDS
+from tests.helpers.wait import wait_for
 
 
 def _read(path: Path) -> dict:
@@ -85,17 +85,17 @@ def stop_all(workspace: Path, runs: Path, marks=(), keep=(), timeout: float = 20
     """SIGKILL every process of the test (their process groups: a launcher takes its
     trainer along) except the pids in ``keep``; the runner first, so that it starts no
     more. Returns the command lines of the processes stopped; RuntimeError when one still
-    lives after ``timeout`` seconds."""
+    lives after ``timeout`` seconds (TimeoutError)."""
     stopped: dict[tuple, str] = {}
-    deadline = time.time() + timeout
-    while True:
-        live = running(workspace, runs, marks, keep)
-        if not live:
-            return list(stopped.values())
-        if time.time() > deadline:
-            raise RuntimeError(f"still running after {timeout:.0f} s: "
-                               f"{[r['cmd'] for r in live]}")
+    live: list[dict] = []
+
+    def all_stopped() -> bool:
+        live[:] = running(workspace, runs, marks, keep)
         for rec in live:
             if procs.kill_group(rec, signal.SIGKILL) or procs.signal_ours(rec, signal.SIGKILL):
                 stopped.setdefault((rec["pid"], rec["start"]), rec["cmd"])
-        time.sleep(0.1)
+        return not live
+
+    wait_for(all_stopped, timeout, lambda: f"every process of the test to stop; still "
+                                           f"running: {[r['cmd'] for r in live]}", interval=0.1)
+    return list(stopped.values())

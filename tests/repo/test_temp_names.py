@@ -24,6 +24,7 @@ from sga_core.runs.leftovers import (
     clean_temp_leftovers,
     leftover_kind,
 )
+from tests.helpers.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3600.0
@@ -180,10 +181,7 @@ def test_a_killed_train_leaves_no_temporary_folder_for_long(tiny_model_dir, demo
             return [d for d in runs.glob("*/status.json")
                     if run_status.read(d).get("state") == "running"] if runs.exists() else []
 
-        deadline = time.time() + 180
-        while not running() and time.time() < deadline and train.poll() is None:
-            time.sleep(0.2)
-        assert running(), "the run did not start"
+        wait_for(running, 180, "the run to start", interval=0.2, proc=train)
         left = [p.name for p in systmp.iterdir()]
         assert len(left) == 1 and left[0].startswith(f"sga-normals-{train.pid}-"), left
     finally:
@@ -191,10 +189,8 @@ def test_a_killed_train_leaves_no_temporary_folder_for_long(tiny_model_dir, demo
         train.wait(60)
     run_dir = running()[0].parent if running() else next(runs.iterdir())
     # its trainer stops (its caller is gone); then nothing of the run runs
-    deadline = time.time() + 120
-    while run_status.effective_run(run_dir).get("state") == "running" and \
-            time.time() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: run_status.effective_run(run_dir).get("state") != "running", 120,
+             "the run to stop running", interval=0.2)
     assert run_status.effective_run(run_dir)["state"] in ("cancelled", "failed")
     mine = systmp / f"sga-normals-{os.getpid()}-x"  # a live process's folder stays
     mine.mkdir()

@@ -6,10 +6,9 @@ server then holds no model library: tests/ui/test_no_model_in_the_ui.py.)"""
 
 from __future__ import annotations
 
-import time
-
 from sga_core.projects import list_projects, load_project
 from tests.helpers.ui import open_page, shown
+from tests.helpers.wait import wait_for
 
 BOOK = " ".join(f"Chapter {i}: the lighthouse keeper counted {i} ships at dawn."
                 for i in range(60)).encode()
@@ -30,14 +29,10 @@ def _fill(at, tokenizer: str, book: bytes = BOOK):
 
 
 def _wait(at, done, timeout: float = 120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        at.run()
-        if done(at):
-            return at
-        time.sleep(0.5)
-    raise AssertionError("the import job did not end in time: "
-                         f"{[w.value for w in at.error]}")
+    """Run the page again until ``done(at)``; the page's errors in the failure."""
+    wait_for(lambda: done(at.run()), timeout,
+             lambda: f"the import job to end: {[w.value for w in at.error]}", interval=0.5)
+    return at
 
 
 def test_import_runs_as_a_job_and_chooses_the_new_project(ui_env, tiny_model_dir):

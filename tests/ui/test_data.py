@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from sga_core.projects import list_projects, load_project
 from tests.helpers.ui import open_page, shown
+from tests.helpers.wait import wait_for
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -53,13 +53,9 @@ def test_good_upload_creates_project(ui_env, demo_dir):
 def wait_job(at: AppTest, timeout: float = 60, until=None) -> AppTest:
     """Rerun the page until the job says it saved (or ``until(at)`` holds), or an error."""
     done = until or (lambda a: any("saved to the table" in m.value for m in a.success))
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        at.run()
-        if done(at) or at.error:
-            return at
-        time.sleep(0.5)
-    raise AssertionError("generation did not finish")
+    wait_for(lambda: (at.run(), done(at) or at.error)[1], timeout, "generation to finish",
+             interval=0.5)
+    return at
 
 
 def test_generate_idk_saves_review_and_restore(ui_env):

@@ -32,10 +32,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "app_pages"
@@ -103,10 +104,9 @@ def main(root: Path, tiny: str, keep: set[int]) -> dict:
         again, so that the next press is judged by what it shows itself."""
         started = [r["cmd"] for r in running(ws, runs, marks, keep)]
         if press.button == "bench.go" and press.variant == "copyright":
-            deadline = time.time() + 300
-            while time.time() < deadline and at.session_state["project"] != "my-book":
-                time.sleep(0.5)
-                at.run()
+            if at.session_state["project"] != "my-book":
+                wait_for(lambda: at.run().session_state["project"] == "my-book", 300,
+                         "the copyright import's project", interval=0.5)
             out["imported"] = "my-book" in wb.list_projects()
         if stop_all(ws, runs, marks, keep):
             at.run()  # the page as it is now, the job stopped

@@ -6,11 +6,11 @@ such as <|im_end|>), which the decoded answer beside them leaves out too."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 
 from tests.helpers.ui import open_page, shown
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -46,11 +46,12 @@ def test_a_text_projects_probe_is_labelled_text_prefix(ui_env, demo_dir, tiny_mo
     assert at.text_input(key="probe.q").label == "text prefix"
     at.text_input(key="probe.q").set_value("The river ran").run()
     at.button(key="probe.ask").click().run()
-    deadline = time.time() + 120
-    while time.time() < deadline and not at.error and not any(
-            "The river ran" in shown(m.value) for m in at.markdown):
-        time.sleep(0.5)  # the probe job answers in its own process
-        at.run()
+
+    def answered():
+        return at.error or any("The river ran" in shown(m.value) for m in at.markdown)
+
+    if not answered():  # the probe job answers in its own process
+        wait_for(lambda: (at.run(), answered())[1], 120, "the probe's answer", interval=0.5)
     assert not at.error, [e.value for e in at.error]
     asked = [shown(m.value) for m in at.markdown if "The river ran" in shown(m.value)]
     assert asked == ["**Text prefix:** The river ran"], asked

@@ -4,11 +4,10 @@ Real (tiny) runs, really evaluated."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.helpers.ui import open_page, results_frame
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -137,12 +136,11 @@ def test_probe_answers_side_by_side(env):
     at = open_page("app_pages/probe.py")
     at.text_input(key="probe.q").set_value("What is Lucien Marchetti's style?").run()
     at.button(key="probe.ask").click().run()
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        time.sleep(1)
+    def answered():
         at.run()
-        if any(m.value.startswith("**Q:**") for m in at.markdown) or at.error:
-            break
+        return any(m.value.startswith("**Q:**") for m in at.markdown) or at.error
+
+    wait_for(answered, 120, "the probe's answer", interval=1)
     assert not at.error, [e.value for e in at.error]
     labels = [m.value for m in at.markdown if m.value.startswith("**")]
     assert "**Original**" in labels

@@ -3,11 +3,12 @@ result and its summary, queue a sweep over the suggested range; results survive 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from tests.helpers.wait import wait_for
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.slow
@@ -31,11 +32,14 @@ def test_rstar_page_flow(tmp_path, monkeypatch, tiny_model_dir):
     at.text_input(key="rstar.model").set_value(str(tiny_model_dir)).run()
     at.button(key="rstar.run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(m.label == "rows" for m in at.metric):
-        time.sleep(1)
+
+    def shown():
         at.run()
         assert not at.error, [e.value for e in at.error]
+        return any(m.label == "rows" for m in at.metric)
+
+    if not any(m.label == "rows" for m in at.metric):
+        wait_for(shown, 120, "r* shown on the page", interval=1)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["rows"] == "10"
     assert int(metrics["r* > 0"]) + int(metrics["r* < 0"]) == 10

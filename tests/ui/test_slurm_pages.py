@@ -5,7 +5,6 @@ completes as a SLURM job, the Runs page's job/node/wait line, and the cluster pr
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from sga_core.runs import status as run_status
 from sga_core.runs.folder import SLURM_SCRIPT, RunFolder
 from sga_core.runs.slurm.profile import ClusterProfile, load_profile, save_profile
 from tests.helpers.ui import open_page, results_cells, shown
+from tests.helpers.wait import wait_for
 from tests.ui.test_train import fill_tiny_form
 
 pytestmark = pytest.mark.slow
@@ -36,14 +36,13 @@ def test_train_page_sends_a_run_to_slurm_and_runs_shows_its_job(slurm, ui_env,
     assert run_status.read_run(run_dir)["slurm_job_id"]
 
     at = open_page("app_pages/runs.py")
-    deadline = time.time() + 600
-    while time.time() < deadline:
+    def ended():
         at.run()
         assert not at.exception, at.exception
-        if "completed" in str(at.dataframe[0].value["state"].iloc[0]) and \
-                run_status.read_eval(run_dir).get("state") in ("completed", "failed"):
-            break
-        time.sleep(2)
+        return "completed" in str(at.dataframe[0].value["state"].iloc[0]) and \
+            run_status.read_eval(run_dir).get("state") in ("completed", "failed")
+
+    wait_for(ended, 600, "the run completed and evaluated", interval=2)
     at.run()
     captions = " ".join(c.value for c in at.caption)
     assert "completed" in str(at.dataframe[0].value["state"].iloc[0])

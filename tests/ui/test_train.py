@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers.ui import open_page, shown
+from tests.helpers.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -56,15 +56,15 @@ def test_train_form_launch_and_complete(ui_env, tiny_model_dir):
     assert (run_dir / "command.sh").read_text().strip().splitlines()[-1] == preview
 
     at = open_page("app_pages/runs.py")
-    deadline = time.time() + 120
-    while time.time() < deadline:
+
+    def table_completed():
         at.run()
         assert not at.exception, at.exception
-        table = at.dataframe[0].value
-        if "completed" in str(table["state"].iloc[0]):
-            break
-        time.sleep(1)
-    assert "completed" in str(table["state"].iloc[0]), table
+        return "completed" in str(at.dataframe[0].value["state"].iloc[0])
+
+    wait_for(table_completed, 120, lambda: f"the run completed in the table: "
+                                           f"{at.dataframe[0].value}", interval=1)
+    table = at.dataframe[0].value
     assert table["run"].iloc[0] == run_dir.name
     assert any("completed" in m.value for m in at.markdown)
 
@@ -186,11 +186,9 @@ def test_run_launched_while_prepare_is_queued_starts_after_it(ui_env, tiny_model
     sga = [r for r in list_runs(ui_env / "runs") if r["method"] == "sga"]
     assert len(sga) == 1
     assert load_config(Path(sga[0]["path"]) / "config.yaml").model == str(original)
-    deadline = time.time() + 600  # a prepare and a run on a loaded 2-core machine
-    while time.time() < deadline and read_run(Path(sga[0]["path"])).get("state") not in (
-            "completed", "failed", "cancelled"):
-        time.sleep(1)
-    st = read_run(Path(sga[0]["path"]))
+    st = wait_for(lambda: (v := read_run(Path(sga[0]["path"]))).get("state") in (
+        "completed", "failed", "cancelled") and v,
+        600, "the run to end", interval=1)  # a prepare and a run on a loaded 2-core machine
     assert st.get("state") == "completed", st
     prepared = read_run(prep[-1])
     assert prepared["state"] == "completed" and prepared["ended_at"] <= st["started_at"]

@@ -287,16 +287,14 @@ def test_copyright_task_on_the_demo_text_as_the_book(tmp_path, tiny_model_dir, l
 def test_data_page_imports_a_benchmark_from_a_folder(ui_env, tofu_folder):
     """The Data page's panel: TOFU from a folder becomes the chosen project, with its
     protocol shown; a folder without the files says what is missing, nothing is imported."""
-    import time
-
     from tests.helpers.ui import open_page, shown
+    from tests.helpers.wait import wait_for
 
     def until(done, timeout: float = 120):  # the import runs as a job: wait for its end
-        deadline = time.time() + timeout
-        while not done() and time.time() < deadline:
-            time.sleep(0.3)
-            at.run()
-        assert done(), [e.value for e in at.error]
+        if not done():
+            wait_for(lambda: (at.run(), done())[1], timeout,
+                     lambda: f"the import job to end: {[e.value for e in at.error]}",
+                     interval=0.3)
 
     at = open_page("app_pages/data.py")
     at.radio(key="bench.source").set_value("folder").run()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import re
 import string
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from sga_core.config import valid_run_id
 from sga_core.projects.listing import NAME_RE
 from sga_core.runs.prepared_ids import ROLES, prepared_run_id
+from tests.helpers.wait import wait_for
 
 FIRST = string.ascii_lowercase + string.digits
 REST = FIRST + "_-"
@@ -126,9 +126,8 @@ def test_a_project_with_an_underscore_is_prepared_and_has_an_original(tmp_path,
         return (effective_run(d).get("state") in ("completed", "failed", "cancelled")
                 and effective_eval(d).get("state") in ("completed", "failed", "cancelled"))
 
-    deadline = time.time() + 300
-    while time.time() < deadline and not all(done(d) for d in dirs):
-        time.sleep(0.5)
+    wait_for(lambda: all(done(d) for d in dirs), 300, "every run trained and evaluated",
+             interval=0.5)
     for d in dirs:
         assert effective_run(d)["state"] == "completed", (d / "train.log").read_text()[-2000:]
         assert effective_eval(d)["state"] == "completed", effective_eval(d)

@@ -36,20 +36,16 @@ from sga_core.runs.status import (
     write_run,
     write_stress,
 )
+from tests.helpers.wait import wait_for as shared_wait_for
 
 DEMO = Path(__file__).resolve().parents[3] / "assets" / "demo"
 STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
             "print('ready', flush=True); time.sleep(120)")
 
 
-def wait_for(pred, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {timeout}s")
+def wait_for(pred, what: str):
+    """The shared wait (tests/helpers/wait.py): 20 s, polled every 50 ms."""
+    return shared_wait_for(pred, 20.0, what, interval=0.05)
 
 
 @pytest.fixture()
