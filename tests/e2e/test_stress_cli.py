@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers.cli import sga_cli
 from tests.helpers.stress import file_hashes, tiny_run
+
+pytestmark = pytest.mark.slow  # every test starts `python -m sga_core stress` processes
 
 
 def test_stress_a_run_by_id(runs_dir, tiny_model_dir, demo_dir):

@@ -154,6 +154,7 @@ def test_flat_matches_its_reference_code(setup, div):
 def test_flat_averages_several_templates(setup):
     model = setup[0]
     losses, units, _ = run(setup, "flat", divergence="tv", templates=3)
+    assert units and len(losses) == len(units)  # each unit is checked below
     for u, got in zip(units, losses):
         normals = by_role(u, "normal")
         assert len(normals) == 3 and u.seqs[0].role == "forget"
@@ -167,6 +168,7 @@ def test_flat_averages_several_templates(setup):
 def test_flat_templates_are_the_normal_answers(setup):
     _, _, enc, data = setup
     _, units, _ = run(setup, "flat")
+    assert units  # each unit is checked below
     for i, u in enumerate(units):
         answer = enc.tok.decode([t for t in u.seqs[1].labels if t != -100][:-1]).strip()
         assert answer == data.normals.texts_for(i)[0].strip()
@@ -250,6 +252,7 @@ def test_random_answers_come_from_retain_rows_and_are_fixed(setup):
     _, units, _ = run(setup, "mismatch")
     _, again, _ = run(setup, "mismatch")
     retain_answers = {r["answer"].strip() for r in data.retain}
+    assert units and len(again) == len(units)  # each unit is checked below
     for i, (u, v) in enumerate(zip(units, again)):
         texts = [enc.tok.decode([t for t in s.labels if t != -100][:-1]).strip()
                  for s in by_role(u, "normal")]
@@ -261,6 +264,7 @@ def test_random_answers_come_from_retain_rows_and_are_fixed(setup):
 def test_mismatch(setup):
     model = setup[0]
     losses, units, _ = run(setup, "mismatch", retain_weight=2.0)
+    assert units and len(losses) == len(units)  # each unit is checked below
     for u, got in zip(units, losses):
         assert u.seqs[0].role == "forget"  # in the unit (logged, probed), weight 0
         rand, (r,) = by_role(u, "normal"), by_role(u, "retain")
@@ -334,6 +338,7 @@ def test_rmu_with_the_model_as_its_own_reference(setup):
     activations: the training forward's (with gradients) and the reference's (without)."""
     model = setup[0]
     losses, units, method = run(setup, "rmu", ref=model, layer=0, steering_coeff=3.0)
+    assert units and len(losses) == len(units)  # each unit is checked below
     for u, got in zip(units, losses):
         f = u.seqs[0]
         hf = hidden(model, f, 0)
@@ -405,39 +410,3 @@ def test_the_train_page_lists_and_configures_each(ui_env, tiny_model_dir):
     config = yaml.safe_load(at.code[1].value)
     assert config["method"] == "flat" and config["method_args"] == {"divergence": "js",
                                                                     "templates": 1}
-
-
-@pytest.mark.slow
-def test_flat_and_sga_from_the_train_page_to_results_and_tokens(ui_env, tiny_model_dir):
-    """As a new user would: launch FLAT and SGA on the demo from the Train page, wait for
-    both to be trained and evaluated, and find both on the Results and Token probabilities
-    pages."""
-    import time
-
-    from sga_core.runs.listing import list_runs
-    from tests.helpers.ui import open_page, results_frame
-
-    at = open_page("app_pages/train.py")
-    at.radio(key="train.model_mode").set_value("other model").run()
-    at.text_input(key="train.model").set_value(str(tiny_model_dir)).run()
-    at.number_input(key="train.f.t.max_steps").set_value(2).run()
-    for name in ("flat", "sga"):
-        at.selectbox(key="train.method").set_value(name).run()
-        at.checkbox(key="train.idk_fallback").check().run()
-        at.button(key="train.launch").click().run()
-        assert not at.exception and not at.error, [e.value for e in at.error]
-    deadline = time.time() + 900
-    while time.time() < deadline:
-        runs = list_runs(ui_env / "runs")
-        if len(runs) == 2 and all(r["eval_state"] in ("completed", "failed") for r in runs):
-            break
-        time.sleep(2)
-    assert sorted(r["method"] for r in runs) == ["flat", "sga"]
-    assert all(r["state"] == "completed" and r["eval_state"] == "completed" for r in runs), runs
-    at = open_page("app_pages/results.py")
-    assert sorted(results_frame(at)["method"]) == ["flat", "sga"]
-    at = open_page("app_pages/tokens.py")
-    # the runs are offered under their readable names (method, then r)
-    assert sorted(o.split()[0] for o in at.multiselect(key="tokens.runs").options) == \
-        ["flat", "sga"]
-    assert at.get("plotly_chart")  # the heatmap of both runs' answer-token probabilities
