@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sga_core.runs.offline import set_offline_defaults
+from tests.helpers import xdist_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "assets" / "demo"
@@ -16,40 +17,30 @@ DEMO = ROOT / "assets" / "demo"
 set_offline_defaults()
 
 
-#: The xdist group of every test that uses the session's SLURM cluster (``slurm_cluster``):
-#: one cluster per session, so they all run in one worker (``make test``: ``--dist loadgroup``).
-SLURM_GROUP = "slurm"
+def pytest_configure(config):
+    xdist_groups.start(config)
 
 
-def xdist_group(item) -> str | None:
-    """The group a test runs in under ``pytest -n N --dist loadgroup``, or None (any worker).
+def pytest_unconfigure(config):
+    xdist_groups.finish(config)
 
-    - A test of the SLURM cluster (``slurm_cluster``, also through ``slurm``): ``slurm``.
-      One cluster serves the session; started once per worker it would be two clusters on
-      one node, each ``scancel -u root`` of its own, and twice the daemons on the cores.
-    - A test that uses a module- or class-scoped fixture: its module, so that what the module
-      builds once (a trained run, an evaluation) is built once, not once per worker.
-    An ``xdist_group`` mark the test carries itself wins."""
-    if item.get_closest_marker("xdist_group") is not None:
-        return None
-    if "slurm_cluster" in item.fixturenames:
-        return SLURM_GROUP
-    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    if any(d.scope in ("module", "class") for fixdefs in defs.values() for d in fixdefs):
-        return item.nodeid.split("::", 1)[0]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: tests that share a daemon or a module's fixtures run in one
+    worker (tests/helpers/xdist_groups.py says why xdist's own grouping is not used)."""
+    if xdist_groups.is_grouping_controller(config):
+        return xdist_groups.make_scheduler(config, log)
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+@pytest.hookimpl(trylast=True)  # after -k and -m deselect: the groups of what runs
 def pytest_collection_modifyitems(config, items):
-    """Each test's xdist group (:func:`xdist_group`); ``gpu`` tests need a CUDA device:
-    without one they are skipped, saying so (CI has none)."""
+    """Each test's xdist group, for the controller (tests/helpers/xdist_groups.py); ``gpu``
+    tests need a CUDA device: without one they are skipped, saying so (CI has none)."""
     import torch
 
-    for item in items:
-        group = xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    xdist_groups.write_groups(config, items)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (marker gpu); none on this machine")
@@ -150,6 +141,10 @@ def slurm_cluster(tmp_path_factory):
     why = missing()
     if why:
         pytest.skip(why)
+    other = xdist_groups.claim(xdist_groups.SLURM_GROUP)
+    if other:
+        pytest.fail(f"the SLURM cluster already runs in worker {other}: the tests of the "
+                    "cluster must share one worker (tests/helpers/xdist_groups.py)")
     cluster = LocalSlurm(tmp_path_factory.mktemp("slurm")).start()
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(cluster.conf)
