@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from sga_core.runs.offline import set_offline_defaults
-from tests.helpers import xdist_groups
+# One thread a worker: under ``pytest -n N`` every worker, and every training or evaluation
+# process it starts, shares the N cores; torch's default (a thread a core) runs N times as
+# many threads as cores, which spin against each other (a fifth of the e2e tests' time on
+# the 2-core box). Set before torch is first imported; the processes the tests start
+# inherit it. A serial run (no worker) keeps torch's default.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+from sga_core.runs.offline import set_offline_defaults  # noqa: E402
+from tests.helpers import xdist_groups  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "assets" / "demo"
