@@ -224,24 +224,46 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
     st.session_state.setdefault(f"{wkey}.slider", min(hi, max(lo, value)))
     st.session_state.setdefault(f"{wkey}.exact", value)
 
+    # Each box sets the other's value; the browser shows the other's old value until the
+    # page draws it again. A change elsewhere can cut the page's run short before then, and
+    # the browser sends that old value back with the next change: not a person's move, so
+    # it must not undo the box that was typed in (r went back to -0.8 under load). ``shown``
+    # holds, for a box set by the other and not drawn since, the value the browser shows.
+    shown = st.session_state.setdefault(f"{wkey}.shown", {})
+    drawn = st.session_state.setdefault(f"{wkey}.drawn", {})
+
+    def resent(which: str, v) -> bool:
+        return which in shown and v == shown[which]
+
     def from_slider():
         v = st.session_state[f"{wkey}.slider"]
+        if resent("slider", v):
+            st.session_state[f"{wkey}.slider"] = min(hi, max(lo, store.get(wkey, default)))
+            return
         put(wkey, v)
         put(f"{wkey}.exact", v)
+        shown.setdefault("exact", drawn.get("exact"))
 
     def from_exact():
         v = st.session_state[f"{wkey}.exact"]
-        if v is None:  # emptied and left: the value it had comes back
+        if v is None or resent("exact", v):  # emptied and left: the value it had comes back
             st.session_state[f"{wkey}.exact"] = store.get(wkey, default)
             return
         put(wkey, v)
         put(f"{wkey}.slider", min(hi, max(lo, v)))
+        shown.setdefault("slider", drawn.get("slider"))
+
+    def draw(which: str) -> None:
+        shown.pop(which, None)
+        drawn[which] = st.session_state[f"{wkey}.{which}"]
 
     c1, c2 = st.columns([3, 1])
     # its own value as its default: should the browser send the default back unasked, that
     # changes nothing (the default was the range's low end: under load, r became -10)
+    draw("slider")
     c1.slider(_label(spec), lo, hi, value=st.session_state[f"{wkey}.slider"], step=0.05,
               key=f"{wkey}.slider", on_change=from_slider, help=spec.get("help"))
+    draw("exact")
     c2.number_input(f"{spec['name']} (exact)", value=None, min_value=spec.get("min"),
                     max_value=spec.get("max"), step=0.1, format="%g", key=f"{wkey}.exact",
                     on_change=from_exact)

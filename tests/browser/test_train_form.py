@@ -103,7 +103,8 @@ def test_an_emptied_number_box_gets_its_last_value_back(tmp_path):
         set_number(page, "batch size", 2)
         # the box reads what was typed before the page has kept it: empty it once it has
         wait_for(lambda: saved(project, "train.f.m.sga.r", "train.f.t.batch_size")
-                 == (-1.3, 2), 60, "the typed values on disk")
+                 == (-1.3, 2), 60, lambda: "the typed values on disk (r, batch size: "
+                 f"{saved(project, 'train.f.m.sga.r', 'train.f.t.batch_size')})")
         for label, value in (("r (exact)", "-1.3"), ("batch size", "2")):
             box = page.get_by_role("spinbutton", name=label, exact=True)
             box.fill("")
@@ -115,3 +116,28 @@ def test_an_emptied_number_box_gets_its_last_value_back(tmp_path):
 
     assert wait_for(lambda: saved(project, "train.f.m.sga.r", "train.f.t.batch_size")
                     == (-1.3, 2), 60, "the form's values on disk")
+
+
+def test_a_value_typed_while_the_page_reruns_for_another_is_kept(tmp_path):
+    """A person types r into its exact box and, before the page has redrawn, a batch size:
+    the second change cuts the page's run for the first short, so the browser still shows
+    the slider at the old r and sends it back with the batch size. That is not a move of
+    the slider: r stays what was typed (it went back to -0.8 under load)."""
+    from tests.helpers.browser import wait_idle
+    from tests.helpers.wait import wait_for
+
+    with train_page(tmp_path) as (project, page):
+        exact = page.get_by_role("spinbutton", name="r (exact)", exact=True)
+        batch = page.get_by_role("spinbutton", name="batch size", exact=True)
+        exact.fill("-1.3")
+        exact.press("Enter")
+        batch.fill("2")  # at once: the page is still running for r
+        batch.press("Enter")
+        wait_for(lambda: saved(project, "train.f.t.batch_size") == (2,), 60,
+                 lambda: f"the batch size on disk (saw {saved(project, 'train.f.t.batch_size')})",
+                 sleep=lambda s: page.wait_for_timeout(s * 1000))
+        wait_idle(page)
+        assert saved(project, "train.f.m.sga.r") == (-1.3,)
+        expect(exact).to_have_value("-1.3")
+        expect(page.get_by_role("slider", name=re.compile("smoothing rate r"))
+               ).to_have_value("-1.3")
