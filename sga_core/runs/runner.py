@@ -294,7 +294,9 @@ class Runner:
         key = run_dir if job == TRAINING else (run_dir, job)
         what = "" if job == TRAINING else f"its {job} "
         level = self.escalated.get(key, 0)
-        if waited > 2 * self.grace_s and level < 2:
+        # SIGTERM always comes first (the trainer saves a checkpoint on it), even when this
+        # pass comes late, past twice the grace period: SIGKILL waits for a later pass
+        if waited > 2 * self.grace_s and level == 1:
             self.log(f"{run_dir.name}: {what}still running after cancel, SIGKILL")
             kill_group(proc, signal.SIGKILL)
             self.escalated[key] = 2
