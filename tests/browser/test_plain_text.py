@@ -52,6 +52,11 @@ def test_dataset_markdown_is_shown_as_text(tmp_path):
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
             files=[{"name": "**evil**.jsonl", "mimeType": "application/json",
                     "buffer": b'{"question": "q", "answer": ""}\n'}])
+        # the file is the uploader's value once its upload has ended (its chip without the
+        # spinner): a click before that sends no file ("Choose a forget data file first.")
+        expect(page.locator('[data-testid="stFileChipName"]').first).to_have_text(
+            "**evil**.jsonl")
+        expect(page.locator('[data-testid="stFileChipIconSpinner"]')).to_have_count(0)
         wait_idle(page)
         page.get_by_role("button", name="Create project").click()
         alert = page.locator('[data-testid="stAlertContentError"]').first
