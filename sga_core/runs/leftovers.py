@@ -86,8 +86,12 @@ def leftover_kind(name: str) -> str | None:
 
 def _newest_change(path: Path) -> float:
     """The latest modification time of a folder and everything in it (a process that is
-    still writing a file inside keeps it young)."""
-    newest = path.lstat().st_mtime
+    still writing a file inside keeps it young). A folder gone already (its owner finished,
+    another cleaner took it) is the youngest of all: nothing to remove."""
+    try:
+        newest = path.lstat().st_mtime
+    except OSError:
+        return float("inf")
     for folder, dirs, files in os.walk(path):
         for name in dirs + files:
             try:

@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -461,13 +462,16 @@ def _racers_said(workers, out, n: int, timeout: float = 120.0) -> list:
 
 
 @pytest.mark.parametrize("kind", ["stress", "eval"])
-def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind):
+def test_claim_and_cancel_racing_have_exactly_one_outcome(tmp_path, kind, monkeypatch):
     """Four processes claim a request as the runner does while four cancel it, all at once:
     either nothing started and the request ended "cancelled before it started", or one
     process started and holds the cancel (it is stopped): never two started, never a
     running process shown cancelled, never a cancel lost."""
     run = prepare_like(tmp_path / "runs")
     rf = RunFolder(run)
+    # spawn runs the parent's __main__ again in each child: in a test worker that can be the
+    # page script an AppTest left there (app.py, which cleans the workspace at start)
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     ctx = multiprocessing.get_context("spawn")
     rounds = 6
     workers_each = 4  # 8 processes in all

@@ -81,3 +81,12 @@ def test_symlinks_are_not_followed(tmp_path):
     age(root, 2 * HOUR)  # the links themselves are old too
     assert clean_leftovers(root) == []
     assert victim.exists()
+
+
+def test_a_leftover_gone_while_the_cleaner_looks_is_left_alone(tmp_path):
+    """Another process removed the folder between the cleaner's listing and its look at the
+    folder's age (its owner finished, another app's cleaner took it): the app's start at
+    that moment died of FileNotFoundError. It counts as young now: nothing to remove."""
+    from sga_core.runs.leftovers import _newest_change
+
+    assert _newest_change(tmp_path / ".creating-gone-1234") == float("inf")
