@@ -220,8 +220,12 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
     kept in step; the field's value lives under ``wkey``."""
     lo, hi = spec["slider"]
     store = _store()
+
+    def on_slider(v):  # the slider's range holds part of the field's: the nearest end
+        return min(hi, max(lo, v))
+
     value = store.get(wkey, st.session_state.get(wkey, default))
-    st.session_state.setdefault(f"{wkey}.slider", min(hi, max(lo, value)))
+    st.session_state.setdefault(f"{wkey}.slider", on_slider(value))
     st.session_state.setdefault(f"{wkey}.exact", value)
 
     # Each box sets the other's value; the browser shows the other's old value until the
@@ -238,7 +242,7 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
     def from_slider():
         v = st.session_state[f"{wkey}.slider"]
         if resent("slider", v):
-            st.session_state[f"{wkey}.slider"] = min(hi, max(lo, store.get(wkey, default)))
+            st.session_state[f"{wkey}.slider"] = on_slider(store.get(wkey, default))
             return
         put(wkey, v)
         put(f"{wkey}.exact", v)
@@ -250,7 +254,7 @@ def _slider_field(spec: dict, wkey: str, default) -> float:
             st.session_state[f"{wkey}.exact"] = store.get(wkey, default)
             return
         put(wkey, v)
-        put(f"{wkey}.slider", min(hi, max(lo, v)))
+        put(f"{wkey}.slider", on_slider(v))
         shown.setdefault("slider", drawn.get("slider"))
 
     def draw(which: str) -> None:

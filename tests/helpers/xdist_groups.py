@@ -102,8 +102,8 @@ def claim(name: str) -> str | None:
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
-        owner = path.read_text(encoding="utf-8")
-        return None if owner in ("", me) else owner
+        owner = path.read_text(encoding="utf-8")  # empty: another worker is writing it
+        return None if owner == me else owner or "another worker"
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(me)
     return None
