@@ -9,7 +9,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers.browser import chromium_page, needs_browser, streamlit_app, wait_idle
+from tests.helpers.browser import chromium_page, needs_browser, streamlit_app, upload, wait_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
 
@@ -49,15 +49,9 @@ def test_dataset_markdown_is_shown_as_text(tmp_path):
         name.fill("bad")
         name.press("Enter")
         wait_idle(page)
-        page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
-            files=[{"name": "**evil**.jsonl", "mimeType": "application/json",
-                    "buffer": b'{"question": "q", "answer": ""}\n'}])
-        # the file is the uploader's value once its upload has ended (its chip without the
-        # spinner): a click before that sends no file ("Choose a forget data file first.")
-        expect(page.locator('[data-testid="stFileChipName"]').first).to_have_text(
-            "**evil**.jsonl")
-        expect(page.locator('[data-testid="stFileChipIconSpinner"]')).to_have_count(0)
-        wait_idle(page)
+        # a click on Create project before the upload has ended sends no file ("Choose a
+        # forget data file first."): upload() waits until the file is the uploader's value
+        upload(page, "forget data", "**evil**.jsonl", b'{"question": "q", "answer": ""}\n')
         page.get_by_role("button", name="Create project").click()
         alert = page.locator('[data-testid="stAlertContentError"]').first
         expect(alert).to_contain_text("**evil**.jsonl")

@@ -151,6 +151,30 @@ def wait_idle(page, timeout_ms: int = 60000) -> None:
     page.wait_for_function(IDLE, polling=100, timeout=timeout_ms)
 
 
+def upload(page, label: str, name: str, data: bytes, attempts: int = 3) -> None:
+    """Give the file uploader labelled ``label`` one file, ``name`` holding ``data``, and
+    wait until it is the uploader's value (its chip shows ``name``, without the spinner).
+    A rerun that redraws the uploader while the file is picked drops the pick, as it would
+    drop a person's (who would pick it again): the file is picked again, ``attempts`` times
+    in all."""
+    from playwright.sync_api import Error, expect
+
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=label).first
+    chip = uploader.locator('[data-testid="stFileChipName"]').filter(has_text=name)
+    for attempt in range(attempts):
+        wait_idle(page)
+        uploader.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+            files=[{"name": name, "mimeType": "application/octet-stream", "buffer": data}])
+        try:
+            expect(chip).to_have_count(1, timeout=ACTION_TIMEOUT_MS // attempts)
+            break
+        except (AssertionError, Error):
+            if attempt == attempts - 1:
+                raise
+    expect(uploader.locator('[data-testid="stFileChipIconSpinner"]')).to_have_count(0)
+    wait_idle(page)
+
+
 def open_expander(page, label: str) -> None:
     """Open the expander titled ``label`` (nothing to do when it is open already)."""
     details = page.locator("details").filter(
