@@ -183,6 +183,16 @@ class Method:
         out = torch.zeros(n_units, dtype=values.dtype, device=values.device)
         return out.index_add(0, stats.unit_ids, w * values)
 
+    def forget_plus_retain(self, stats: SeqStats, n_units: int, forget_values):
+        """Per unit: ``forget_weight * forget_values`` on its forget sequence plus
+        ``retain_weight * nll`` on its retain row (the settings of that name)."""
+        import torch
+
+        values = torch.where(self.role_mask(stats, "forget"),
+                             self.cfg.forget_weight * forget_values,
+                             self.cfg.retain_weight * stats.mean_nll)
+        return self.weighted_sum(stats, [1.0] * len(stats.roles), n_units, values)
+
     @staticmethod
     def mean_weights(stats: SeqStats, role: str, weight: float) -> list[float]:
         """Per sequence: ``weight / n`` for the ``n`` sequences of ``role`` in its unit (a
@@ -198,6 +208,39 @@ class Method:
         import torch
 
         return torch.tensor([r in roles for r in stats.roles], device=stats.mean_nll.device)
+
+
+def token_nll(stats: SeqStats):
+    """The NLL of each scored token ``[N]`` (in ``stats.token_rows`` order), from the kept
+    logits: methods using it set ``needs_logits = True``."""
+    import torch.nn.functional as F
+
+    return F.cross_entropy(stats.token_logits.float(), stats.token_targets, reduction="none")
+
+
+def sequence_mean(stats: SeqStats, values, where=None):
+    """Per sequence ``[n_seq]``: the mean of a per-token value ``values`` ``[N]`` over its
+    scored tokens (its answer), or over those where ``where`` ``[N]`` holds; 0 for a sequence
+    without any."""
+    import torch
+
+    keep = torch.ones_like(values) if where is None else where.to(values.dtype)
+    total = torch.zeros(len(stats.roles), dtype=values.dtype, device=values.device)
+    count = torch.zeros_like(total)
+    total = total.index_add(0, stats.token_rows, values * keep)
+    count = count.index_add(0, stats.token_rows, keep)
+    return total / count.clamp(min=1)
+
+
+def token_positions(stats: SeqStats):
+    """Each scored token's place in its own answer ``[N]``: 0 for the first answer token
+    (the scored tokens are in row-major order)."""
+    import torch
+
+    rows = stats.token_rows
+    counts = torch.bincount(rows, minlength=len(stats.roles))
+    starts = torch.cumsum(counts, 0) - counts
+    return torch.arange(len(rows), device=rows.device) - starts[rows]
 
 
 def forget_with_retain(data: MethodData, enc: Encoder, with_retain: bool = True) -> list[Unit]:

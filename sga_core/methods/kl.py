@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sga_core.methods.base import Method, MethodData, SeqStats, Unit, forget_with_retain
+from sga_core.methods.base import (
+    Method,
+    MethodData,
+    SeqStats,
+    Unit,
+    forget_with_retain,
+    sequence_mean,
+)
 from sga_core.params import param
 
 
@@ -43,6 +50,4 @@ def answer_kl(stats: SeqStats):
     logp = torch.log_softmax(stats.token_logits.float(), dim=-1)
     ref_logp = torch.log_softmax(stats.ref.token_logits.float(), dim=-1)
     kl_tok = (ref_logp.exp() * (ref_logp - logp)).sum(-1)  # KL(ref || current), [N]
-    kl_sum = torch.zeros(len(stats.roles), dtype=kl_tok.dtype, device=kl_tok.device)
-    return kl_sum.index_add(0, stats.token_rows, kl_tok) / \
-        stats.n_tokens.clamp(min=1).to(kl_tok.dtype)
+    return sequence_mean(stats, kl_tok)

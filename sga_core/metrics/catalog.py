@@ -141,6 +141,13 @@ def truth_ratios(x: MetricInputs, set_name: str | None = None) -> MetricResult:
     return tofu.truth_ratio(perturbed, denom, epsilon=_epsilon(x))
 
 
+def _truth_ratio_prob_mean(x: MetricInputs) -> MetricResult:
+    """The set's ``prob_mean`` truth ratio (its denominator and epsilon as the protocol's)."""
+    d = x.sets[x.on[0]]
+    _, denom, perturbed = d.split(denominator(x.options.get("tr_denominator"), d.name))
+    return tofu.truth_ratio_prob_mean(perturbed, denom, x.name, epsilon=_epsilon(x))
+
+
 def _truth_ratio_score(forget: bool) -> Callable[[MetricInputs], MetricResult]:
     """The set's truth-ratio score; per sample, each row's raw truth ratio."""
     def compute(x: MetricInputs) -> MetricResult:
@@ -263,6 +270,16 @@ def _privleak(x: MetricInputs) -> MetricResult:
     return muse.privleak(mia, ref)
 
 
+def _prob_mean(set_name: str, direction: str, on: str | None = None) -> MetricSpec:
+    """The ``prob_mean`` truth ratio of a QA set (not a Results column: shown on request)."""
+    return MetricSpec(f"{set_name}_truth_ratio_prob_mean", QA, f"{set_name} TR (prob_mean)",
+                      direction, f"mean p_true / (p_true + p_false) on the {set_name} rows "
+                      "(extent of knowledge: 1 = true answers only, 0.5 = no preference)",
+                      f"{OU_MEM} truth_ratio, aggregator prob_mean (OpenUnlearning's "
+                      "meta-evaluation)", (CANDIDATE_NLLS,), _truth_ratio_prob_mean,
+                      on=(on or set_name,))
+
+
 def _qa_set(set_name: str, forget: bool) -> list[MetricSpec]:
     """The three TOFU metrics of the forget or retain set."""
     d = LOWER if forget else HIGHER
@@ -286,6 +303,7 @@ def _qa_set(set_name: str, forget: bool) -> list[MetricSpec]:
                    f"{TOFU} {set_name}_Q_A_Prob (memorization.py probability)",
                    (CANDIDATE_NLLS,), _probability,
                    on=(set_name,), column=5 if forget else 6, sample_key="probability"),
+        _prob_mean(set_name, d),
     ]
 
 
@@ -341,6 +359,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                f"{TOFU} ra/wf_Truth_Ratio (aggregator true_better; denominator: the answer)",
                (CANDIDATE_NLLS,), _truth_ratio_score(False), on=(EACH_QA_SET,),
                sample_key="truth_ratio"),
+    _prob_mean("{set}", HIGHER, on=EACH_QA_SET),
     MetricSpec("{set}_rouge", QA, "{set} ROUGE-L", HIGHER,
                "ROUGE-L recall of greedy answers on a real-world set",
                f"{TOFU} ra/wf_Q_A_ROUGE", (GREEDY_ANSWERS,), _rouge_recall,

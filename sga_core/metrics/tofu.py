@@ -112,8 +112,18 @@ def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
     ``exp(-mean nll_pert) / (exp(-nll_denominator) + 1e-10)`` in the probability domain,
     where a collapsed model's probabilities fall below the epsilon and its ratio tends to 0.
     """
+    def ratio(true_nll: float, false_nll: float) -> float:
+        if epsilon:
+            return _exp(-false_nll) / (_exp(-true_nll) + epsilon)
+        return safe_exp(true_nll - false_nll)
+    return _per_row(nll_perturbed_lists, nll_paraphrased_or_answer, name, ratio)
+
+
+def _per_row(nll_perturbed_lists, nll_true, name: str, score) -> MetricResult:
+    """``score(true_nll, false_nll)`` of each row, ``false_nll`` the mean of its perturbed
+    answers' NLLs; a row lacking either gets None, ``value`` is the mean of the others."""
     perts = list(nll_perturbed_lists)
-    denoms = values_of(nll_paraphrased_or_answer) or []
+    denoms = values_of(nll_true) or []
     if len(perts) != len(denoms):
         raise ValueError(f"{name}: {len(perts)} perturbed lists but {len(denoms)} "
                          "paraphrased/answer NLLs")
@@ -122,19 +132,33 @@ def truth_ratio(nll_perturbed_lists: Sequence[Sequence[float] | None],
     per: list[float | None] = []
     for pert, d in zip(perts, denoms):
         pert = numbers(pert or [])
-        if not pert or not is_number(d):
-            per.append(None)
-            continue
-        mean_pert = sum(pert) / len(pert)
-        if epsilon:
-            per.append(_exp(-mean_pert) / (_exp(-float(d)) + epsilon))
-        else:
-            per.append(safe_exp(float(d) - mean_pert))
+        per.append(score(float(d), sum(pert) / len(pert)) if pert and is_number(d) else None)
     if all(p is None for p in per):
         reason = ("no perturbed answers" if all(not numbers(p or []) for p in perts)
                   else "no paraphrased or answer NLLs")
         return missing(name, reason, per)
     return MetricResult(name, mean_or_none(per), per)
+
+
+def truth_ratio_prob_mean(nll_perturbed_lists: Sequence[Sequence[float] | None],
+                          nll_paraphrased_or_answer: Sequence[float | None],
+                          name: str = "truth_ratio_prob_mean",
+                          epsilon: float = 0.0) -> MetricResult:
+    """Open-unlearning's ``prob_mean`` truth ratio, "extent of knowledge" in its paper's
+    meta-evaluation: per row ``p_true / (p_true + p_false)``, with ``p_true =
+    exp(-nll(denominator))`` and ``p_false = exp(-mean_j nll(perturbed_j))`` (the same two
+    probabilities as :func:`truth_ratio`), ``value`` their plain mean. 1 = the true answer
+    only, 0.5 = no preference, 0 = the false ones only.
+
+    ``epsilon`` 0 computes it in the log domain, ``1 / (1 + exp(nll_true - nll_false))``;
+    ``epsilon`` > 0 follows open-unlearning (``memorization.py`` ``truth_ratio`` with
+    ``aggregator: prob_mean``): ``p_true / (p_true + p_false + 1e-10)``."""
+    def share(true_nll: float, false_nll: float) -> float:
+        if epsilon:
+            p_true, p_false = _exp(-true_nll), _exp(-false_nll)
+            return p_true / (p_true + p_false + epsilon)
+        return 1.0 / (1.0 + safe_exp(true_nll - false_nll))
+    return _per_row(nll_perturbed_lists, nll_paraphrased_or_answer, name, share)
 
 
 def truth_ratio_forget_score(trs: Sequence[float | None] | MetricResult,

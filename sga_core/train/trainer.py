@@ -539,6 +539,7 @@ class Trainer:
                        "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
                        "elapsed_s": round(time.time() - t0, 3),
                        "batch": [self.units[i].index for i in batch]}
+                rec.update(self.method.log_fields())  # e.g. PDU's retain_preference
                 if step % t.log_every == 0 or step == self.total_steps:
                     if self.acc.is_main_process:
                         # a NaN is "NaN", never null (null: not logged)

@@ -97,6 +97,30 @@ def test_truth_ratio_scores_use_tofu_denominators():
                                            rel=TOL)
 
 
+def tr_prob_mean(row, denom, eps):  # open-unlearning, aggregator prob_mean:
+    correct = math.exp(-row[denom])  # correct / (correct + wrong + 1e-10), then np.mean
+    wrong = math.exp(-sum(row["perturbed"]) / len(row["perturbed"]))
+    return correct / (correct + wrong + eps)
+
+
+@pytest.mark.parametrize("options, eps", [(TOFU, 1e-10), (DEMO, 0.0)])
+def test_prob_mean_truth_ratio_is_open_unlearnings(options, eps):
+    """The third aggregator, beside closer_to_1_better and true_better, on each set with its
+    protocol's denominator (the paraphrase on forget/retain, the answer on real-world sets
+    under ``tofu``)."""
+    sets = {n: qa_set(n) for n in ("forget", "retain", "real_authors")}
+    for name, denom in (("forget", "paraphrased"), ("retain", "paraphrased"),
+                        ("real_authors", "answer" if options is TOFU else "paraphrased")):
+        want = [tr_prob_mean(r, denom, eps) for r in NLLS]
+        res = compute(f"{name}_truth_ratio_prob_mean", QA, sets, options)
+        assert res.per_sample == pytest.approx(want, abs=TOL), name
+        assert res.value == pytest.approx(sum(want) / 3, abs=TOL), name
+    collapsed = [{"answer": 100.0, "paraphrased": 100.0, "perturbed": [90.0, 90.0]}]
+    res = compute("forget_truth_ratio_prob_mean", QA, {"forget": qa_set("forget", collapsed)},
+                  options)
+    assert res.value == pytest.approx(tr_prob_mean(collapsed[0], "paraphrased", eps), abs=TOL)
+
+
 def test_epsilon_on_a_collapsed_model_gives_the_references_numbers():
     """A collapsed model: every NLL huge. open-unlearning's 1e-10 dominates the tiny
     probabilities, so the truth ratio goes to ~0 (retain score 1); TOFU's own log-domain
