@@ -22,13 +22,13 @@ QA_COLUMNS = ("forget_quality", "model_utility", "forget_rouge", "retain_rouge")
 # the paper's Table 1 order, then the methods it compares elsewhere, then the newer ones
 ORDER = ("ga", "kl", "gd", "graddiff", "llmu", "idk", "dpo-rt", "npo-rt", "flat", "npo",
          "dpo", "mismatch", "task-vector", "whp", "simnpo", "rmu", "wga", "satimp", "undial",
-         "ceu", "pdu")
+         "ceu", "pdu", "altpo")
 PAPER_NAMES = {"ga": "GA", "kl": "KL", "gd": "GD", "graddiff": "GradDiff", "llmu": "LLMU",
                "idk": "PO", "dpo-rt": "DPO-RT", "npo-rt": "NPO-RT", "npo": "NPO",
                "dpo": "DPO", "mismatch": "Mismatch", "task-vector": "Task Vector",
                "whp": "WHP", "simnpo": "SimNPO", "rmu": "RMU", "flat": "FLAT", "sga": "SGA",
                "wga": "WGA", "satimp": "SatImp", "undial": "UNDIAL", "ceu": "CE-U",
-               "pdu": "PDU"}
+               "pdu": "PDU", "altpo": "AltPO"}
 DIVERGENCES = {"kl": "KL", "js": "JS", "tv": "TV", "pearson": "Pearson"}
 
 

@@ -50,7 +50,7 @@ def test_registry_lists_the_baselines():
     assert set(method_names(unlearning_only=True)) == {
         "sga", "ga", "graddiff", "kl", "npo", "idk",
         "gd", "npo-rt", "simnpo", "flat", "dpo", "dpo-rt", "llmu", "mismatch", "rmu",
-        "task-vector", "whp", "wga", "satimp", "undial", "ceu", "pdu"}
+        "task-vector", "whp", "wga", "satimp", "undial", "ceu", "pdu", "altpo"}
     assert "finetune" in method_names()
 
 

@@ -50,6 +50,21 @@ def ou_satimp(model, inputs, beta1, beta2):
     return -((weight_sat * weight_imp) * lm_loss)[shift_labels.view(-1) != -100].mean()
 
 
+def ou_batch_nll(model, inputs):  # compute_batch_nll
+    logits = model(**inputs).logits
+    shifted_labels = inputs["labels"][..., 1:].contiguous()
+    logits = logits[..., :-1, :].contiguous()
+    loss = nn.CrossEntropyLoss(ignore_index=-100, reduction="none")(
+        logits.transpose(-1, -2), shifted_labels).sum(dim=-1)
+    return loss
+
+
+def ou_dpo(model, ref_model, win_inputs, lose_inputs, beta):  # compute_dpo_loss
+    win_log_ratio = -(ou_batch_nll(model, win_inputs) - ou_batch_nll(ref_model, win_inputs))
+    lose_log_ratio = -(ou_batch_nll(model, lose_inputs) - ou_batch_nll(ref_model, lose_inputs))
+    return -2 / beta * F.logsigmoid(beta * (win_log_ratio - lose_log_ratio)).mean()
+
+
 def ou_undial_per_position(model, ref_model, inputs, beta):
     """``compute_undial_loss`` up to its last line (``reduction="none"``): the caller takes
     the mean over the answer positions (the workbench's choice; OU's ``.mean()`` runs over
@@ -234,6 +249,35 @@ def test_ceu_leaves_out_exactly_the_first_tokens(setup):
     data, _ = rows(setup)[0]
     assert workbench_loss(setup, data, "ceu", ignore_first=0) != pytest.approx(
         workbench_loss(setup, data, "ceu", ignore_first=2), abs=1e-6)
+
+
+ALTERNATES = ["He was born in Lisbon to a family of sailors.",
+              "A small bakery in Oslo, where she wrote at night.",
+              "Nobody knows; his records were lost in a fire."]
+
+
+@pytest.mark.parametrize("beta,alpha,n", [(0.1, 1.0, 3), (0.5, 0.0, 2), (2.0, 2.0, 1)])
+def test_altpo_is_open_unlearnings_dpo_over_each_alternate(setup, beta, alpha, n):
+    """open-unlearning trains one (alternate, forget answer) pair an item; the workbench's
+    unit holds the row's alternates and takes their mean: on one row, the mean of OU's
+    per-pair DPO losses plus its retain NLL."""
+    from sga_core.data import NormalAnswer, NormalTable
+
+    model, ref, enc, _, _ = setup
+    for data, i in rows(setup):
+        data.normals = NormalTable([NormalAnswer(forget_index=0, k=j + 1, text=t,
+                                                 source="edited")
+                                    for j, t in enumerate(ALTERNATES)], len(ALTERNATES) + 1)
+        ours = workbench_loss(setup, data, "altpo", beta=beta, retain_weight=alpha,
+                              alternates=n)
+        lose = inputs(setup, data, "forget")
+        pairs = []
+        for alt in ALTERNATES[:n]:
+            win = collate([enc.row(data.forget[0], "qa", answer=alt, role="normal",
+                                   forget_index=0, k=1)], enc.pad_id)
+            pairs.append(ou_dpo(model, ref, win, lose, beta).item())
+        theirs = sum(pairs) / n + alpha * retain_nll(setup, data)
+        assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
 
 
 @pytest.mark.parametrize("gamma,lam,eps", [(1.0, 100.0, 0.3), (0.5, 2.0, 5.0)])

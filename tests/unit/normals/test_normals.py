@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_shipped_templates_load():
     templates = {t.name: t for t in list_templates()}
     assert set(templates) == {"tofu_qa", "copyright_continuation", "news_fabrication",
-                              "text_different_facts"}
+                              "text_different_facts", "altpo_alternate"}
     for t in templates.values():
         assert t.description and t.system and t.user and t.kind in ("qa", "text")
         t.check(t.kind)
@@ -39,6 +39,7 @@ def test_shipped_templates_load():
     assert "fictional writers" in templates["tofu_qa"].system
     assert "copyright" in templates["copyright_continuation"].system
     assert "fictional similar news" in templates["news_fabrication"].user
+    assert "{answer}" in templates["altpo_alternate"].user  # AltPO rewrites the answer
     assert load_template("tofu_qa") == templates["tofu_qa"]
     assert load_template(templates["tofu_qa"].path) == templates["tofu_qa"]
 
