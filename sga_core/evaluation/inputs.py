@@ -146,6 +146,20 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
                              on_batch=counter(progress, stage, len(seqs)))
 
 
+def text_vocab_stats(model, encoder: Encoder, rows: Sequence[dict | str], device="cpu",
+                     batch_size: int = 8, *, progress: Progress = None,
+                     stage: str = "scoring texts (Min-K%++)") -> list[dict]:
+    """Per text row, scored whole as :func:`text_token_logprobs` scores it: each token's
+    log-probability and the vocabulary's mean and variance of the log-probability there
+    (:func:`~sga_core.model.forward.sequence_vocab_stats`, for Min-K%++)."""
+    from sga_core.model.forward import sequence_vocab_stats
+
+    enc = as_encoder(encoder)
+    seqs = [_text_sequence(enc, r, True, False) for r in rows]
+    return sequence_vocab_stats(model, seqs, enc.pad_id, device, batch_size,
+                                on_batch=counter(progress, stage, len(seqs)))
+
+
 def counter(progress: Progress, stage: str, total: int):
     """An ``on_batch`` callback that reports ``stage`` done / ``total`` to ``progress``
     (``0 / total`` at once: the stage has begun)."""

@@ -33,6 +33,7 @@ from sga_core.evaluation.inputs import (
     first_tokens,
     generate_answers,
     text_token_logprobs,
+    text_vocab_stats,
 )
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
 from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, sample_keys, spec_of
@@ -42,6 +43,7 @@ from sga_core.metrics.context import (
     GREEDY_CONTINUATIONS,
     TOKEN_HITS,
     TOKEN_LOGPROBS,
+    TOKEN_VOCAB_STATS,
     MetricInputs,
     SetData,
 )
@@ -221,6 +223,12 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size,
                               progress=progress) if texts else []
     scatter(sets, names, lps, "logprobs")
+    scatter(sets, names, texts, "texts")
+    names = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
+    texts = [full_text(r) for r in flat_rows(sets, names)]
+    stats = text_vocab_stats(model, enc, texts, device=device, batch_size=batch_size,
+                             progress=progress) if texts else []
+    scatter(sets, names, stats, "vocab_stats")
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):

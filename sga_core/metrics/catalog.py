@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from sga_core.protocols import protocol_names
 
-from . import copyright, memorization, muse, rouge, tofu
+from . import copyright, memorization, mia, muse, rouge, tofu
 from .context import (
     CANDIDATE_NLLS,
     COMPLETIONS,
@@ -38,8 +38,11 @@ from .context import (
     REFERENCE,
     TOKEN_HITS,
     TOKEN_LOGPROBS,
+    TOKEN_VOCAB_STATS,
     MetricInputs,
+    SetData,
 )
+from .mia import MIN_K
 from .result import MetricResult, missing
 
 QA, TEXT = "qa", "text"
@@ -49,7 +52,6 @@ DIRECTIONS = {HIGHER: "higher is better", LOWER: "lower is better", ZERO: "close
 EACH_QA_SET, EACH_TEXT_SET = "*qa", "*text"  # a family's set: each extra QA / text set
 EACH_LM_TASK = "*lm"  # a family's "set": each extra lm-evaluation-harness task
 WILDCARDS = (EACH_QA_SET, EACH_TEXT_SET, EACH_LM_TASK)
-MIN_K = 0.4  # MUSE / open-unlearning Min-K%
 PROTOCOL_NAMES = protocol_names()  # every registered evaluation protocol
 # the QA answer metrics (ROUGE of greedy answers) exist under every protocol but the copyright
 # task's, which scores book completions instead
@@ -58,6 +60,7 @@ NOT_COPYRIGHT = tuple(p for p in PROTOCOL_NAMES if p != "copyright")
 TOFU = "TOFU, Maini et al. 2024; open-unlearning"
 MUSE = "MUSE, Shi et al. 2024; open-unlearning"
 OU_MEM = "open-unlearning src/evals/metrics/memorization.py"
+OU_MIA = "open-unlearning src/evals/metrics/mia"
 FLAT = "FLAT, Wang et al. 2025, evaluate.py"
 LM_EVAL_REF = "lm-evaluation-harness (EleutherAI) simple_evaluate, in-process HFLM"
 
@@ -257,6 +260,36 @@ def _mia_auc(x: MetricInputs) -> MetricResult:
     return MetricResult(x.name, res.value, members.per_sample + others.per_sample, res.reason)
 
 
+#: the other attacks' member scores of one set's texts (docs/spec.md#46-text-metrics-muse-style)
+ATTACK_SCORES: dict[str, Callable[[SetData], list]] = {
+    "loss": lambda d: [mia.loss_score(lp) for lp in d.logprobs],
+    "zlib": lambda d: [mia.zlib_score(lp, t) for lp, t in zip(d.logprobs, d.texts)],
+    "min_k_plus_plus": lambda d: [mia.min_k_plus_plus_score(v["logprobs"], v["mu"], v["var"],
+                                                            MIN_K) for v in d.vocab_stats],
+}
+
+
+def _attack_auc(attack: str) -> Callable[[MetricInputs], MetricResult]:
+    """An attack's AUC of the first set (members) against the second; per sample, each
+    text's member score (the first set's texts, then the second's)."""
+    def compute(x: MetricInputs) -> MetricResult:
+        members, others = (mia.scores(ATTACK_SCORES[attack](x.sets[s]), x.name)
+                           for s in x.on)
+        res = muse.auc(members, others)
+        return MetricResult(x.name, res.value, members.per_sample + others.per_sample,
+                            res.reason)
+    return compute
+
+
+def _attack(attack: str, label: str, about: str, reference: str, needs: str) -> MetricSpec:
+    return MetricSpec(f"mia_{attack}_auc", TEXT, f"MIA AUC ({label})", LOWER,
+                      f"ROC-AUC of {about} separating forget from holdout texts (1 = "
+                      "memorised; the retain reference's value is the target)",
+                      f"{OU_MIA}/{reference} (mia/utils.py mia_auc)", (needs,),
+                      _attack_auc(attack), on=("forget", "holdout"),
+                      protocols=NOT_COPYRIGHT)
+
+
 def _privleak(x: MetricInputs) -> MetricResult:
     mia = x.results["mia_auc"]
     ref = mia.value if x.self_reference and mia.value is not None else x.reference
@@ -404,6 +437,12 @@ CATALOG: tuple[MetricSpec, ...] = (
                f"{MUSE} mia_min_k (mia/min_k.py, mia/utils.py mia_auc)", (TOKEN_LOGPROBS,),
                _mia_auc, on=("forget", "holdout"), sample_key="min_k_score",
                protocols=NOT_COPYRIGHT),
+    _attack("loss", "LOSS", "LOSS scores (the mean token NLL)", "loss.py", TOKEN_LOGPROBS),
+    _attack("zlib", "ZLib", "ZLib scores (the mean NLL over the text's zlib-compressed "
+            "length)", "zlib.py", TOKEN_LOGPROBS),
+    _attack("min_k_plus_plus", "Min-K%++", "Min-K%++ scores (k = 40%; token log-probs "
+            "normalised by the vocabulary's mean and spread)", "min_k_plus_plus.py",
+            TOKEN_VOCAB_STATS),
     MetricSpec("privleak", TEXT, "PrivLeak", ZERO,
                "PrivLeak: (A - A_ref) / A_ref x 100 with A = 1 - MIA AUC (-100 = memorised, "
                "0 = like never trained on the forget set, > 0 = over-unlearned)",

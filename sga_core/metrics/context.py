@@ -21,6 +21,7 @@ GREEDY_ANSWERS = "greedy_answers"
 GREEDY_CONTINUATIONS = "greedy_continuations"
 TOKEN_LOGPROBS = "token_logprobs"
 TOKEN_HITS = "token_hits"
+TOKEN_VOCAB_STATS = "token_vocab_stats"
 COMPLETIONS = "completions"
 LM_EVAL = "lm_eval"
 REFERENCE = "reference"
@@ -32,6 +33,8 @@ INPUTS = {
     GREEDY_CONTINUATIONS: "greedy continuations of the forget texts' prefixes, compared with "
                           "the true continuations",
     TOKEN_LOGPROBS: "the log-probability of each token of each whole text",
+    TOKEN_VOCAB_STATS: "per token of each whole text: its log-probability, and the mean and "
+                       "variance of the log-probability over the vocabulary (Min-K%++)",
     TOKEN_HITS: "per answer token, whether the model's most likely next token is the true "
                 "one (exact memorization, extraction strength)",
     COMPLETIONS: "long greedy completions of the forget prompts (the copyright task), "
@@ -54,7 +57,9 @@ class SetData:
     gold: list[str] | None = None  # what the generations are compared with
     generated: list[str] | None = None  # GREEDY_ANSWERS / GREEDY_CONTINUATIONS
     logprobs: list[list[float]] | None = None  # TOKEN_LOGPROBS
+    texts: list[str] | None = None  # TOKEN_LOGPROBS: the whole texts they score
     hits: list[list[bool]] | None = None  # TOKEN_HITS
+    vocab_stats: list[dict] | None = None  # TOKEN_VOCAB_STATS: {"logprobs", "mu", "var"}
     completions: list[str] | None = None  # COMPLETIONS (gold: the true continuations)
     lm_eval: dict | None = None  # LM_EVAL: task -> {metric: value} or {"error": why}
 

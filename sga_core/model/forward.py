@@ -202,6 +202,34 @@ def sequence_logprobs(model, seqs: list[Sequence], pad_id: int, device="cpu",
                         on_batch=on_batch)
 
 
+def _vocab_stat_lists(res) -> list[dict]:
+    import torch
+
+    lp, mu, var = [], [], []
+    for s, e, lg in res.chunks():
+        logp = torch.log_softmax(lg.float(), dim=-1)
+        p = logp.exp()
+        m = (p * logp).sum(-1)
+        lp.append(logp.gather(-1, res.targets[s:e].unsqueeze(-1)).squeeze(-1))
+        mu.append(m)
+        var.append((p * logp.square()).sum(-1) - m.square())
+    cols = [torch.cat(c).cpu().tolist() if c else [] for c in (lp, mu, var)]
+    out = [{"logprobs": [], "mu": [], "var": []} for _ in range(res.shape[0])]
+    for k, r in enumerate(res.rows.cpu().tolist()):
+        for key, col in zip(("logprobs", "mu", "var"), cols):
+            out[r][key].append(col[k])
+    return out
+
+
+def sequence_vocab_stats(model, seqs: list[Sequence], pad_id: int, device="cpu",
+                         batch_size: int = 16, on_batch: OnBatch = None) -> list[dict]:
+    """Per sequence, for each scored token: its log-probability (``logprobs``), and the mean
+    (``mu``) and variance (``var``) of the log-probability over the vocabulary under the
+    model's next-token distribution there (Min-K%++'s normalisation)."""
+    return per_sequence(model, seqs, pad_id, _vocab_stat_lists, device, batch_size,
+                        on_batch=on_batch)
+
+
 def _records(enc: Encoder, top_k: int, res) -> list[dict]:
     import torch
 

@@ -37,7 +37,8 @@ QA_METRICS = {f"{s}_{m}" for s in ("forget", "retain", "real_authors", "world_fa
               for m in ("probability", "truth_ratio", "rouge")} | {"model_utility",
                                                                     "forget_quality"}
 TEXT_METRICS = {"forget_verbmem", "forget_knowmem", "retain_knowmem", "mia_auc", "privleak",
-                "holdout_perplexity", "forget_perplexity", "retain_perplexity"}
+                "holdout_perplexity", "forget_perplexity", "retain_perplexity",
+                "mia_loss_auc", "mia_zlib_auc", "mia_min_k_plus_plus_auc"}
 FAST = EvalSettings(max_new_tokens=6, batch_size=16)
 
 
@@ -354,9 +355,11 @@ def test_text_eval(tmp_path, tiny_model_dir, text_data, count_loads):
     assert s["task"] == "text" and s["settings"]["verbmem_new_tokens"] == 128
     m = s["metrics"]
     for key in ("forget_verbmem", "forget_knowmem", "retain_knowmem", "mia_auc",
-                "holdout_perplexity", "forget_perplexity", "retain_perplexity"):
+                "holdout_perplexity", "forget_perplexity", "retain_perplexity",
+                "mia_loss_auc", "mia_zlib_auc", "mia_min_k_plus_plus_auc"):
         assert m[key]["value"] is not None, key
-    assert 0 <= m["mia_auc"]["value"] <= 1
+    for key in ("mia_auc", "mia_loss_auc", "mia_zlib_auc", "mia_min_k_plus_plus_auc"):
+        assert 0 <= m[key]["value"] <= 1, key
     # the same weights as reference: the same AUC, PrivLeak 0
     assert s["reference"]["mia_auc"] == pytest.approx(m["mia_auc"]["value"])
     if s["reference"]["mia_auc"] < 1:
