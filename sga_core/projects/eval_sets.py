@@ -81,12 +81,14 @@ def _and(words: Sequence[str]) -> str:
 
 def _metric_labels(project_kind: str, set_name: str, protocol: str,
                    columns_only: bool) -> list[str]:
-    """The labels of the metrics the catalog computes on ``set_name`` under ``protocol``."""
+    """The labels of the metrics the catalog computes on ``set_name`` under ``protocol``,
+    variants named once: "MIA AUC (LOSS)" and "MIA AUC (ZLib)" are "MIA AUC"."""
     from sga_core.metrics.catalog import metrics_for
 
-    return [m.label for m in metrics_for(project_kind)
-            if set_name in m.on and not m.is_family and m.under(protocol)
-            and (m.column is not None or not columns_only)]
+    return list(dict.fromkeys(
+        m.label.split(" (")[0] for m in metrics_for(project_kind)
+        if set_name in m.on and not m.is_family and m.under(protocol)
+        and (m.column is not None or not columns_only)))
 
 
 def role_words(project_kind: str, name: str, protocol: str | None = None) -> str | None:
