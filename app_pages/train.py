@@ -11,8 +11,9 @@ from ui.cluster import backend_choice, show_batch_script
 from ui.context import project_note, require_project
 from ui.forms import dataclass_form, kept, put, set_form_values
 from ui.protocol import eval_rows_input, protocol_caption
-from ui.show import as_list, panel, plain, show_error
+from ui.show import panel, plain, show_error
 from ui.train_model import OTHER, model_section
+from ui.train_normals import normals_choice
 from ui.train_sweep import sweep_panel
 
 st.title("Train")
@@ -91,23 +92,7 @@ explain = wb.explain_method(method, method_args)
 if explain:
     st.info(f"**{'Coefficients' if method == 'sga' else 'Settings'}:** {explain}")
 
-normals = None
-if "normals" in cls.needs:
-    table, problems = wb.normals_problems(project, method_args.get("k", 1))
-    if not problems:
-        normals = str(project.normals_path)
-        st.caption(f"Normal answers: {project.normals_path.name} (K={table.k}, complete)")
-    else:  # the demo ships without normals: its figures use "I don't know" answers
-        if kept(st.checkbox, "train.idk_fallback", project.is_demo,
-                label="use generated \"I don't know\" normal answers instead"):
-            normals = wb.idk_fallback(project, method_args.get("k", 2))
-            st.caption("Training with generated \"I don't know\" normal answers (the "
-                       "project's own are not ready: " + plain("; ".join(problems[:2])) +
-                       "; the Normal answers page generates and edits them).")
-        else:
-            st.warning("Normal answers are not ready:\n" + as_list(problems, 5) + "\n\nFix "
-                       "them on the Normal answers page, or tick the box above to train "
-                       "with generated \"I don't know\" answers.")
+normals = normals_choice(project, cls, method_args)
 
 # ---------------------------------------------------------------- settings ------------------
 st.subheader("Training")

@@ -121,7 +121,7 @@ def cmd_train(args) -> int:
         method = REGISTRY.get(base.get("method", "sga"))
         needs = method.needs if method else frozenset()
         if ("normals" in needs and not base["data"].get("normals") and args.idk_normals
-                and base["data"].get("forget")):
+                and base["data"].get("forget") and method.idk_normals):
             base["data"]["normals"] = write_idk_normals(base, Path(tmp) / "normals.jsonl")
         cfg = TrainConfig.from_dict(base, base_dir=Path.cwd())
         # every run folder snapshots the normals, so all are made inside this block

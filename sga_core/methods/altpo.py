@@ -45,6 +45,7 @@ class AltPO(Method):
     title = "AltPO (prefer plausible alternate answers over the forget answer)"
     Config = AltPOConfig
     needs = frozenset({"normals", "reference", "retain"})
+    idk_normals = False
 
     def build_units(self, data: MethodData, enc) -> list[Unit]:
         if data.normals is None:
@@ -52,9 +53,16 @@ class AltPO(Method):
                              "(generate one with the altpo_alternate template)")
         units = []
         for i, row in enumerate(data.forget):
-            alts = [t for t in data.normals.texts_for(i) if t.strip()][:self.cfg.alternates]
-            if not alts:
+            answers = [a for a in (data.normals.get(i, k) for k in range(1, data.normals.k))
+                       if a is not None and a.text.strip()][:self.cfg.alternates]
+            if not answers:
                 raise ValueError(f"forget row {i}: no alternate (normal) answer")
+            if any(a.source == "idk" for a in answers):
+                raise ValueError(
+                    f"forget row {i}: its normal answers are 'I don't know' refusals, and "
+                    "altpo prefers alternate answers: generate them with the altpo_alternate "
+                    "template (Normal answers page, or normals --template altpo_alternate)")
+            alts = [a.text for a in answers]
             seqs = [enc.row(row, data.kind, role="forget", forget_index=i)]
             seqs += [enc.row(row, data.kind, answer=a, role="normal", forget_index=i, k=j + 1)
                      for j, a in enumerate(alts)]

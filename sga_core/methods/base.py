@@ -77,6 +77,9 @@ class Method:
     needs_logits: ClassVar[bool | str] = False
     unlearning: ClassVar[bool] = True  # False for plain fine-tuning (``prepare``)
     rank: ClassVar[int] = 50  # display order in lists (lower first)
+    # False: "I don't know" refusals cannot stand in for its normal answers (AltPO prefers
+    # alternate answers); the Train page and --idk-normals offer them only where True
+    idk_normals: ClassVar[bool] = True
     sweep_param: ClassVar[str | None] = None  # the setting a sweep varies (SGA: "r")
     sweep_default: ClassVar[str] = ""  # the values a sweep offers first ("" = from its bounds)
 

@@ -28,7 +28,11 @@ averaged per forget row, the loss the mean over rows
 (docs/spec.md#12-coefficients-and-the-loss); open-unlearning pairs each answer token's label
 with the logits *at* that token (one position later) and averages over the batch's tokens.
 Its retain NLL is the batch's token mean, the workbench's the mean over rows of each row's
-mean.
+mean. open-unlearning updates lambda inside its loss, so once per micro-batch (k times per
+optimizer step with gradient accumulation k), on each process from that process's own retain
+loss, and turns updates on only at an epoch's end; here lambda moves once per optimizer step,
+from the global mean, and a warm-up may end mid-epoch (0.5: after half an epoch). With
+accumulation k, open-unlearning's dual step behaves as k times this one.
 """
 
 from __future__ import annotations

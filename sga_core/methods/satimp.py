@@ -49,5 +49,5 @@ class SatImp(Method):
 
     def unit_losses(self, stats: SeqStats, n_units: int):
         c = self.cfg
-        satimp = weighted_ascent(stats, lambda p: p ** c.beta1 * (1 - p) ** c.beta2)
+        satimp = weighted_ascent(stats, lambda p: p ** c.beta1 * (1 - p).clamp(min=0) ** c.beta2)
         return self.forget_plus_retain(stats, n_units, satimp)

@@ -166,10 +166,12 @@ def missing_data(project: Project, method: str, method_args: dict,
         from sga_core.projects.normal_answers import normals_problems
 
         why = "; ".join(normals_problems(project, method_args.get("k"))[1][:3])
+        how = ("Generate them on the Normal answers page, or tick \"use generated 'I don't "
+               "know' normal answers instead\" on the Train page." if cls.idk_normals else
+               "Generate alternate answers on the Normal answers page with the "
+               "altpo_alternate template ('I don't know' refusals cannot stand in).")
         return (f"{name} trains on normal answers (K-1 for each forget row), and project "
-                f"{project.name}'s are not ready{f' ({why})' if why else ''}. Generate them on "
-                "the Normal answers page, or tick \"use generated 'I don't know' normal "
-                "answers instead\" on the Train page.")
+                f"{project.name}'s are not ready{f' ({why})' if why else ''}. {how}")
     if "retain" in cls.needs and not project.retain_path.exists():
         return (f"{name} trains on retain rows, and project {project.name} has no retain "
                 "data. Create the project again with a retain file (Data page), or choose a "

@@ -125,9 +125,12 @@ def scalars(values: dict, prefix: str) -> dict:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
-def log_step(acc, cfg, rec: dict) -> None:
+def log_step(acc, cfg, rec: dict, method_keys: tuple[str, ...] = ()) -> None:
+    """One logged step: :data:`STEP_KEYS`, and ``method_keys`` (what the method logs of its
+    own, e.g. PDU's ``retain_preference``)."""
     if chosen(cfg.training.report_to):
-        acc.log(scalars({k: rec.get(k) for k in STEP_KEYS}, "train"), step=rec["step"])
+        acc.log(scalars({k: rec.get(k) for k in STEP_KEYS + tuple(method_keys)}, "train"),
+                step=rec["step"])
 
 
 def log_eval(acc, cfg, step: int, values: dict) -> None:

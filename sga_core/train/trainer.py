@@ -544,7 +544,8 @@ class Trainer:
                     if self.acc.is_main_process:
                         # a NaN is "NaN", never null (null: not logged)
                         append_jsonl(self.run_dir / METRICS, non_finite_as_text(rec))
-                    trackers.log_step(self.acc, self.cfg, rec)
+                    trackers.log_step(self.acc, self.cfg, rec,
+                                      tuple(self.method.log_fields()))
                     self.status(step=step, epoch=rec["epoch"])
                     self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
                              f"{_nll_text(out, self.nll_names)} "

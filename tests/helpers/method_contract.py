@@ -6,6 +6,7 @@ tests/repo/test_docs_recipes.py for the contributing guide's example method."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import yaml
 from sga_core.assets import idk_templates
 from sga_core.cli import build_parser, build_train_config
 from sga_core.config import TrainConfig, dump_config
-from sga_core.data import load_qa
+from sga_core.data import NormalTable, load_qa
 from sga_core.methods import MethodData, get_method
 from sga_core.methods.base import flatten
 from sga_core.model.forward import forward_stats
@@ -87,6 +88,15 @@ def method_data(demo_dir: Path) -> MethodData:
                       normals=idk_normals(len(forget), 4), idk_templates=idk_templates())
 
 
+def normals_for(name: str, table: NormalTable) -> NormalTable:
+    """``table`` as method ``name`` may train on it: for a method that refuses "I don't
+    know" refusals (AltPO), the same texts marked as written by hand."""
+    if get_method(name).idk_normals:
+        return table
+    return NormalTable([dataclasses.replace(a, source="manual") for a in table.answers],
+                       table.k)
+
+
 def check_units_loss_and_gradients(name: str, model, enc, data: MethodData) -> None:
     """Units build; the per-unit losses are finite; their mean's gradient reaches the
     weights (the frozen reference is the starting model itself)."""
@@ -94,6 +104,7 @@ def check_units_loss_and_gradients(name: str, model, enc, data: MethodData) -> N
 
     cls = get_method(name)
     method = cls(cls.Config())
+    data = dataclasses.replace(data, normals=normals_for(name, data.normals))
     units = method.build_units(data, enc)
     assert units and all(u.seqs for u in units)
     seqs, ids = flatten(units)
@@ -123,6 +134,8 @@ def check_one_training_step(name: str, model_dir: Path, forget: Path, retain: Pa
     from sga_core.runs.status import read_run
     from sga_core.train.trainer import run_training
 
+    if not get_method(name).idk_normals:
+        normals = normals_for(name, NormalTable.load(normals)).save(run_dir.parent / "alt.jsonl")
     data = {"forget": str(forget), "retain": str(retain), "normals": str(normals)}
     cfg = TrainConfig.from_dict({
         "run_id": "contract", "model": str(model_dir), "method": name, "data": data,

@@ -11,7 +11,7 @@ port is taken at the workbench's positions and says so."""
 from __future__ import annotations
 
 import copy
-import math
+import json
 
 import pytest
 import torch
@@ -189,6 +189,21 @@ def workbench_loss(setup, data, name, **cfg):
     return loss
 
 
+def workbench_losses(setup, data, name, **cfg):
+    """Per-unit losses of every row of ``data`` from ONE padded forward."""
+    model, ref, enc, _, _ = setup
+    cls = get_method(name)
+    method = cls(cls.Config(**cfg))
+    units = method.build_units(data, enc)
+    seqs, ids = flatten(units)
+    stats = forward_stats(model, seqs, ids, enc.pad_id, "cpu", keep_logits=method.needs_logits)
+    if "reference" in cls.needs:
+        with torch.no_grad():
+            stats.ref = forward_stats(ref, seqs, ids, enc.pad_id, "cpu",
+                                      keep_logits=method.needs_logits)
+    return method.unit_losses(stats, len(units)).tolist()
+
+
 def inputs(setup, data, role):
     _, _, enc, _, _ = setup
     if role == "forget":
@@ -244,7 +259,7 @@ def test_ceu_is_open_unlearnings(setup, ignore_first):
         assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
 
 
-def test_ceu_leaves_out_exactly_the_first_tokens(setup):
+def test_ceu_setting_reaches_the_loss(setup):
     """Leaving out more tokens changes the loss (the setting reaches the maths)."""
     data, _ = rows(setup)[0]
     assert workbench_loss(setup, data, "ceu", ignore_first=0) != pytest.approx(
@@ -266,7 +281,7 @@ def test_altpo_is_open_unlearnings_dpo_over_each_alternate(setup, beta, alpha, n
     model, ref, enc, _, _ = setup
     for data, i in rows(setup):
         data.normals = NormalTable([NormalAnswer(forget_index=0, k=j + 1, text=t,
-                                                 source="edited")
+                                                 source="manual")
                                     for j, t in enumerate(ALTERNATES)], len(ALTERNATES) + 1)
         ours = workbench_loss(setup, data, "altpo", beta=beta, retain_weight=alpha,
                               alternates=n)
@@ -289,6 +304,32 @@ def test_pdu_loss_is_open_unlearnings(setup, gamma, lam, eps):
         theirs = (gamma * ou_pdu_forget(setup[0], inputs(setup, data, "forget")).item()
                   + lam * (retain_nll(setup, data) - eps))
         assert ours == pytest.approx(theirs, abs=TOL * max(1.0, abs(theirs))), f"row {i}"
+
+
+@pytest.mark.parametrize("name,cfg", [
+    ("wga", {"beta": 2.0, "retain_weight": 0.5}), ("satimp", {}),
+    ("undial", {"beta": 1.0, "retain_weight": 1.0}), ("ceu", {"ignore_first": 2}),
+    ("pdu", {"retain_weight": 3.0, "retain_eps": 1.0})])
+def test_several_rows_in_one_forward_are_each_rows_own_loss(setup, name, cfg):
+    """Three forget rows (and their retain rows) padded into one forward: each unit's loss
+    is that row's alone, as open-unlearning computes it on the row (the per-row token means,
+    answer offsets and unit sums of a real batch)."""
+    _, _, _, forget, retain = setup
+    batch = MethodData("qa", forget[:3], retain=retain[:3])
+    together = workbench_losses(setup, batch, name, **cfg)
+    assert len(together) == 3
+    alone = [workbench_loss(setup, data, name, **cfg) for data, _ in rows(setup)]
+    assert together == pytest.approx(alone, abs=TOL * 10)
+    assert len({round(v, 4) for v in together}) == 3  # three different rows
+
+
+def test_altpo_refuses_i_dont_know_refusals(setup):
+    from sga_core.normals.idk import idk_normals
+
+    data, _ = rows(setup)[0]
+    data.normals = idk_normals(1, 4)
+    with pytest.raises(ValueError, match="altpo_alternate"):
+        workbench_loss(setup, data, "altpo")
 
 
 @pytest.mark.parametrize("warmup", [0, 1, 2])
@@ -318,34 +359,39 @@ def test_pdu_off_keeps_lambda():
     assert method.dual == 7.0
 
 
-def test_pdu_logs_and_resumes_its_dual_variable(tiny_model_dir, demo_dir, tmp_path):
-    """A real run: metrics.jsonl logs lambda after each step, following the update rule from
-    the logged retain NLL; a checkpoint keeps it."""
+def test_pdu_logs_its_dual_variable_from_the_trainers_steps(tiny_model_dir, demo_dir, tmp_path):
+    """A real run of 4 steps, 2 an epoch, warm-up 1 epoch: lambda stays at its start for the
+    first epoch's steps and then follows the update rule from the logged retain NLL; a
+    checkpoint's method state keeps it."""
     from sga_core.config import TrainConfig
+    from sga_core.data import load_qa
     from sga_core.fileio import read_jsonl
     from sga_core.train.trainer import run_training
 
+    forget = tmp_path / "forget.jsonl"
+    forget.write_text("".join(json.dumps(r) + "\n" for r in load_qa(demo_dir / "forget.jsonl")[:4]))
     cfg = TrainConfig.from_dict({
         "run_id": "pdu", "model": str(tiny_model_dir), "method": "pdu",
-        "method_args": {"retain_weight": 1.0, "dual_step": 0.5, "retain_eps": 0.1},
-        "data": {"forget": str(demo_dir / "forget.jsonl"),
-                 "retain": str(demo_dir / "retain.jsonl")},
-        "training": {"max_steps": 3, "batch_size": 2, "lr": 1e-3, "eval_nll": False,
+        "method_args": {"retain_weight": 1.0, "dual_step": 0.5, "retain_eps": 0.1,
+                        "dual_warmup_epochs": 1.0},
+        "data": {"forget": str(forget), "retain": str(demo_dir / "retain.jsonl")},
+        "training": {"max_steps": 4, "batch_size": 2, "lr": 1e-3, "eval_nll": False,
                      "save_model": False, "probe_count": 0},
         "eval": {"enabled": False}})
     run = tmp_path / "run"
     run.mkdir()
     assert run_training(cfg, run) == "completed"
     recs = read_jsonl(run / "metrics.jsonl")
-    assert [r["step"] for r in recs] == [1, 2, 3]
+    assert [r["step"] for r in recs] == [1, 2, 3, 4] and [r["epoch"] for r in recs][1] == 1.0
     lam = 1.0
     for r in recs:
-        lam = max(0.0, lam + 0.5 * (r["retain_nll"] - 0.1))
-        assert r["retain_preference"] == pytest.approx(lam, rel=1e-9)
-    assert not math.isclose(recs[-1]["retain_preference"], 1.0)
+        if r["step"] > 2:  # steps of the second epoch
+            lam = max(0.0, lam + 0.5 * (r["retain_nll"] - 0.1))
+        assert r["retain_preference"] == pytest.approx(lam, rel=1e-9), r["step"]
+    assert recs[-1]["retain_preference"] != pytest.approx(1.0)
     cls = get_method("pdu")
-    again = cls(cls.Config(retain_weight=1.0))
     method = cls(cls.Config(retain_weight=1.0))
     method.dual = 42.5
+    again = cls(cls.Config(retain_weight=1.0))
     again.load_state_dict(method.state_dict())
     assert again.dual == 42.5

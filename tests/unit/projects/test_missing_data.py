@@ -33,3 +33,18 @@ def test_normal_answers_not_ready_say_why(tmp_path):
                                           r"\(no normal answers yet\)\. Generate them on the "
                                           r"Normal answers page"):
         _config(p, "sga")
+
+
+def test_altpo_is_never_offered_i_dont_know_answers(tmp_path):
+    """AltPO prefers alternate answers: its message names the altpo_alternate template, and
+    neither it nor the CLI offers refusals in their place."""
+    p = create_project("alt", DEMO_DIR / "forget.jsonl", DEMO_DIR / "retain.jsonl",
+                       root=tmp_path)
+    with pytest.raises(ConfigError) as err:
+        _config(p, "altpo")
+    said = str(err.value)
+    assert said.startswith("AltPO trains on normal answers") and "altpo_alternate" in said
+    assert "tick" not in said
+    with pytest.raises(ConfigError) as err:
+        _config(p, "sga")
+    assert "tick" in str(err.value)  # the methods that can take refusals still offer them
