@@ -175,17 +175,8 @@ def rows(setup):
 
 
 def workbench_loss(setup, data, name, **cfg):
-    model, ref, enc, _, _ = setup
-    cls = get_method(name)
-    method = cls(cls.Config(**cfg))
-    units = method.build_units(data, enc)
-    seqs, ids = flatten(units)
-    stats = forward_stats(model, seqs, ids, enc.pad_id, "cpu", keep_logits=method.needs_logits)
-    if "reference" in cls.needs:
-        with torch.no_grad():
-            stats.ref = forward_stats(ref, seqs, ids, enc.pad_id, "cpu",
-                                      keep_logits=method.needs_logits)
-    (loss,) = method.unit_losses(stats, len(units)).tolist()
+    """The loss of the one unit of ``data``."""
+    (loss,) = workbench_losses(setup, data, name, **cfg)
     return loss
 
 
