@@ -148,7 +148,7 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
 
 def text_vocab_stats(model, encoder: Encoder, rows: Sequence[dict | str], device="cpu",
                      batch_size: int = 8, *, progress: Progress = None,
-                     stage: str = "scoring texts (Min-K%++)") -> list[dict]:
+                     stage: str = "scoring texts") -> list[dict]:
     """Per text row, scored whole as :func:`text_token_logprobs` scores it: each token's
     log-probability and the vocabulary's mean and variance of the log-probability there
     (:func:`~sga_core.model.forward.sequence_vocab_stats`, for Min-K%++)."""

@@ -218,17 +218,23 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                          stage="completions")
     timings["completions_s"] = round(time.time() - ts, 3)
     ts = time.time()
+    with_stats = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
     names = sets_needing(instances, sets, TOKEN_LOGPROBS)
+    names += [n for n in with_stats if n not in names]
     texts = [full_text(r) for r in flat_rows(sets, names)]
-    lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size,
-                              progress=progress) if texts else []
+    if with_stats:  # one forward gives every token's log-prob and Min-K%++'s statistics
+        stats = text_vocab_stats(model, enc, texts, device=device, batch_size=batch_size,
+                                 progress=progress)
+        lps = [s["logprobs"] for s in stats]
+        scatter(sets, names, stats, "vocab_stats")
+        for n in names:
+            if n not in with_stats:
+                sets[n].vocab_stats = None  # kept only where a metric reads them
+    else:
+        lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size,
+                                  progress=progress) if texts else []
     scatter(sets, names, lps, "logprobs")
     scatter(sets, names, texts, "texts")
-    names = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
-    texts = [full_text(r) for r in flat_rows(sets, names)]
-    stats = text_vocab_stats(model, enc, texts, device=device, batch_size=batch_size,
-                             progress=progress) if texts else []
-    scatter(sets, names, stats, "vocab_stats")
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):

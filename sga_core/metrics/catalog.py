@@ -252,16 +252,9 @@ def _perplexity(x: MetricInputs) -> MetricResult:
     return muse.perplexity_from_logprobs(x.data.logprobs)
 
 
-def _mia_auc(x: MetricInputs) -> MetricResult:
-    """Min-K% AUC of the first set (members) against the second; per sample, each text's
-    Min-K% score (the first set's texts, then the second's)."""
-    members, others = (muse.min_k_percent_score(x.sets[s].logprobs, MIN_K) for s in x.on)
-    res = muse.auc(members, others)
-    return MetricResult(x.name, res.value, members.per_sample + others.per_sample, res.reason)
-
-
-#: the other attacks' member scores of one set's texts (docs/spec.md#46-text-metrics-muse-style)
+#: each attack's member scores of one set's texts (docs/spec.md#46-text-metrics-muse-style)
 ATTACK_SCORES: dict[str, Callable[[SetData], list]] = {
+    "min_k": lambda d: [muse.min_k_percent(lp, MIN_K) for lp in d.logprobs],
     "loss": lambda d: [mia.loss_score(lp) for lp in d.logprobs],
     "zlib": lambda d: [mia.zlib_score(lp, t) for lp, t in zip(d.logprobs, d.texts)],
     "min_k_plus_plus": lambda d: [mia.min_k_plus_plus_score(v["logprobs"], v["mu"], v["var"],
@@ -435,7 +428,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                "ROC-AUC of Min-K% (k = 40%) scores separating forget from holdout texts "
                "(1 = memorised; the retain reference's value is the target)",
                f"{MUSE} mia_min_k (mia/min_k.py, mia/utils.py mia_auc)", (TOKEN_LOGPROBS,),
-               _mia_auc, on=("forget", "holdout"), sample_key="min_k_score",
+               _attack_auc("min_k"), on=("forget", "holdout"), sample_key="min_k_score",
                protocols=NOT_COPYRIGHT),
     _attack("loss", "LOSS", "LOSS scores (the mean token NLL)", "loss.py", TOKEN_LOGPROBS),
     _attack("zlib", "ZLib", "ZLib scores (the mean NLL over the text's zlib-compressed "

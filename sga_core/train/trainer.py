@@ -530,22 +530,22 @@ class Trainer:
                 out = self.method.step(self, batch, step) or self.train_step(batch)
                 step += 1
                 dt = time.time() - ts
+                fields = self.method.log_fields()  # its r (SGA), its dual variable (PDU)
                 rec = {"step": step, "epoch": round(step / self.steps_per_epoch, 4),
                        "loss": out["loss"], "forget_nll": out["forget_nll"],
                        "normal_nll": out["normal_nll"], "retain_nll": out["retain_nll"],
-                       "r": self.method.log_fields().get("r"),
+                       "r": fields.get("r"),
                        "r_star": out.get("r_star"), "lr": self.sched.get_last_lr()[0],
                        "grad_norm": out["grad_norm"],
                        "tokens_per_s": out["tokens"] / dt if dt > 0 else None,
                        "elapsed_s": round(time.time() - t0, 3),
                        "batch": [self.units[i].index for i in batch]}
-                rec.update(self.method.log_fields())  # e.g. PDU's retain_preference
+                rec.update(fields)  # what the method logs of its own: PDU's retain_preference
                 if step % t.log_every == 0 or step == self.total_steps:
                     if self.acc.is_main_process:
                         # a NaN is "NaN", never null (null: not logged)
                         append_jsonl(self.run_dir / METRICS, non_finite_as_text(rec))
-                    trackers.log_step(self.acc, self.cfg, rec,
-                                      tuple(self.method.log_fields()))
+                    trackers.log_step(self.acc, self.cfg, rec, tuple(fields))
                     self.status(step=step, epoch=rec["epoch"])
                     self.log(f"step {step}/{self.total_steps} loss={out['loss']:.4f} "
                              f"{_nll_text(out, self.nll_names)} "
