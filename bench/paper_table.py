@@ -8,12 +8,17 @@ as the same table.
     python bench/paper_table.py                      # the demo, its prepared SmolLM2 models
     python bench/paper_table.py --model tiny         # smoke mode: a tiny random model
     python bench/paper_table.py --project tofu --preset my.yaml --methods flat,npo-rt --r -0.8
+    python bench/paper_table.py --methods ga,wga,satimp,sga --r -0.8 --seeds 3
 
 Training settings come from ``--preset`` (default ``assets/presets/demo-sga.yaml``: lr 1e-5,
 5 epochs, batch 2), with ``group_by_length`` off so that every method sees the same batches in
 the same order (methods build units of different lengths). Methods that are the same method
 under another name with the same defaults (``gd`` and ``graddiff``) run once. SGA and FLAT use
-the project's normal answers when complete for K = 4, else "I don't know" answers.
+the project's normal answers when complete for K = 4, else "I don't know" answers; AltPO uses
+alternates sampled from the Original by its recipe (generated once into the project folder,
+``altpo_alternates-<model>.jsonl``, and reused). ``--seeds 3`` (or ``--seeds 0,1,2``) repeats
+every run over those seeds, seed by seed, each row a seed group: the table then gives each
+value as its mean with a 95% Student-t interval over seeds (Results shows the same).
 Last line: ``runs=<n> completed=<n> total_s=<s>``.
 
 ``--stress ATTACKS`` (comma-separated; ``--stress`` alone: the ``stress`` command's defaults)
@@ -107,24 +112,58 @@ def normals_for(project) -> tuple[str, str]:
     return str(path), "generated 'I don't know' answers (the project's table is incomplete)"
 
 
-def finished_runs(root: Path, group: str) -> dict[str, dict]:
-    """The runs of ``group`` that completed and were evaluated, by their table label: what
-    ``--resume`` keeps (the newest where a label appears twice)."""
+def seed_group(group: str, method: str, margs: dict) -> str:
+    """The seed group of one row's runs (``group`` in config.yaml: Results pools them)."""
+    tail = "-".join(f"{k}{v:g}" if isinstance(v, float) else f"{k}{v}"
+                    for k, v in sorted(margs.items()))
+    return f"{group}-{method}" + (f"-{tail}" if tail else "")
+
+
+def altpo_alternates(project, original, smoke: bool) -> str:
+    """AltPO's alternate answers for ``project``'s forget rows: its recipe (5 samples a row
+    from the Original at temperature 1, its own prompt; docs/guide/cli.md), generated once
+    into the project's folder and reused while the Original is the same."""
+    import subprocess
+
+    from sga_core.data.normal_table import NormalTable
+
+    out = project.path / f"altpo_alternates-{Path(original).name}.jsonl"
+    if out.exists():
+        return str(out)
+    tokens = "8" if smoke else "200"
+    cmd = [sys.executable, "-m", "sga_core", "normals", "--backend", "local", "--model",
+           str(original), "--template", "altpo_alternate", "--temperature", "1", "--top-p",
+           "1", "--max-new-tokens", tokens, "--forget", str(project.forget_path), "--k", "6",
+           "--out", str(out)]
+    print("generating AltPO's alternates: " + " ".join(cmd[1:]), flush=True)
+    t0 = time.time()
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    table = NormalTable.load(out)
+    sources = ",".join(sorted({a.source for a in table.answers}))
+    print(f"alternates: {len(table.answers)} answers, K = {table.k}, source {sources}, in "
+          f"{time.time() - t0:.0f} s: {out}", flush=True)
+    return str(out)
+
+
+def finished_runs(root: Path, group: str) -> dict[tuple[str, int | None], dict]:
+    """The runs of ``group`` that completed and were evaluated, by their table label and
+    seed: what ``--resume`` keeps (the newest where a label and seed appear twice)."""
     from sga_core.report.paper import paper_label
     from sga_core.runs.folder import RunFolder
     from sga_core.runs.listing import list_runs
     from sga_core.runs.status import read_run
 
-    out: dict[str, dict] = {}
+    out: dict[tuple[str, int | None], dict] = {}
     for r in reversed(list_runs(root)):  # oldest first: the newest wins
         if r.get("sweep") != group or r["state"] != "completed" or \
                 r.get("eval_state") != "completed":
             continue
         label = paper_label(r["method"], RunFolder(r["path"]).config().method_args)
         st = read_run(Path(r["path"]))
-        out[label] = {"run": label, "run_id": r["run_id"], "state": "completed",
-                      "eval_state": "completed", "train_s": st.get("elapsed_s"),
-                      "wall_s": None, "error": None, "path": r["path"]}
+        out[(label, r.get("seed"))] = {
+            "run": label, "seed": r.get("seed"), "run_id": r["run_id"], "state": "completed",
+            "eval_state": "completed", "train_s": st.get("elapsed_s"), "wall_s": None,
+            "error": None, "path": r["path"]}
     return out
 
 
@@ -165,6 +204,10 @@ def main(argv=None) -> int:
     p.add_argument("--r", default=",".join(f"{r:g}" for r in PAPER_R),
                    help="SGA's r values (default: the paper's)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", default="",
+                   help="repeat every run over seeds: a count (3 = seed, seed+1, seed+2) or "
+                        "a list (0,1,2); each row is then the mean with its 95%% interval "
+                        "over seeds (default: the one --seed)")
     p.add_argument("--max-steps", type=int, default=0, help="override the preset (0 = keep)")
     p.add_argument("--out", help="also write the table and timings as JSON here")
     p.add_argument("--report", metavar="GROUP",
@@ -183,6 +226,12 @@ def main(argv=None) -> int:
                         "and return; `--report GROUP` prints the table once they are "
                         "evaluated (default: the cluster profile's backend)")
     args = p.parse_args(argv)
+    from sga_core.params import parse_seeds
+
+    try:
+        args.seeds = parse_seeds(args.seeds, args.seed)
+    except ValueError as exc:
+        raise SystemExit(f"--seeds: {exc}") from None
     if args.backend is None:
         from sga_core.runs.slurm.profile import load_profile
 
@@ -261,31 +310,38 @@ def run(args, plan, tmp: Path) -> int:
     if original is None:
         raise SystemExit(f"project {name!r} has no prepared original model in {root}: run "
                          f"`python -m sga_core prepare --demo` (or the Train page's Prepare)")
-    training = {**training, "seed": args.seed, "group_by_length": False}
+    training = {**training, "group_by_length": False}
     if args.max_steps:
         training["max_steps"] = args.max_steps
     normals, about = normals_for(project)
+    if any(m == "altpo" for m, _ in plan):
+        alternates = altpo_alternates(project, original, args.model == "tiny")
+        about += f"; AltPO's alternates: {alternates}"
     group = args.resume or f"{GROUP_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
     done_runs = finished_runs(root, group) if args.resume else {}
     if args.resume and not any(r.get("sweep") == group for r in list_runs(root)):
         raise SystemExit(f"--resume {group}: no run of that group in {root} (the group is "
                          "the paper-table-<time> name the first run printed)")
-    print(f"{len(plan)} runs as group {group} from {original}; normals: {about}; training: "
+    print(f"{len(plan)} runs x seeds {args.seeds} as group {group} from {original}; "
+          f"normals: {about}; training: "
           f"{json.dumps(training)}" + (f"; {len(done_runs)} done before" if args.resume
                                        else ""), flush=True)
     timings, for_slurm = [], []
-    for method, margs in plan:
-        data = {"task": project.kind, "forget": str(project.forget_path), "normals": normals}
+    # seed by seed: an interrupted table has every row at its first seeds
+    for seed, (method, margs) in [(sd, m) for sd in args.seeds for m in plan]:
+        data = {"task": project.kind, "forget": str(project.forget_path),
+                "normals": alternates if method == "altpo" else normals}
         if project.retain_path.exists():
             data["retain"] = str(project.retain_path)
         cfg = TrainConfig.from_dict({
             "model": str(original), "method": method, "method_args": margs, "data": data,
-            "training": training, "sweep": group,
+            "training": {**training, "seed": seed}, "sweep": group,
+            "group": seed_group(group, method, margs) if len(args.seeds) > 1 else None,
             "eval": {**default_eval(project, root), **eval_extra},
             "notes": "bench/paper_table.py"})
         label = paper_label(method, cfg.method_args)
-        if label in done_runs:  # --resume: done and evaluated in this group
-            kept = done_runs[label]
+        if (label, seed) in done_runs:  # --resume: done and evaluated in this group
+            kept = done_runs[(label, seed)]
             differ = settings_differ(Path(kept["path"]), cfg)
             if not differ:
                 rec = {k: v for k, v in kept.items() if k != "path"} | {"reused": True}
@@ -300,7 +356,7 @@ def run(args, plan, tmp: Path) -> int:
         run_dir = create_run(cfg, root)
         t0 = time.time()
         st = run_foreground(run_dir, echo=lambda m: None)  # evaluated per its config, once
-        rec = {"run": paper_label(method, cfg.method_args), "run_id": run_dir.name,
+        rec = {"run": label, "seed": seed, "run_id": run_dir.name,
                "state": st.get("state"), "eval_state": st.get("eval_state"),
                "train_s": st.get("elapsed_s"), "wall_s": round(time.time() - t0, 1),
                "error": st.get("error")}

@@ -98,7 +98,12 @@ def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = No
     """Rows of :func:`sga_core.report.table.results_table` made into the paper's table: the
     Original and Retained rows, then the runs of ``group`` (default: the newest paper-table
     group) in the paper's order, each named as the paper names it. Empty when no such runs
-    are evaluated."""
+    are evaluated.
+
+    A label run over several seeds (``bench/paper_table.py --seeds``) is one row: each column
+    the mean over its seeds, ``"<column> (interval)"`` the mean with its 95% Student-t
+    interval over seeds (:mod:`sga_core.report.seeds`), ``n`` the seeds and ``run_ids`` the
+    runs; ``run_id`` is its first seed's."""
     group = group or latest_group(rows)
     if group is None:
         return []
@@ -106,25 +111,42 @@ def paper_table(rows: list[dict], root, kind: str = "qa", group: str | None = No
     if not runs:
         return []
     labels = [c.label for c in paper_columns(kind)]
-    # one row per label: a re-run (bench/paper_table.py --resume) replaces an earlier run of
-    # the same method and settings; an evaluated run beats one that is not
+    # one run per label and seed: a re-run (bench/paper_table.py --resume) replaces an
+    # earlier run of the same method, settings and seed; an evaluated run beats one that is not
     named = [(paper_label(r["method"], _method_args(Path(root), r["run_id"])), r) for r in runs]
-    keep: dict[str, dict] = {}
+    keep: dict[tuple, dict] = {}
     for name, r in named:
         rank = (any(r.get(c) is not None for c in labels), r.get("created_at") or "")
-        old = keep.get(name)
+        old = keep.get((name, r.get("seed")))
         if old is None or rank >= (any(old.get(c) is not None for c in labels),
                                    old.get("created_at") or ""):
-            keep[name] = r
-    runs = [r for name, r in named if keep[name] is r]
-    out = []
-    for r in [r for r in rows if r["run"] in REFERENCE_ROWS] + runs:
-        name = r["run"] if r["run"] in REFERENCE_ROWS else paper_label(
-            r["method"], _method_args(Path(root), r["run_id"]))
-        out.append({"run": name, "run_id": r["run_id"], "method": r["method"],
-                    **{c: r.get(c) for c in labels},
-                    **{f"{c} (why)": r[f"{c} (why)"] for c in labels if f"{c} (why)" in r}})
-    return out
+            keep[(name, r.get("seed"))] = r
+    by_label: dict[str, list[dict]] = {}
+    for name, r in named:
+        if keep[(name, r.get("seed"))] is r:
+            by_label.setdefault(name, []).append(r)
+    out = [_table_row(r["run"], [r], labels) for r in rows if r["run"] in REFERENCE_ROWS]
+    return out + [_table_row(name, members, labels) for name, members in by_label.items()]
+
+
+def _table_row(name: str, members: list[dict], labels: list[str]) -> dict:
+    """One row of the paper table from the runs (one per seed) it stands for."""
+    from sga_core.report.seeds import fmt_interval
+    from sga_core.report.stats import t_interval
+
+    members = sorted(members, key=lambda m: (m.get("seed") is None, m.get("seed") or 0))
+    first = members[0]
+    row = {"run": name, "run_id": first["run_id"], "method": first["method"]}
+    if len(members) == 1:
+        row.update({c: first.get(c) for c in labels})
+    else:
+        row.update({"n": len(members), "seeds": [m.get("seed") for m in members],
+                    "run_ids": [m["run_id"] for m in members]})
+        for c in labels:
+            iv = t_interval([m.get(c) for m in members])
+            row[c], row[f"{c} (interval)"] = iv.mean, fmt_interval(iv)
+    row.update({f"{c} (why)": first[f"{c} (why)"] for c in labels if f"{c} (why)" in first})
+    return row
 
 
 def add_stress_columns(rows: list[dict], root) -> list[str]:
@@ -146,13 +168,15 @@ def add_stress_columns(rows: list[dict], root) -> list[str]:
 
 
 def format_table(rows: list[dict], kind: str = "qa", extra: Sequence[str] = ()) -> str:
-    """The table as Markdown (the bench prints it); ``extra``: columns shown by their
-    ``"<column> (text)"`` (the stress recoveries of :func:`add_stress_columns`)."""
+    """The table as Markdown (the bench prints it): a value, or its mean with its interval
+    over seeds where it has one; ``extra``: columns shown by their ``"<column> (text)"`` (the
+    stress recoveries of :func:`add_stress_columns`)."""
     labels = [c.label for c in paper_columns(kind)]
     heads = labels + list(extra)
     lines = ["| run | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
     for r in rows:
-        cells = ["—" if r.get(c) is None else f"{r[c]:.4g}" for c in labels]
+        cells = [r.get(f"{c} (interval)") or ("—" if r.get(c) is None else f"{r[c]:.4g}")
+                 for c in labels]
         cells += [str(r.get(f"{c} (text)", "—")) for c in extra]
         lines.append(f"| {r['run']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -91,6 +91,43 @@ def test_table_rows_order_and_names(tmp_path):
     assert paper_table([r for r in rows if r["sweep"] is None], tmp_path) == []
 
 
+def test_a_row_over_seeds_is_their_mean_with_a_t_interval(tmp_path):
+    from sga_core.report.paper import format_table
+
+    g = "paper-table-20261128-000000"
+    seeded = []
+    for i, (seed, fq, f_rl) in enumerate(((0, 0.1, 0.30), (1, 0.3, 0.34), (2, 0.2, 0.32))):
+        r = row("wga", f"w{i}", "wga", None, g, fq, f_rl) | {"seed": seed}
+        seeded.append(r)
+        write_args(tmp_path, f"w{i}", {})
+    rerun = row("wga", "w0b", "wga", None, g, 0.5, 0.9) | {"seed": 0, "created_at": "z"}
+    write_args(tmp_path, "w0b", {})
+    one = row("ga", "ga", "ga", None, g, 0.01, 0.05) | {"seed": 0}
+    write_args(tmp_path, "ga", {})
+    table = paper_table([row("Original", "o", "-", fq=0.001), *seeded, one], tmp_path)
+    assert [r["run"] for r in table] == ["Original", "GA", "WGA"]
+    wga = table[2]
+    assert wga["n"] == 3 and wga["seeds"] == [0, 1, 2] and wga["run_ids"] == ["w0", "w1", "w2"]
+    assert wga["FQ"] == pytest.approx(0.2)
+    # mean ± t(0.975, 2) sd / sqrt(3), sd 0.1: 4.303 * 0.1 / 1.732 = 0.2484
+    assert wga["FQ (interval)"] == "0.2 [-0.0484, 0.448] sd 0.1"
+    assert "n" not in table[1] and table[1]["FQ"] == 0.01  # one seed: its value alone
+    # a re-run of a seed replaces that seed's run, not another seed's
+    again = paper_table([*seeded, rerun], tmp_path)[0]
+    assert again["run_ids"] == ["w0b", "w1", "w2"] and again["FQ"] == pytest.approx(1 / 3)
+    md = format_table(table)
+    assert "| WGA | 0.2 [-0.0484, 0.448] sd 0.1 |" in md and "| GA | 0.01 |" in md
+
+
+def test_seed_groups_of_the_bench_are_valid_group_names():
+    from sga_core.config import name_problem
+
+    group = "paper-table-20261128-000000"
+    names = {bench().seed_group(group, m, a) for m, a in bench().method_plan("all", [-0.8])}
+    assert len(names) == len(bench().method_plan("all", [-0.8]))  # one per row
+    assert all(name_problem(n) is None for n in names), names
+
+
 # ------------------------------------------------------------------------ Results page -----
 
 def fake_evaluated_run(cfg, root, metrics: dict) -> Path:
@@ -147,6 +184,19 @@ def test_results_page_shows_the_paper_table(ui_env, tiny_model_dir):
                                   "SGA (r = -0.8)"]
     assert list(paper.columns) == ["run", "FQ", "MU", "forget ROUGE-L", "retain ROUGE-L"]
     assert paper.loc[paper["run"] == "FLAT (Pearson)", "FQ"].item() == 0.05
+    # GA over two seeds: one row, its mean with the interval over seeds
+    ga1 = build_config(project, method="ga", method_args={}, training={"seed": 1}, launch={},
+                       model=str(tiny_model_dir), sweep=group, normals=str(
+                           project.normals_path), eval_cfg={"enabled": False})
+    fake_evaluated_run(ga1, root, metrics(0.03, 0.7))
+    at = open_page("app_pages/results.py")
+    assert not at.exception, at.exception
+    paper = at.dataframe[1].value
+    assert list(paper.columns) == ["run", "seeds", "FQ", "MU", "forget ROUGE-L",
+                                   "retain ROUGE-L"]
+    ga = paper[paper["run"] == "GA"]
+    assert ga["seeds"].item() == 2 and ga["FQ"].item().startswith("0.02 [")
+    assert paper.loc[paper["run"] == "FLAT (Pearson)", "FQ"].item() == "0.05"
 
 
 def test_resume_keeps_the_groups_finished_runs_by_label(ui_env):
@@ -170,8 +220,9 @@ def test_resume_keeps_the_groups_finished_runs_by_label(ui_env):
         if ev:
             write_eval(run, ev)
     done = bench().finished_runs(runs, g)
-    assert set(done) == {"SGA (r = -0.8)", paper_label("ga", {})}
-    assert done["SGA (r = -0.8)"]["run_id"] == "a" and done[paper_label("ga", {})]["run_id"] == "b"
+    assert {label for label, _ in done} == {"SGA (r = -0.8)", paper_label("ga", {})}
+    by_label = {label: rec for (label, _), rec in done.items()}
+    assert by_label["SGA (r = -0.8)"]["run_id"] == "a" and by_label["GA"]["run_id"] == "b"
 
 
 def test_resume_runs_again_what_was_trained_with_other_settings_or_data(ui_env):
@@ -301,21 +352,28 @@ def test_report_adds_a_recovery_column_per_stress_result(ui_env, capsys):
     assert "recovery" not in capsys.readouterr().out
 
 
+def smoke_bench(tmp_path: Path, *args: str):
+    """``bench/paper_table.py --model tiny ARGS`` run to its end (it must succeed): the
+    process and the path of its ``--out`` JSON."""
+    import os
+    import subprocess
+
+    out_json = tmp_path / "table.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("SGA_WORKSPACE", "SGA_RUNS_DIR")}
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "paper_table.py"), "--model",
+                           "tiny", *args, "--backend", "local", "--out", str(out_json)],
+                          capture_output=True, text=True, env=env, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, out_json
+
+
 @pytest.mark.slow
 def test_smoke_table_with_stress_tests_each_run_and_the_retained_model(tmp_path):
     """The bench end to end on a tiny model: one method, ``--stress quant8``: the run and the
     Retained model each get a stress result, and the table a quant8 column."""
     import json
-    import subprocess
 
-    out_json = tmp_path / "table.json"
-    env = {k: v for k, v in __import__("os").environ.items()
-           if k not in ("SGA_WORKSPACE", "SGA_RUNS_DIR")}
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "paper_table.py"), "--model",
-                           "tiny", "--methods", "ga", "--r", "", "--stress", "quant8",
-                           "--backend", "local", "--out", str(out_json)],
-                          capture_output=True, text=True, env=env, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc, out_json = smoke_bench(tmp_path, "--methods", "ga", "--r", "", "--stress", "quant8")
     lines = proc.stdout.splitlines()
     ga = json.loads(next(ln for ln in lines if ln.startswith('{"run": "GA"')))
     assert isinstance(ga["stress_s"], float), ga
@@ -329,3 +387,20 @@ def test_smoke_table_with_stress_tests_each_run_and_the_retained_model(tmp_path)
         text = r["quant8 recovery (text)"]
         assert (text == "—") == (r["run"] == "Original"), r
     assert "| quant8 recovery |" in proc.stdout
+
+
+@pytest.mark.slow
+def test_smoke_table_over_two_seeds_with_altpos_generated_alternates(tmp_path):
+    """``--seeds 2`` on AltPO: its alternates are generated once from the Original with its
+    recipe (a normal-answer table in the project, not "I don't know" answers), each seed is
+    a run of one seed group, and the table has one AltPO row over both seeds."""
+    import json
+
+    proc, out_json = smoke_bench(tmp_path, "--methods", "altpo", "--r", "", "--seeds", "2")
+    made = json.loads(out_json.read_text())
+    assert [(r["run"], r["seed"], r["state"], r["eval_state"]) for r in made["runs"]] == [
+        ("AltPO", 0, "completed", "completed"), ("AltPO", 1, "completed", "completed")]
+    # 10 forget rows x 5 alternates, sampled by the local backend
+    assert "alternates: 50 answers, K = 6, source local, in" in proc.stdout, proc.stdout[-3000:]
+    altpo = [r for r in made["table"] if r["run"] == "AltPO"]
+    assert len(altpo) == 1 and altpo[0]["n"] == 2 and altpo[0]["seeds"] == [0, 1]
