@@ -298,7 +298,7 @@ class MuseImport(HubImport):
     study_splits: bool = param(False, "Also import MUSE's scalability and sustainability "
                                       "splits (scal and sust, forget_1..4: MUSE-News "
                                       "publishes them) as the project's forget parts, for "
-                                      "the `study` command and the Results page's study.",
+                                      "the `sustain` command and the Results page's studies.",
                                label="scal / sust splits (studies)")
 
 

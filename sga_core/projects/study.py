@@ -1,4 +1,5 @@
-"""MUSE's sustainability and scalability studies of a project (docs/spec.md#studies).
+"""MUSE's sustainability and scalability studies of a project
+(docs/spec.md#512-muse-studies-sustainability-and-scalability).
 
 - **sustain**: the sustainability study. The project's ``sust`` forget parts (forget_1..N,
   :meth:`~sga_core.projects.project.Project.forget_parts`) are unlearning requests that come
