@@ -107,3 +107,23 @@ def test_submitted_the_chain_waits_on_its_upstream(news, tmp_path, tiny_model_di
     assert [s.name for s in list_studies(news)] == ["q"]
     with pytest.raises(ConfigError, match="already has a study named 'q'"):
         study_configs(news, "sustain", root=runs, name="q", method="ga", model="/m")
+
+
+def test_on_slurm_each_request_is_held_on_the_one_before(news, tmp_path, tiny_model_dir,
+                                                         monkeypatch):
+    """The same study through the SLURM backend (its tools stubbed, tests/helpers/
+    slurm_stub.py): one job per request, request 2's held until request 1's ended well."""
+    from tests.helpers.slurm_stub import StubSlurm
+
+    stub = StubSlurm(tmp_path / "bin")
+    monkeypatch.setenv("PATH", stub.env()["PATH"])
+    stub.answer("sbatch", out=b"4242\n")
+    runs = tmp_path / "runs"
+    _, dirs = submit_study(news, "sustain", backend="slurm", root=runs,
+                           workspace=tmp_path / "ws", name="c", requests=2, method="ga",
+                           model=str(tiny_model_dir))
+    submitted = [c for c in stub.calls("sbatch") if "--parsable" in c]
+    assert [c[-1] for c in submitted] == [str(d / "slurm.sh") for d in dirs]
+    assert not any(a.startswith("--dependency") for a in submitted[0])
+    assert "--dependency=afterok:4242" in submitted[1]
+    assert RunFolder(dirs[1]).config().model == str(RunFolder(dirs[0]).model_dir)
