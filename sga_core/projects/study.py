@@ -71,10 +71,24 @@ def list_studies(project: Project) -> list[Study]:
             study = Study(**{k: data[k] for k in Study.__dataclass_fields__ if k in data})
         except (OSError, ValueError, TypeError, KeyError):
             continue
-        if study.mode in MODES and isinstance(study.runs, list) and \
-                all(isinstance(r, str) for r in study.runs):
+        if well_formed(study):
             out.append(study)
     return sorted(out, key=lambda s: s.created_at, reverse=True)
+
+
+def well_formed(study: Study) -> bool:
+    """Whether a study read back is one to show: a known mode, run ids that are plain run
+    ids of the runs folder (never a path), one forget part's name per run."""
+    from sga_core.config import valid_run_id
+
+    runs, parts = study.runs, study.parts
+    return (study.mode in MODES and isinstance(study.name, str)
+            and isinstance(runs, list) and isinstance(parts, list)
+            and len(runs) == len(parts) and all(valid_run_id(r) for r in runs)
+            and all(isinstance(p, str) for p in parts)
+            and all(r is None or valid_run_id(r)
+                    for r in (study.original_run, study.reference_run))
+            and isinstance(study.created_at, str))
 
 
 def request_files(project: Project, mode: str, name: str) -> list[tuple[str, Path]]:

@@ -127,3 +127,20 @@ def test_on_slurm_each_request_is_held_on_the_one_before(news, tmp_path, tiny_mo
     assert not any(a.startswith("--dependency") for a in submitted[0])
     assert "--dependency=afterok:4242" in submitted[1]
     assert RunFolder(dirs[1]).config().model == str(RunFolder(dirs[0]).model_dir)
+
+
+@pytest.mark.parametrize("bad", [
+    "{not json", "[]", '{"name": "x"}',
+    '{"name": "x", "mode": "sustain", "method": "ga", "parts": ["a"], "runs": ["../etc"], '
+    '"start_model": "/m"}',
+    '{"name": "x", "mode": "sustain", "method": "ga", "parts": "ab", "runs": ["r1", "r2"], '
+    '"start_model": "/m"}',
+    '{"name": "x", "mode": "forget", "method": "ga", "parts": ["a"], "runs": ["r1"], '
+    '"start_model": "/m"}',
+])
+def test_a_damaged_study_file_is_left_out_and_the_rest_shows(news, tmp_path, bad):
+    from sga_core.projects.study import Study, save_study, study_path
+
+    save_study(news, Study("good", "sustain", "ga", ["sust/forget_1"], ["good-r1"], "/m"))
+    study_path(news, "bad").write_text(bad)
+    assert [s.name for s in list_studies(news)] == ["good"]
