@@ -27,6 +27,23 @@ def show_studies(project, root) -> None:
         show_curve(studies, root)
 
 
+def forget_parts_note(project) -> None:
+    """The Data page's line naming the project's forget parts (MUSE's study splits) and
+    their rows, and where they are used."""
+    parts = project.forget_parts()
+    if not parts:
+        return
+    info = project.meta.get("forget_parts")
+    info = info if isinstance(info, dict) else {}
+
+    def rows(name: str) -> str:
+        n = info.get(name, {}).get("rows") if isinstance(info.get(name), dict) else None
+        return f" ({n} rows)" if isinstance(n, int) else ""
+
+    st.caption(plain("forget parts, the requests of MUSE's studies (Results → Studies): " +
+                     ", ".join(f"{name}{rows(name)}" for name in parts)))
+
+
 def launch_form(project, root, parts: dict) -> None:
     groups = sorted({name.split("/")[0] for name in parts})
     st.caption(plain(f"Forget parts of {project.name}: {', '.join(groups)} "

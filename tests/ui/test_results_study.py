@@ -92,3 +92,11 @@ def test_the_form_launches_a_chained_study(ui_env, news, tiny_model_dir, monkeyp
     r2 = RunFolder(ui_env / "runs" / "web-r2").config()
     assert r2.model == str(ui_env / "runs" / "web-r1" / "model")
     assert r2.training.max_steps == 2
+
+
+def test_the_data_page_names_the_forget_parts(ui_env, news):
+    at = open_page("app_pages/data.py", "muse-news")
+    notes = [shown(c.value) for c in at.caption if "forget parts" in shown(c.value)]
+    assert notes == ["forget parts, the requests of MUSE's studies (Results → Studies): "
+                     + ", ".join(f"{c}/forget_{k} ({6 * k if c == 'scal' else 6} rows)"
+                                 for c in ("scal", "sust") for k in range(1, 5))]
