@@ -157,14 +157,33 @@ def study_configs(project: Project, mode: str, *, method: str, method_args: dict
     written for each request's rows under ``studies/<name>/`` (the project's own normal
     answers belong to its forget set)."""
     from sga_core.methods import get_method
-    from sga_core.params import parse_seeds
-    from sga_core.projects.training import build_config, default_eval, reference_run_id
 
     root = runs_root(root)
     cls = get_method(method)
     name = study_name(name, mode, method)
     if study_path(project, name).exists():
         raise ConfigError(f"project {project.name} already has a study named {name!r}")
+    try:
+        return _configs(project, mode, cls, name, method, method_args, training, launch,
+                        model, requests, max_rows, root)
+    except BaseException:
+        forget_study(project, name)  # what it wrote for its requests (joined folds, normals)
+        raise
+
+
+def forget_study(project: Project, name: str) -> None:
+    """Remove a study's file and its folder (one that was refused, or never sent)."""
+    import shutil
+
+    study_path(project, name).unlink(missing_ok=True)
+    shutil.rmtree(project.path / STUDIES_DIR / name, ignore_errors=True)
+
+
+def _configs(project, mode, cls, name, method, method_args, training, launch, model,
+             requests, max_rows, root) -> tuple[Study, list[TrainConfig]]:
+    from sga_core.params import parse_seeds
+    from sga_core.projects.training import build_config, default_eval, reference_run_id
+
     training = dict(training or {})
     if len(parse_seeds(training.get("seeds"), training.get("seed", 0))) > 1:
         raise ConfigError("a study runs one seed (each request's run starts from one model); "
@@ -228,8 +247,14 @@ def submit_study(project: Project, mode: str, *, backend: str = "local", workspa
 
     study, cfgs = study_configs(project, mode, root=root, **settings)
     save_study(project, study)
-    return study, named(backend).launch(cfgs, runs_root(root), chain=True,
-                                        workspace=workspace)
+    try:
+        dirs = named(backend).launch(cfgs, runs_root(root), chain=True, workspace=workspace)
+    except BaseException:
+        # nothing was sent (a refused submission leaves no run folder): no study either
+        if not any((runs_root(root) / r).exists() for r in study.runs):
+            forget_study(project, study.name)
+        raise
+    return study, dirs
 
 
 def save_study(project: Project, study: Study) -> Path:

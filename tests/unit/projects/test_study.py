@@ -144,3 +144,15 @@ def test_a_damaged_study_file_is_left_out_and_the_rest_shows(news, tmp_path, bad
     save_study(news, Study("good", "sustain", "ga", ["sust/forget_1"], ["good-r1"], "/m"))
     study_path(news, "bad").write_text(bad)
     assert [s.name for s in list_studies(news)] == ["good"]
+
+
+def test_a_refused_study_leaves_nothing_behind(tmp_path):
+    files = {k: v for k, v in {**published_files(), **study_files()}.items()
+             if not k.startswith("scal/")}
+    p = import_benchmark("muse-news", folder=write_folder(tmp_path / "n", files),
+                         root=tmp_path / "ws", study_splits=True)
+    runs = tmp_path / "runs"
+    (runs / "g-r3").mkdir(parents=True)  # a run of that name already exists
+    with pytest.raises(ConfigError, match="run g-r3 already exists"):
+        study_configs(p, "scale", name="g", root=runs, **SETTINGS)
+    assert not (p.path / "studies").exists() or not any((p.path / "studies").iterdir())
