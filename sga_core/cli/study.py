@@ -71,6 +71,9 @@ def show(project, args, name: str | None = None) -> int:
     studies = list_studies(project)
     name = name or args.show or (studies[0].name if studies else None)
     study = next((s for s in studies if s.name == name), None)
+    if name is None:
+        raise ConfigError(f"project {project.name} has no study yet: launch one with "
+                          f"`python -m sga_core sustain --project {project.name}`")
     if study is None:
         known = ", ".join(s.name for s in studies) or "none yet"
         raise ConfigError(f"project {project.name} has no study {name!r} (its studies: "
