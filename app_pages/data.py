@@ -11,6 +11,7 @@ from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for, valid
 from ui.protocol import protocol_section
 from ui.show import created_flash, demo_reset_flash, panel, plain, show_error, show_flash
+from ui.study import forget_parts_note
 
 st.title("Data")
 show_flash()
@@ -106,6 +107,7 @@ if meta.get("import_notes"):
     st.text("\n".join(meta["import_notes"]))
 st.caption(plain(f"from {project.sources} · created {meta.get('created_at')} · "
                  f"folder {project.path}"))
+forget_parts_note(project)  # MUSE's scal / sust splits, when imported
 for warning in project.data_warnings(forget_rows, retain_rows):
     st.warning(plain(warning))
 for role, mapping in project.field_maps.items():

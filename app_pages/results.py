@@ -18,6 +18,7 @@ from ui.results_table import show_results_table
 from ui.run_detail import not_a_number_note
 from ui.show import plain
 from ui.stress_table import show_stress_table
+from ui.study import show_studies
 
 st.title("Results")
 project = require_project()
@@ -60,6 +61,8 @@ else:
     original = next((r for r in rows if r["run"] == "Original"), {})
     intervals.metric_vs_r(rows, kind, "results", original.get("FQ"), measured)
     run_compare.uncertainty(rows, wb.display_names(all_runs, project), root)
+
+show_studies(project, root)  # MUSE's sustainability / scalability studies, when imported
 
 st.subheader("Loss curves")
 names = wb.display_names(all_runs, project)

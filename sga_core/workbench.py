@@ -61,6 +61,8 @@ from sga_core.projects.runs import (
     runs_of,
     runs_other_protocol,
 )
+from sga_core.projects.study import MODES as STUDY_MODES
+from sga_core.projects.study import list_studies, submit_study
 from sga_core.projects.train_form import load_train_form, save_train_form
 from sga_core.projects.training import (
     build_config,
@@ -109,6 +111,7 @@ from sga_core.report.run_files import (
 )
 from sga_core.report.seeds import group_display, has_seed_groups
 from sga_core.report.stress import recovery_band, stress_table
+from sga_core.report.study import curve_series, study_curve
 from sga_core.report.sweeps import (
     axis_range,
     r_bands,
@@ -185,6 +188,7 @@ from sga_core.stress.settings import settings_class as stress_settings_class
 from sga_core.text import plural, printable
 
 __all__ = [
+    "STUDY_MODES", "list_studies", "submit_study", "curve_series", "study_curve",
     "ClusterProfile", "SlurmError", "load_cluster_profile", "save_cluster_profile",
     "slurm_preview", "slurm_unavailable", "job_where", "sent_to",
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",

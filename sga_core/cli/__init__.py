@@ -12,7 +12,7 @@ import argparse
 import functools
 import sys
 
-from sga_core.cli import cluster, data, evaluation, report, runs, stress, training
+from sga_core.cli import cluster, data, evaluation, report, runs, stress, study, training
 from sga_core.cli.flags import _flag, chosen_method
 from sga_core.cli.training import build_train_config
 from sga_core.params import ConfigError, field_specs
@@ -26,7 +26,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser = functools.partial(sub.add_parser, allow_abbrev=False)  # no --r for --retain
 
-    for group in (data, training, evaluation, stress, runs, report, cluster):
+    for group in (data, training, study, evaluation, stress, runs, report, cluster):
         group.add_parsers(sub, argv)
     return p
 

@@ -19,6 +19,14 @@ the ones the benchmarks' own code loads:
   ``retain_qa``. Every part but ``raw`` forget is optional (:attr:`Part.optional`): a
   missing one is reported with what it is for and what the project lacks without it.
 
+MUSE-News also publishes the scalability and sustainability splits (configs ``scal`` and
+``sust``, splits ``forget_1`` .. ``forget_4``, rows ``{text}``; the authors' own
+``data/news/scal|sust/forget_<k>.json``, plain lists of strings): ``scal`` holds forget sets
+of growing size (889, 1,778, 2,667 and 3,554 articles; ``forget_1`` is ``raw/forget``), ``sust``
+four folds of about 889 articles each, unlearned one after another as requests.
+:func:`study_parts` names them (role ``<config>/<split>``, all optional); MUSE-Books publishes
+none.
+
 ``datasets`` is imported only inside :func:`load_part`. A folder holds one file per part,
 named ``<config>.<ext>`` (one-split configs such as TOFU's, the way TOFU's hub repository
 stores them), ``<config>/<split>.<ext>`` or ``<config>-<split>.<ext>``, or the hub's own
@@ -114,6 +122,22 @@ def muse_parts() -> list[Part]:
             "retain (the MUSE protocol)", "KnowMem retain is asked zero-shot (not MUSE's "
             "few-shot prompts)", (("knowmem", "retain2_qa_icl"),)),
     ]
+
+
+#: MUSE's studies: the config of each and what its forget_1..4 are
+STUDIES = {"scal": "scalability: forget sets of growing size, each unlearned from the Original",
+           "sust": "sustainability: folds unlearned one after another, each run starting "
+                   "from the last"}
+STUDY_SPLITS = tuple(f"forget_{k}" for k in range(1, 5))
+
+
+def study_parts() -> list[Part]:
+    """MUSE's scal and sust splits (role ``scal/forget_1`` ...), every one optional: a
+    missing one is reported with the others (MUSE-Books publishes none)."""
+    return [Part(f"{config}/{split}", config, split, True,
+                 f"request {split[-1]} of MUSE's {what.split(':')[0]} study",
+                 f"no {config} {split} for a {what.split(':')[0]} study")
+            for config, what in STUDIES.items() for split in STUDY_SPLITS]
 
 
 @dataclass(frozen=True)

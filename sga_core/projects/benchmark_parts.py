@@ -21,6 +21,12 @@ DERIVED_FROM_FORGET = ("forget_eval", "privleak_forget")
 UNMATCHABLE = ("forget_qa",)
 #: parts that are raw text MUSE trains or scores on in token chunks (a book is one text)
 RAW_TEXT = ("forget", "retain", "holdout")
+def is_study_part(role: str) -> bool:
+    """Whether ``role`` is one of MUSE's study splits (``sust/forget_2``): raw forget text,
+    cut into chunks like the forget set, kept as a forget part of the project."""
+    return "/" in role
+
+
 #: how a subset of N forget rows is chosen
 SUBSET_CHOICES = ("evaluated", "first")
 
@@ -45,14 +51,16 @@ def missing_lines(missing: list[Part]) -> list[str]:
 
 
 def gather(bench: Benchmark, variant: str | None, *, folder=None, online: bool = False,
-           strict: bool = False, progress=None) -> Gathered:
+           strict: bool = False, progress=None, extra: list[Part] | None = None) -> Gathered:
     """Load every part that is there; a missing required part, or any missing part under
     ``strict``, raises one HubError naming every missing part (nothing is kept then).
-    ``progress(stage, done, total)`` is told each part as it is read."""
+    ``progress(stage, done, total)`` is told each part as it is read; ``extra``: more parts
+    to load after the benchmark's own (MUSE's study splits, :func:`~sga_core.data.hub.
+    study_parts`)."""
     out = Gathered()
     first: MissingPart | None = None  # the first missing required part (with its fix)
     required: list[Part] = []
-    parts = bench.parts(variant)
+    parts = bench.parts(variant) + list(extra or ())
     try:
         for i, part in enumerate(parts):
             if progress is not None:
@@ -108,7 +116,7 @@ def cut_long_texts(got: Gathered, tokenizer: str, chunk_tokens: int,
 
     out: dict[str, Path] = {}
     tok = None
-    roles = [role for role in RAW_TEXT if role in got.loaded]
+    roles = [role for role in got.loaded if role in RAW_TEXT or is_study_part(role)]
     for i, role in enumerate(roles):
         where = labels.get(role, role)
         if progress is not None:
@@ -123,7 +131,7 @@ def cut_long_texts(got: Gathered, tokenizer: str, chunk_tokens: int,
         rows, cut, longest = chunk_records(records, tok, chunk_tokens)
         if not cut:
             continue
-        out[role] = Path(tmp) / f"{role}-chunks.jsonl"
+        out[role] = Path(tmp) / f"{role.replace('/', '-')}-chunks.jsonl"
         atomic_write_jsonl(out[role], rows)
         got.notes.append(f"{where}: {plural(cut, 'long text')} (the longest {longest:,} "
                          f"characters) cut into chunks of at most {chunk_tokens} tokens of "

@@ -39,7 +39,7 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
                      first: int | None = None, subset: str = "evaluated",
                      retain_rows: int | None = None,
                      tokenizer: str = "embedded:smollm2", chunk_tokens: int | None = None,
-                     progress=None) -> Project:
+                     study_splits: bool = False, progress=None) -> Project:
     """A project from TOFU (``variant``: forget01 / forget05 / forget10), MUSE-News or
     MUSE-Books: from a ``folder`` of its files, else through ``datasets`` (the hub when
     ``online``, else only the local HF cache). A required part that cannot be found raises
@@ -54,17 +54,21 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     "evaluated" (the rows that hold the VerbMem / PrivLeak passages first) or "first"
     (:func:`~sga_core.projects.benchmark_parts.first_articles`). ``retain_rows``: keep at
     most N retain rows, evenly spaced (:func:`~sga_core.projects.benchmark_parts.
-    fewer_retain_rows`). ``progress(stage, done,
+    fewer_retain_rows`). ``study_splits``: also MUSE's scalability and sustainability splits
+    (``scal`` / ``sust`` forget_1..4, :func:`~sga_core.data.hub.study_parts`), kept as the
+    project's forget parts (``parts/scal/forget_1.jsonl`` ...; the missing ones listed in
+    ``import_notes``). ``progress(stage, done,
     total)`` is told each stage and how far it is (done of total parts, texts or steps). A
     bad file is a DataError naming it by its path inside the folder; nothing
     is written then."""
-    from sga_core.data.hub import get_benchmark
+    from sga_core.data.hub import get_benchmark, study_parts
     from sga_core.data.long_text import CHUNK_TOKENS
     from sga_core.projects.benchmark_parts import (
         cut_long_texts,
         fewer_retain_rows,
         first_articles,
         gather,
+        is_study_part,
     )
     from sga_core.runs.leftovers import temp_dir
 
@@ -77,7 +81,8 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
     bench = get_benchmark(benchmark)
     variant = variant or (bench.variants[-1] if bench.variants else None)
     name = check_name(name or (f"{bench.name}-{variant}" if variant else bench.name))
-    got = gather(bench, variant, folder=folder, online=online, strict=strict, progress=say)
+    got = gather(bench, variant, folder=folder, online=online, strict=strict, progress=say,
+                 extra=study_parts() if study_splits and bench.kind == "text" else None)
     if folder is not None and (other := named_for_another(bench.name, Path(folder))):
         got.notes.insert(0, f"the folder {Path(folder).name!r} is named for {other}, but "
                             f"{bench.name} was chosen: the project is labelled {bench.name} "
@@ -97,13 +102,15 @@ def import_benchmark(benchmark: str, name: str | None = None, *, variant: str | 
                 say(f"keeping {retain_rows} retain rows")
                 files.update(fewer_retain_rows(got, retain_rows, tmp, labels, dict(files)))
             say("checking and writing the project")
-            evals = {r: p for r, p in files.items() if r not in ("forget", "retain") and p}
+            evals = {r: p for r, p in files.items()
+                     if r not in ("forget", "retain") and not is_study_part(r) and p}
             project = create_project(
                 name, files["forget"], files.get("retain"), kind=bench.kind, k=k, root=root,
                 overwrite=overwrite, eval_sets=evals,
+                forget_parts={r: p for r, p in files.items() if is_study_part(r)},
                 # the file each came from (a folder's path, the hub's config/split)
                 sources={r: f"{where}: {labels[r].removesuffix(f' ({bench.repo})')}"
-                         for r in ("forget", "retain") if r in labels},
+                         for r in labels if r in ("forget", "retain") or is_study_part(r)},
                 labels=labels,
                 # one step: the project is written with its protocol, or not at all
                 meta={"protocol": bench.protocol, "benchmark": bench.name, "variant": variant,
@@ -288,6 +295,11 @@ class MuseImport(HubImport):
     strict: bool = param(False, "Refuse the import when an optional part (retain1, holdout, "
                                 "the *_icl examples, ...) is missing, instead of importing "
                                 "what is there.", label="strict (every part required)")
+    study_splits: bool = param(False, "Also import MUSE's scalability and sustainability "
+                                      "splits (scal and sust, forget_1..4: MUSE-News "
+                                      "publishes them) as the project's forget parts, for "
+                                      "the `sustain` command and the Results page's studies.",
+                               label="scal / sust splits (studies)")
 
 
 def _muse(benchmark: str):
@@ -300,7 +312,8 @@ def _muse(benchmark: str):
                                 strict=config.strict, first=config.first or None,
                                 subset=config.subset, retain_rows=config.retain_rows or None,
                                 tokenizer=config.tokenizer,
-                                chunk_tokens=config.chunk_tokens, progress=progress)
+                                chunk_tokens=config.chunk_tokens,
+                                study_splits=config.study_splits, progress=progress)
 
     return run
 

@@ -12,7 +12,10 @@ from pathlib import Path
 from sga_core.data import MAX_K, DataError, Dataset, load_dataset, rows_hash, write_dataset
 from sga_core.fileio import atomic_write_json, now_iso, replace_dir
 from sga_core.projects.listing import check_name, workspace_root
-from sga_core.projects.project import Project, ProjectError
+from sga_core.projects.project import PARTS_DIR, Project, ProjectError
+
+#: a forget part's name: ``<study>/forget_<k>`` (MUSE's ``scal/forget_1`` ...)
+PART_RE = re.compile(r"[a-z]{1,16}/forget_[0-9]{1,3}")
 
 
 def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLike | None = None,
@@ -22,7 +25,8 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                    field_maps: dict[str, dict[str, str]] | None = None,
                    labels: dict[str, str] | None = None, confirm_roles: bool = True,
                    protocol: str | None = None, meta: dict | None = None,
-                   keep_history: bool = False) -> Project:
+                   keep_history: bool = False,
+                   forget_parts: dict[str, str | os.PathLike] | None = None) -> Project:
     """Validate the files and create the project in one step: a bad file raises
     :class:`~sga_core.data.DataError` (file, row, field) and nothing is written; ``labels``
     (role or set name -> name) names a file in its errors instead of its base name (a
@@ -37,7 +41,10 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     project.json fields, written with the project (an import's protocol and notes: never a
     second step). An existing project is replaced only with ``overwrite``, in one step
     (:func:`~sga_core.fileio.replace_dir`: a crash leaves the old project or the new one);
-    ``keep_history`` carries its normal-answer history over (:func:`carry_history`)."""
+    ``keep_history`` carries its normal-answer history over (:func:`carry_history`).
+    ``forget_parts``: further forget sets (``"sust/forget_2"`` -> file; MUSE's study
+    splits), validated as forget data of the same kind and written as
+    ``parts/<name>.jsonl`` (:meth:`Project.forget_parts`)."""
     from sga_core.data.mapping import check_map
     from sga_core.projects.eval_sets import check_role_confirmed, check_set_name, load_set
     from sga_core.protocols import ProtocolError, get_protocol
@@ -84,6 +91,11 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     evals = {}
     for n, p in zip(set_names, (eval_sets or {}).values()):
         evals[n] = named(n, lambda n=n, p=p: load_set(f_ds.kind, n, p, maps.get(n)))
+    parts = {}
+    for n, p in (forget_parts or {}).items():
+        if not PART_RE.fullmatch(n):
+            raise ProjectError(f"forget part {n!r}: a name <study>/forget_<k> is expected")
+        parts[n] = named(n, lambda p=p: load_dataset(p, kind=f_ds.kind))
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".creating-{name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -94,6 +106,8 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
             write_dataset(tmp / "retain.jsonl", r_ds.rows)
         for n, ds in evals.items():
             write_dataset(tmp / "eval" / f"{n}.jsonl", ds.rows)
+        for n, ds in parts.items():
+            write_dataset(tmp / PARTS_DIR / f"{n}.jsonl", ds.rows)
         src = sources or {}
         atomic_write_json(tmp / "project.json", {
             "name": name, "kind": f_ds.kind, "k": int(k), "created_at": now_iso(),
@@ -107,6 +121,9 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                            for role, m in maps.items() if m},
             "eval_sources": {n: {"source": src.get(n, Path(p).name), "added_at": now_iso()}
                              for n, p in (eval_sets or {}).items()},
+            **({"forget_parts": {n: {"source": src.get(n, Path(forget_parts[n]).name),
+                                     "rows": len(ds)} for n, ds in parts.items()}}
+               if parts else {}),
             **(meta or {}),
         })
         if keep_history and final.is_dir():

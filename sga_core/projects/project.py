@@ -8,6 +8,9 @@ restart shows everything again. Every write is atomic.
     retain.jsonl          validated retain rows
     eval/*.jsonl          extra evaluation sets (utility sets for MU, holdout texts, ...;
                           their roles: sga_core.projects.eval_sets)
+    parts/<study>/*.jsonl further forget sets: MUSE's scal / sust forget_1..4 (a study's
+                          requests, sga_core.projects.study)
+    studies/*.json        the studies launched (their runs, in request order)
     normals.jsonl         the current normal-answer table
     normals_history/      earlier versions of the table (restorable)
     review.json           forget rows marked as reviewed
@@ -28,6 +31,7 @@ from sga_core.data import DataError, NormalTable, file_rows_hash, load_dataset, 
 from sga_core.fileio import atomic_write_json, file_lock, now_iso, read_json
 
 HISTORY_KEEP = 100
+PARTS_DIR = "parts"
 NORMALS_LOCK = ".normals.lock"
 
 
@@ -177,6 +181,21 @@ class Project:
             overlap = forget_overlap_warning(sets["forget_eval"], forget)
             out += [overlap] if overlap else []
         return out
+
+    def forget_parts(self, study: str | None = None) -> dict[str, Path]:
+        """The further forget sets (``"sust/forget_1"`` -> file), in request order; only
+        ``study``'s (``sust``, ``scal``) when given."""
+        d = self.path / PARTS_DIR
+        if not d.is_dir():
+            return {}
+        found = {f"{p.parent.name}/{p.stem}": p for p in d.glob("*/forget_*.jsonl")}
+
+        def order(name: str):
+            group, _, k = name.partition("/forget_")
+            return group, int(k) if k.isdigit() else 0
+
+        return {n: found[n] for n in sorted(found, key=order)
+                if study is None or n.startswith(f"{study}/")}
 
     def eval_sets(self) -> dict[str, Path]:
         d = self.path / "eval"

@@ -131,3 +131,43 @@ def news_txt_files() -> dict[str, str]:
     for name in ("raw/forget", "raw/retain2", "raw/holdout"):
         files[f"{name}.txt"] = "\n\n".join(json.loads(files.pop(f"{name}.json"))) + "\n"
     return files
+
+
+# ------------------------------------------------------------------ scal / sust -------------
+# MUSE-News' scalability and sustainability splits as published: the hub's configs ``scal``
+# and ``sust``, splits ``forget_1`` .. ``forget_4``, one column ``text``; the authors' own
+# folder (muse_bench load_data.py) writes each as ``data/news/<crit>/forget_<k>.json``, a
+# JSON list of strings. ``sust``: four folds of equal size, the first one ``raw/forget``;
+# ``scal``: forget sets of growing size, ``forget_k`` the first k folds (889, 1778, 2667
+# and 3554 rows on the hub; ``forget_1`` is ``raw/forget``).
+def sust_fold(k: int) -> list[str]:
+    """The sustainability fold ``forget_<k>`` (1-based): fold 1 is the forget articles."""
+    if k == 1:
+        return forget_articles()
+    return [f"Request {k} story {i}. The harbour of port {k}{i} reopened after a storm, and "
+            f"captain Orlov{k}{i} said {i + k} ships came in on the first day." for i in
+            range(N_ARTICLES)]
+
+
+def study_files() -> dict[str, str]:
+    """``scal/forget_<k>.json`` and ``sust/forget_<k>.json`` (relative path -> text)."""
+    out = {}
+    for k in range(1, 5):
+        out[f"sust/forget_{k}.json"] = json.dumps(sust_fold(k), indent=2)
+        out[f"scal/forget_{k}.json"] = json.dumps(
+            [t for j in range(1, k + 1) for t in sust_fold(j)], indent=2)
+    return out
+
+
+def study_parquet_files(folder) -> None:
+    """The hub's own layout of the study splits: ``<config>/forget_<k>-00000-of-00001.parquet``
+    with one string column ``text``."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, text in study_files().items():
+        path = Path(folder) / name.replace(".json", "-00000-of-00001.parquet")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"text": pa.array(json.loads(text), pa.string())}), path)
