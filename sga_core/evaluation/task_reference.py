@@ -30,10 +30,12 @@ from sga_core.evaluation.text import (
 def task_reference(kind: str, reference: str | None, model: str, forget_rows: list[dict],
                    set_rows: dict[str, list[dict]], st: EvalSettings, device: str,
                    progress: Progress, options: dict, *,
-                   load: Callable) -> tuple[dict, str, bool]:
+                   load: Callable, row_ids: dict | None = None) -> tuple[dict, str, bool]:
     """The retain reference's value for this evaluation: ``(info, cache key, self)``, where
     ``self`` says the evaluated model is the reference itself; ``load(spec, dtype=, device=)``
-    loads the reference model when its value must be computed."""
+    loads the reference model when its value must be computed. A published eval log as the
+    reference gives its value for the evaluated rows (``row_ids``: their own indices where
+    ``eval.max_rows`` kept a subset; :mod:`~sga_core.evaluation.ou_logs`)."""
     ref = resolve_reference(reference)
     self_ref = is_same_model(ref, model)
 
@@ -68,6 +70,11 @@ def task_reference(kind: str, reference: str | None, model: str, forget_rows: li
             return ({"value": None, "source": None, "path": reference,
                      "model": ref.model if ref else None,
                      "reason": "no holdout set (eval.sets.holdout)"}, key, self_ref)
+    if ref is not None and ref.logs is not None:  # no model: the log's values
+        from sga_core.evaluation.ou_logs import logs_reference
+
+        return (logs_reference(ref, kind, options, forget_rows, set_rows, row_ids), key,
+                False)
     if self_ref:
         return self_reference_info(ref), key, self_ref
     return (reference_value(ref, kind_key, key, compute, load=load, dtype=st.dtype,
