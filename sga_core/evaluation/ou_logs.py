@@ -1,4 +1,5 @@
-"""A retain model's published evaluation logs as the retain reference (docs/spec.md#47).
+"""A retain model's published evaluation logs as the retain reference
+(docs/spec.md#411-published-models-and-eval-logs).
 
 open-unlearning (OU; ``src/evals/base.py`` ``Evaluator``) writes ``<BENCH>_EVAL.json``
 (``TOFU_EVAL.json``, ``MUSE_EVAL.json``: each metric's result, per sample) and
