@@ -326,6 +326,14 @@ def attack_auc(logs: OULogs, name: str, n_forget: int, n_holdout: int,
     return value
 
 
+def attack_aucs(logs: OULogs, n_forget: int, n_holdout: int,
+                indices: Mapping[str, Sequence[int]] | None = None) -> dict[str, float]:
+    """The AUC of every attack the log holds, by the workbench's metric name
+    (``mia_auc``, ``mia_loss_auc``, ...), for these rows (:func:`attack_auc`)."""
+    return {name: attack_auc(logs, name, n_forget, n_holdout, indices)
+            for name in ATTACKS.values() if name in logs.aucs}
+
+
 def logs_reference(ref, kind: str, options: Mapping, forget_rows: Sequence[dict],
                    set_rows: Mapping[str, Sequence[dict]],
                    row_ids: Mapping[str, Sequence[int]] | None = None) -> dict:

@@ -244,6 +244,9 @@ def reference_value(ref: Reference | None, kind: str, key: str,
     if ref.problem:
         info["reason"] = ref.problem
         return info
+    if ref.model is None:  # an eval log (ou_logs gives its values): no model to compute on
+        info["reason"] = f"the reference {ref.given} is an eval log without {kind}"
+        return info
     value, source = _cached_value(ref, kind, key)
     if value is not None:
         info.update(value=value, source=source)

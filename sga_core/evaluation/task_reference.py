@@ -38,6 +38,13 @@ def task_reference(kind: str, reference: str | None, model: str, forget_rows: li
     ``eval.max_rows`` kept a subset; :mod:`~sga_core.evaluation.ou_logs`)."""
     ref = resolve_reference(reference)
     self_ref = is_same_model(ref, model)
+    if ref is not None and ref.logs is not None:  # a published eval log: its values, no model
+        from sga_core.evaluation.ou_logs import logs_reference
+
+        key = task_reference(kind, None, model, forget_rows, set_rows, st, device, progress,
+                             options, load=load)[1]  # no reference: nothing is loaded
+        return (logs_reference(ref, kind, options, forget_rows, set_rows, row_ids), key,
+                False)
 
     if kind == "qa":
         extra = {k: v for k, v in (("prompt_format", st.prompt_format),
@@ -70,11 +77,6 @@ def task_reference(kind: str, reference: str | None, model: str, forget_rows: li
             return ({"value": None, "source": None, "path": reference,
                      "model": ref.model if ref else None,
                      "reason": "no holdout set (eval.sets.holdout)"}, key, self_ref)
-    if ref is not None and ref.logs is not None:  # no model: the log's values
-        from sga_core.evaluation.ou_logs import logs_reference
-
-        return (logs_reference(ref, kind, options, forget_rows, set_rows, row_ids), key,
-                False)
     if self_ref:
         return self_reference_info(ref), key, self_ref
     return (reference_value(ref, kind_key, key, compute, load=load, dtype=st.dtype,

@@ -134,3 +134,51 @@ def test_project_commands_name_and_show_published_models(project, tiny_model_dir
     assert "MUSE's evaluation log, and this is a QA (TOFU) project" in refused.stderr
     shown = sga_cli("project", "show", "other", "--workspace", ws, env=env)
     assert "Reference (Forget Quality, PrivLeak): published checkpoint" in shown.stdout
+
+
+def test_a_muse_log_gives_the_text_reference_auc(tmp_path, tiny_model_dir, demo_dir):
+    """A text project: the Retained model's MUSE_EVAL.json (OU's mia_min_k of the model's
+    own token log-probs) as the reference gives the PrivLeak that the model itself gives;
+    a row limit takes the log's scores of those rows."""
+    from sga_core.data import load_text
+    from sga_core.evaluation.inputs import text_token_logprobs
+    from sga_core.evaluation.run import load_model_and_tokenizer
+    from sga_core.evaluation.text import full_text
+
+    rows = {n: load_text(demo_dir / f"text_{n}.jsonl")[:k]
+            for n, k in (("forget", 4), ("holdout", 4))}
+    files = {n: write_dataset(tmp_path / f"{n}.jsonl", r) for n, r in rows.items()}
+    project = create_project("news", files["forget"], root=tmp_path / "ws",
+                             eval_sets={"holdout": files["holdout"]},
+                             confirm_roles=True)
+    retained = shutil.copytree(tiny_model_dir, tmp_path / "retrain")
+    st = EvalSettings(max_new_tokens=4, batch_size=16)
+    _, resolved, _ = st.resolve()
+    model, tok = load_model_and_tokenizer(str(retained))
+    lps = {n: text_token_logprobs(model, resolved.encoder(tok, model),
+                                  [full_text(r) for r in rows[n]]) for n in rows}
+    mia = ou.mia_min_k(lps["forget"], lps["holdout"])
+    log, _ = ou.write_ou_logs(tmp_path / "muse_retrain", "MUSE",
+                              {"mia_min_k": mia, "privleak": ou.privleak(mia["auc"], None),
+                               "forget_verbmem_ROUGE": {"agg_value": 0.0,
+                                                        "value_by_index": {}}},
+                              ["privleak", "forget_verbmem_ROUGE"])
+    set_published(project, reference_logs=str(log.parent))
+    assert models_in_use(project)["reference"]["source"] == "eval log"
+    data = (str(files["forget"]), None, {"holdout": str(files["holdout"])})
+    by_model = evaluate_model(str(tiny_model_dir), tmp_path / "a", *data,
+                              reference=str(retained), settings=st)
+    by_log = evaluate_model(str(tiny_model_dir), tmp_path / "b", *data,
+                            reference=str(log.parent), settings=st)
+    assert by_log["reference"]["source"] == "published eval log (MUSE_EVAL.json)"
+    assert by_log["reference"]["mia_auc"] == pytest.approx(by_model["reference"]["mia_auc"],
+                                                           abs=1e-9)
+    assert by_log["metrics"]["privleak"]["value"] == pytest.approx(
+        by_model["metrics"]["privleak"]["value"], abs=1e-6)
+    limited = EvalSettings(max_new_tokens=4, batch_size=16, max_rows=2)
+    sub_model = evaluate_model(str(tiny_model_dir), tmp_path / "c", *data,
+                               reference=str(retained), settings=limited)
+    sub_log = evaluate_model(str(tiny_model_dir), tmp_path / "d", *data,
+                             reference=str(log), settings=limited)
+    assert sub_log["reference"]["mia_auc"] == pytest.approx(
+        sub_model["reference"]["mia_auc"], abs=1e-9)

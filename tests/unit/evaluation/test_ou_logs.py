@@ -13,8 +13,14 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from sga_core.evaluation.ou_logs import LogError, attack_auc, read_logs, truth_ratios
-from sga_core.evaluation.reference import cached_value, resolve_reference
+from sga_core.evaluation.ou_logs import (
+    LogError,
+    attack_auc,
+    attack_aucs,
+    read_logs,
+    truth_ratios,
+)
+from sga_core.evaluation.reference import cached_value, reference_value, resolve_reference
 from sga_core.metrics import muse, tofu
 from tests.helpers import ou_logs as ou
 
@@ -179,3 +185,12 @@ def test_privleak_from_a_muse_log_equals_ou_s(tmp_path):
         attack_auc(read_logs(eval_file), "mia_auc", 12, 25)
     with pytest.raises(LogError, match="no mia_zlib result"):
         attack_auc(read_logs(eval_file), "mia_zlib_auc", 30, 25)
+    assert attack_aucs(read_logs(eval_file), 30, 25) == {"mia_auc": got}
+    # a value the log does not give is never computed on a model (there is none to load)
+    ref = resolve_reference(str(eval_file))
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a model was loaded for an eval-log reference")
+
+    info = reference_value(ref, "mia_aucs", "k", lambda m, t: 1.0, load=no_load)
+    assert info["value"] is None and "is an eval log without mia_aucs" in info["reason"]
