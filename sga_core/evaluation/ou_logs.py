@@ -126,7 +126,13 @@ def _benchmark(path: Path, logs: Mapping) -> str:
 
 def read_logs(path: str | os.PathLike) -> OULogs:
     """Parse an OU eval log (or a folder holding one); LogError says what is wrong."""
-    path = Path(path).expanduser()
+    try:
+        return _read_logs(Path(path).expanduser())
+    except OSError as exc:  # a name the system refuses, a file it will not read
+        raise LogError(f"{str(path)[:80]}: {exc.strerror or exc}") from None
+
+
+def _read_logs(path: Path) -> OULogs:
     if path.is_dir():
         found = find_logs(path)
         if found is None:

@@ -50,13 +50,6 @@ def hub_cache() -> Path:
     return Path(home).expanduser() / "hub"
 
 
-def is_hub_id(spec: str) -> bool:
-    """``org/name`` that is not a path on this machine (nor ``./x``, ``/x``, ``~/x``)."""
-    spec = spec.strip()
-    return (bool(HUB_ID.match(spec)) and not spec.startswith((".", "/", "~"))
-            and not Path(spec).expanduser().exists())
-
-
 def cached_snapshot(repo_id: str) -> Path | None:
     """The cached snapshot folder of a hub model (its ``refs/main`` commit, else its only
     or newest snapshot); None when the cache does not hold it."""
@@ -169,8 +162,12 @@ def published_model(spec: str, online: bool = False, role: str = "model") -> Pub
         raise ModelError(f"{role}: {spec} is the base model, not a published {role} (it "
                          "was never fine-tuned on the project's data)")
     path = Path(spec).expanduser()
-    if path.exists() or spec.startswith((".", "/", "~")):
-        if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name the system refuses (too long, ...)
+        raise ModelError(f"{role}: {spec[:80]!r}: {exc.strerror or exc}") from None
+    if exists or spec.startswith((".", "/", "~")):
+        if not exists:
             raise ModelError(f"{role}: the folder {spec} does not exist")
         found, source = path.resolve(), "folder"
     elif HUB_ID.match(spec):
