@@ -125,6 +125,12 @@ def cmd_import(args) -> int:
     print("next: python -m sga_core prepare --forget "
           f"{project.forget_path} --retain {project.retain_path} --task {project.kind} "
           f"--name {project.name} --eval-protocol {meta.get('protocol')} {set_flags}".rstrip())
+    if meta.get("benchmark") == "tofu" and meta.get("variant"):
+        ou = "open-unlearning/tofu_Llama-3.2-1B-Instruct"
+        retain = f"retain{100 - int(str(meta['variant'])[-2:]):02d}"
+        print(f"  or take open-unlearning's published models (docs/guide/published-models.md): "
+              f"python -m sga_core project set-models {project.name} --original {ou}_full "
+              f"--retained {ou}_{retain}")
     return 0
 
 
