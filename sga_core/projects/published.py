@@ -95,7 +95,8 @@ def check_logs(project: Project, path: str) -> str:
         raise LogError("the project has no holdout set, so no MIA AUC or PrivLeak to "
                        "compare: import MUSE's privleak holdout (or add a 'holdout' set)")
     auc = attack_auc(logs, "mia_auc", len(data.forget), len(holdout))
-    return f"{logs.name}: the retain model's Min-K% AUC {auc:.4f}"
+    return (f"{logs.name}: the retain model's Min-K% AUC {auc:.4f} (OU's members: MUSE's "
+            "privleak forget passages)")
 
 
 def set_published(project: Project, *, original: str | None = None,
