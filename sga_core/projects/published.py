@@ -122,7 +122,7 @@ def set_published(project: Project, *, original: str | None = None,
             else:
                 found = published_model(spec, online=online, role=ROLES[role])
                 spec = found.spec if found.source == "hub id" else str(found.path)
-        except (ModelError, LogError) as exc:
+        except (ModelError, ValueError) as exc:  # LogError, or the project's data's
             what = str(exc) if role != "reference_logs" else f"{ROLES[role]}: {exc}"
             raise ProjectError(f"project {project.name}: {what}") from None
         out[role] = spec
@@ -167,7 +167,7 @@ def models_in_use(project: Project, root=None) -> dict[str, dict]:
     if logs:
         try:
             problem, what = None, check_logs(project, logs)
-        except (LogError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # the log's, or the project's data's (DataError)
             problem, what = str(exc), None
         out["reference"] = {"source": "eval log", "where": f"{logs} ({what})" if what else logs,
                             "problem": problem}
