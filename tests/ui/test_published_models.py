@@ -47,3 +47,9 @@ def test_data_page_names_and_shows_published_models(ui_env, monkeypatch):
     assert f"Original: published checkpoint (folder): {folder}" in text, text
     assert "Retained: none yet" in text
     assert named(load_project("mine", ui_env / "workspace")) == {"original": str(folder)}
+    # the Train page unlearns the published Original, and says it is the published one
+    at.switch_page("app_pages/train.py").run()
+    assert not at.exception, at.exception
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert f"The project's Original is the published {folder} (Data page)" in captions
+    assert f"`{folder}`" in captions
