@@ -80,6 +80,8 @@ def test_published_models_replace_prepare(project, tiny_model_dir, tmp_path):
     (computed,) = read_json(retained / "eval" / "reference_cache.json")["entries"].values()
     from_file = truth_ratios(read_logs(log), project.forget())
     assert from_file == pytest.approx(computed["value"], rel=1e-6)
+    print("max diff: truth ratios log vs model",
+          max(abs(a - b) for a, b in zip(from_file, computed["value"])))
     set_published(project, reference_logs=str(log))
     assert models_in_use(project, runs)["reference"]["source"] == "eval log"
     ref = default_eval(project, runs)["reference"]
@@ -175,6 +177,10 @@ def test_a_muse_log_gives_the_text_reference_auc(tmp_path, tiny_model_dir, demo_
                                                            abs=1e-9)
     assert by_log["metrics"]["privleak"]["value"] == pytest.approx(
         by_model["metrics"]["privleak"]["value"], abs=1e-6)
+    print("max diff: AUC log vs model", abs(by_log["reference"]["mia_auc"]
+                                            - by_model["reference"]["mia_auc"]),
+          "privleak", abs(by_log["metrics"]["privleak"]["value"]
+                          - by_model["metrics"]["privleak"]["value"]))
     limited = EvalSettings(max_new_tokens=4, batch_size=16, max_rows=2)
     sub_model = evaluate_model(str(tiny_model_dir), tmp_path / "c", *data,
                                reference=str(retained), settings=limited)
