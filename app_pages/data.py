@@ -10,6 +10,7 @@ from ui.context import current_project, select_project, show_damaged
 from ui.eval_sets import eval_sets_section
 from ui.field_map import mapping_for, valid
 from ui.protocol import protocol_section
+from ui.published import published_section
 from ui.show import created_flash, demo_reset_flash, panel, plain, show_error, show_flash
 from ui.study import forget_parts_note
 
@@ -129,4 +130,5 @@ if retain_rows:
     st.dataframe(preview(retain_rows), hide_index=True)
 
 protocol_section(project, wb.runs_root())
+published_section(project, wb.runs_root())
 eval_sets_section(project, wb.runs_root())

@@ -224,8 +224,10 @@ class EvalConfig:
                                 "(eval/summary.json, eval/per_sample.jsonl).",
                           label="evaluate when done")
     reference: str | None = param(None, "Retain-reference model folder, or its run folder "
-                                        "(prepare's <name>-retain-ref), for Forget Quality "
-                                        "(QA) and PrivLeak (text).")
+                                        "(prepare's <name>-retain-ref), or a retain model's "
+                                        "open-unlearning eval log (TOFU_EVAL.json, "
+                                        "MUSE_EVAL.json), for Forget Quality (QA) and "
+                                        "PrivLeak (text).")
     sets: dict = param({}, "Extra evaluation sets, name -> file. QA: real-world utility sets "
                            "(real_authors, world_facts). Text: holdout, forget_qa, "
                            "retain_qa.")

@@ -53,6 +53,8 @@ from sga_core.projects.normal_answers import (
     save_normals_row,
 )
 from sga_core.projects.prepare import PREPARE_DEFAULTS, prepare_defaults
+from sga_core.projects.published import in_use_lines, set_published
+from sga_core.projects.published import named as published_names
 from sga_core.projects.runs import (
     probe_models,
     reevaluate,
@@ -194,6 +196,7 @@ __all__ = [
     "ConfigError", "DEMO_PRESET", "DIRECTIONS",
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS", "prepare_defaults",
+    "in_use_lines", "published_names", "set_published",
     "Project", "ProjectError", "RunFolder", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
     "can_rank", "cancel", "cancel_eval", "difference", "table_verdict", "unranked",

@@ -11,7 +11,7 @@ from ui import forms
 from ui.cluster import chosen_backend
 from ui.context import project_note
 from ui.protocol import eval_rows_value
-from ui.show import panel, show_error
+from ui.show import panel, plain, show_error
 
 ORIGINAL, OTHER = "prepared original", "other model"
 QUEUED = "train.prepare_queued"  # the run ids Prepare queued (shown while they are pending)
@@ -22,6 +22,11 @@ def model_section(project, root) -> str:
     """Draw the section; returns the model spec a run of this project would start from."""
     st.subheader("Model")
     original, pending = wb.prepared_model(project, root), wb.pending_model(project, root)
+    published = wb.published_names(project).get("original")
+    if published:  # the Data page named a published checkpoint as the Original
+        st.caption(plain(f"The project's Original is the published {published} (Data page)"
+                         + ("" if original else ": it cannot be used now, see the Data "
+                                                "page's Models in use")))
     options = ([ORIGINAL] if original or pending else []) + [OTHER]
     mine = forms.chosen("train.model_choice")  # what a person chose for this project
     forms.prepare("train.model_mode", mine if mine in options else options[0])

@@ -125,6 +125,12 @@ def cmd_import(args) -> int:
     print("next: python -m sga_core prepare --forget "
           f"{project.forget_path} --retain {project.retain_path} --task {project.kind} "
           f"--name {project.name} --eval-protocol {meta.get('protocol')} {set_flags}".rstrip())
+    if meta.get("benchmark") == "tofu" and meta.get("variant"):
+        ou = "open-unlearning/tofu_Llama-3.2-1B-Instruct"
+        retain = f"retain{100 - int(str(meta['variant'])[-2:]):02d}"
+        print(f"  or take open-unlearning's published models (docs/guide/published-models.md): "
+              f"python -m sga_core project set-models {project.name} --original {ou}_full "
+              f"--retained {ou}_{retain}")
     return 0
 
 
@@ -142,9 +148,12 @@ def cmd_project(args) -> int:
         raise ConfigError(f"project {args.action}: give a project NAME")
     fmap = field_map(args) or {}
     sets = parse_sets(args.set)
+    chosen = {r: getattr(args, r) for r in ("original", "retained", "reference_logs")
+              if getattr(args, r, None) is not None}
     if args.action == "create":
         if not args.forget:
             raise ConfigError("project create needs --forget")
+        _check_models(chosen, args.online)  # a bad checkpoint: nothing is written
         maps = {"forget": fmap, "retain": fmap, **dict.fromkeys(sets, fmap)}
         project = projects.create_project(args.name, args.forget, args.retain, kind=args.kind,
                                           k=args.k, root=args.workspace,
@@ -161,12 +170,26 @@ def cmd_project(args) -> int:
                                              confirm_role=args.confirm_role)
                 print(f"added {entry['name']} ({plural(entry['rows'], 'row')}): "
                       f"{entry['what']}")
+        elif args.action == "set-models" and not chosen:
+            raise ConfigError("project set-models needs --original, --retained or "
+                              "--reference-logs (the word 'prepared' unsets one)")
         elif args.action == "set-protocol":
             if not args.protocol:
                 raise ConfigError("project set-protocol needs --protocol NAME")
             project.set_protocol(args.protocol)
         if args.action in ("set-protocol", "show"):
             _protocol_runs(project, args.reevaluate)
+    if chosen:
+        from sga_core.projects.published import set_published
+
+        try:
+            set_published(project, online=args.online, **chosen)
+        except projects.ProjectError as exc:
+            if args.action != "create":
+                raise
+            raise ConfigError(f"{exc}. The project was created without its published "
+                              "models and log; name them again with: python -m sga_core "
+                              f"project set-models {project.name} ...") from None
     meta = project.meta
     print(f"project {project.name} ({project.kind}): {meta.get('n_forget')} forget rows, "
           f"{meta.get('n_retain')} retain rows, folder {project.path}")
@@ -180,12 +203,33 @@ def cmd_project(args) -> int:
                 f"{printable(a)} -> {printable(b)}" for a, b in mapping.items()))
     for info in project.eval_set_info():
         print(f"  set {info['name']}: {plural(info['rows'], 'row')}, {info['what']}")
+    from sga_core.projects.published import in_use_lines
+
+    for line in in_use_lines(project):
+        print(f"  {line}")
     for warning in project.data_warnings():
         print(f"  warning: {warning}")
     if not project.eval_sets() and project.kind == "qa":
         print("  no evaluation sets: Model Utility needs utility sets (QA with perturbed "
               "answers): project add-set NAME --set my_set=FILE")
     return 0
+
+
+def _check_models(chosen: dict, online: bool) -> None:
+    """Check the published Original and Retained models named for a new project before
+    anything is written (the eval log is checked against the project's rows once it
+    exists)."""
+    from sga_core.model.loading import ModelError
+    from sga_core.model.published import published_model
+    from sga_core.projects.published import CLEAR, ROLES
+
+    for role in ("original", "retained"):
+        spec = chosen.get(role)
+        if spec is not None and spec.strip().lower() not in CLEAR:
+            try:
+                published_model(spec, online=online, role=ROLES[role])
+            except ModelError as exc:
+                raise ConfigError(f"project create: {exc}; nothing was written") from None
 
 
 def _protocol_runs(project, reevaluate: bool) -> None:
@@ -266,9 +310,12 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                                    "evaluation set (a QA set with perturbed answers is a Model "
                                    "Utility component); `set-protocol NAME --protocol muse` "
                                    "changes the evaluation protocol (--reevaluate queues the "
-                                   "runs evaluated under another); `show NAME` lists the sets "
-                                   "and roles.")
-    s.add_argument("action", choices=["create", "add-set", "set-protocol", "show", "list"])
+                                   "runs evaluated under another); `set-models NAME --original "
+                                   "ID --retained ID --reference-logs TOFU_EVAL.json` takes "
+                                   "published checkpoints and eval logs instead of Prepare's; "
+                                   "`show NAME` lists the sets, roles and models in use.")
+    s.add_argument("action", choices=["create", "add-set", "set-protocol", "set-models",
+                                      "show", "list"])
     s.add_argument("name", nargs="?")
     s.add_argument("--forget")
     s.add_argument("--retain")
@@ -284,6 +331,22 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--confirm-role", action="store_true",
                    help="take the role a set's name gives it (forget_eval, holdout, forget_qa, "
                         "<set>_icl, ...); without it such a name is refused, saying the role")
+    s.add_argument("--original", metavar="ID_OR_FOLDER",
+                   help="create, set-models: the model to unlearn from a published checkpoint "
+                        "(a hub id such as open-unlearning/tofu_Llama-3.2-1B-Instruct_full, "
+                        "found in the local HF cache, or a folder) instead of Prepare's; "
+                        "'prepared' unsets it")
+    s.add_argument("--retained", metavar="ID_OR_FOLDER",
+                   help="create, set-models: the Retained model (the retain reference for "
+                        "Forget Quality and PrivLeak) from a published checkpoint; "
+                        "'prepared' unsets it")
+    s.add_argument("--reference-logs", metavar="FILE",
+                   help="create, set-models: a retain model's published open-unlearning eval "
+                        "log (TOFU_EVAL.json, MUSE_EVAL.json, or the folder holding it) as the "
+                        "reference, checked against the project's rows; 'prepared' unsets it")
+    s.add_argument("--online", action="store_true",
+                   help="create, set-models: download a hub id missing from the local HF "
+                        "cache (default: the cache only)")
     s.add_argument("--reevaluate", action="store_true",
                    help="set-protocol / show: queue the evaluation of the runs evaluated "
                         "under another protocol, under the project's")

@@ -128,8 +128,9 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--set", action="append", metavar="NAME=PATH",
                    help="an extra evaluation set, repeatable (QA: real_authors, world_facts; "
                         "text: holdout, forget_qa, retain_qa)")
-    s.add_argument("--reference", help="retain-reference model or run folder (Forget "
-                                       "Quality / PrivLeak)")
+    s.add_argument("--reference", help="retain-reference model or run folder, or a retain "
+                                       "model's open-unlearning eval log (TOFU_EVAL.json, "
+                                       "MUSE_EVAL.json) (Forget Quality / PrivLeak)")
     s.add_argument("--out", help="output folder (required for a model; default for a run: "
                                  "RUN_DIR/eval)")
     s.add_argument("--max-new-tokens", type=int, help="tokens per QA answer (default 48)")

@@ -47,6 +47,7 @@ class Reference:
     cache_dir: Path | None = None
     summary_path: Path | None = None
     problem: str | None = None  # why it cannot be used
+    logs: Path | None = None  # a retain model's published eval log (ou_logs), no model
 
     @property
     def cache_path(self) -> Path | None:
@@ -107,7 +108,9 @@ def self_reference_info(ref: Reference) -> dict:
 
 def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
     """Interpret ``eval.reference``: a run folder (uses its ``model/``), a model folder inside
-    a run folder, a bare model folder, or a model id / ``embedded:...`` spec."""
+    a run folder, a bare model folder, or a model id / ``embedded:...`` spec; or a retain
+    model's published eval log (a ``.json`` file, or a folder holding ``TOFU_EVAL.json`` /
+    ``MUSE_EVAL.json``: :mod:`~sga_core.evaluation.ou_logs`)."""
     if ref is None or not str(ref).strip():
         return None
     given = str(ref).strip()
@@ -115,6 +118,10 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
     from sga_core.runs.folder import RunFolder
 
     path = Path(given).expanduser()
+    if path.is_file():  # a retain model's published eval log (TOFU_EVAL.json, ...)
+        return Reference(given, logs=path.resolve()) if path.suffix == ".json" else \
+            Reference(given, problem=f"the reference {given} is a file, neither a model "
+                                     "folder nor an eval log (TOFU_EVAL.json, MUSE_EVAL.json)")
     if path.is_dir():
         path = path.resolve()
         run = RunFolder(path)
@@ -124,6 +131,11 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
             if _is_run_dir(path.parent):
                 return Reference(given, str(path), path.parent / EVAL_DIR,
                                  path.parent / EVAL_DIR / SUMMARY_FILE)
+            from sga_core.model.published import hub_cache
+
+            if path.is_relative_to(hub_cache().resolve()):  # never written into the HF cache
+                return Reference(given, str(path), cache_dir() / "reference_cache" /
+                                 "_".join(path.parts[-3:]), None)
             return Reference(given, str(path), path / EVAL_DIR, None)
         if _is_run_dir(path):
             from sga_core.runs.status import effective_run
@@ -131,6 +143,14 @@ def resolve_reference(ref: str | os.PathLike | None) -> Reference | None:
             st = effective_run(path)
             return Reference(given, problem=f"the reference run {path.name} has no model yet "
                                             f"(state: {st.get('state', 'unknown')})")
+        from sga_core.evaluation.ou_logs import LogError, find_logs
+
+        try:
+            logs = find_logs(path)
+        except LogError as exc:
+            return Reference(given, problem=str(exc))
+        if logs is not None:  # OU's saves/eval/<retain model>/ folder
+            return Reference(given, logs=logs)
         return Reference(given, problem=f"the reference {given} holds no model (config.json)")
     if is_embedded(given) or not given.startswith(("/", ".", "~")) and not path.exists():
         slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in given)[:100]
@@ -175,6 +195,16 @@ def cached_value(ref: Reference | None, kind: str, key: str) -> Any:
     None; never loads a model (evaluation during training reads the reference this way)."""
     if ref is None or ref.problem:
         return None
+    if ref.logs is not None:  # every row of a published log (the caller checks the count)
+        from sga_core.evaluation.ou_logs import LogError, read_logs
+
+        try:
+            logs = read_logs(ref.logs)
+        except LogError:
+            return None
+        if kind == "forget_truth_ratios" and logs.truth_ratios and not logs.summary:
+            return [logs.truth_ratios.get(i) for i in range(len(logs.truth_ratios))]
+        return logs.aucs.get(kind) if kind != "forget_truth_ratios" else None
     return _cached_value(ref, kind, key)[0]
 
 
@@ -213,6 +243,9 @@ def reference_value(ref: Reference | None, kind: str, key: str,
         return info
     if ref.problem:
         info["reason"] = ref.problem
+        return info
+    if ref.model is None:  # an eval log (ou_logs gives its values): no model to compute on
+        info["reason"] = f"the reference {ref.given} is an eval log without {kind}"
         return info
     value, source = _cached_value(ref, kind, key)
     if value is not None:

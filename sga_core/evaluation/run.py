@@ -98,7 +98,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     ts = time.time()
     ref_info, key, self_ref = task_reference(kind, reference, model, forget_rows, set_rows,
                                              st, device, progress, options,
-                                             load=load_model_and_tokenizer)
+                                             load=load_model_and_tokenizer,
+                                             row_ids=row_ids)
     timings["reference_s"] = round(time.time() - ts, 3)
 
     ts = time.time()

@@ -30,12 +30,21 @@ from sga_core.evaluation.text import (
 def task_reference(kind: str, reference: str | None, model: str, forget_rows: list[dict],
                    set_rows: dict[str, list[dict]], st: EvalSettings, device: str,
                    progress: Progress, options: dict, *,
-                   load: Callable) -> tuple[dict, str, bool]:
+                   load: Callable, row_ids: dict | None = None) -> tuple[dict, str, bool]:
     """The retain reference's value for this evaluation: ``(info, cache key, self)``, where
     ``self`` says the evaluated model is the reference itself; ``load(spec, dtype=, device=)``
-    loads the reference model when its value must be computed."""
+    loads the reference model when its value must be computed. A published eval log as the
+    reference gives its value for the evaluated rows (``row_ids``: their own indices where
+    ``eval.max_rows`` kept a subset; :mod:`~sga_core.evaluation.ou_logs`)."""
     ref = resolve_reference(reference)
     self_ref = is_same_model(ref, model)
+    if ref is not None and ref.logs is not None:  # a published eval log: its values, no model
+        from sga_core.evaluation.ou_logs import logs_reference
+
+        key = task_reference(kind, None, model, forget_rows, set_rows, st, device, progress,
+                             options, load=load)[1]  # no reference: nothing is loaded
+        return (logs_reference(ref, kind, options, forget_rows, set_rows, row_ids), key,
+                False)
 
     if kind == "qa":
         extra = {k: v for k, v in (("prompt_format", st.prompt_format),

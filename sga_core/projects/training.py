@@ -10,6 +10,7 @@ from pathlib import Path
 from sga_core.config import ConfigError, TrainConfig
 from sga_core.fileio import remove_dir
 from sga_core.model.loading import is_model_folder
+from sga_core.projects import published
 from sga_core.projects.project import Project
 from sga_core.runs import prepared_ids
 from sga_core.runs.folder import RunFolder, runs_root
@@ -24,7 +25,11 @@ def reference_run_id(project: Project) -> str:
 
 
 def prepared_model(project: Project, root=None) -> Path | None:
-    """The project's prepared original model folder, if ``prepare`` has produced it."""
+    """The project's original model folder: its published Original when it names one
+    (:mod:`~sga_core.projects.published`; None while that cannot be used), else the one
+    ``prepare`` has produced, if any."""
+    if published.named(project).get("original"):
+        return published.published_original(project)
     path = RunFolder.of(original_run_id(project), root).model_dir
     return path if is_model_folder(path) else None
 
@@ -35,7 +40,8 @@ def pending_model(project: Project, root=None) -> Path | None:
     from sga_core.runs.status import effective_run
 
     run_dir = runs_root(root) / original_run_id(project)
-    if prepared_model(project, root) or not run_dir.exists():
+    if published.named(project).get("original") or prepared_model(project, root) or \
+            not run_dir.exists():
         return None
     state = effective_run(run_dir).get("state")
     return RunFolder(run_dir).model_dir if state in ("queued", "running") else None
@@ -58,6 +64,12 @@ def cancel_prepare(project: Project, root=None) -> list[str]:
 
 
 def prepared_reference(project: Project, root=None) -> Path | None:
+    """The project's retain reference: its published eval log or Retained model when it
+    names one (:func:`~sga_core.projects.published.published_reference`), else Prepare's
+    retain-reference run once it has its model."""
+    names = published.named(project)
+    if names.get("reference_logs") or names.get("retained"):
+        return published.published_reference(project)
     run = RunFolder.of(reference_run_id(project), root)
     return run.path if run.has_model() else None
 
@@ -206,7 +218,9 @@ def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
     """Evaluation settings for a project's runs: its extra sets, its retain reference and its
     evaluation protocol (an imported benchmark's own; the demo's otherwise)."""
     ref = prepared_reference(project, root)
-    if ref is None and (runs_root(root) / reference_run_id(project)).exists():
+    names = published.named(project)
+    if ref is None and not (names.get("reference_logs") or names.get("retained")) and \
+            (runs_root(root) / reference_run_id(project)).exists():
         ref = runs_root(root) / reference_run_id(project)  # queued or training: used later
     return {"enabled": enabled, "reference": str(ref) if ref else None,
             "sets": {name: str(path) for name, path in project.eval_sets().items()},

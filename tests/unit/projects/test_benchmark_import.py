@@ -130,6 +130,8 @@ def test_cli_import_prints_the_project_and_the_next_step(tmp_path, tofu_folder, 
                str(tmp_path), "--name", "t10"])
     out = capsys.readouterr().out
     assert rc == 0 and "project t10" in out and "--eval-protocol tofu" in out
+    assert ("project set-models t10 --original open-unlearning/tofu_Llama-3.2-1B-Instruct_full"
+            " --retained open-unlearning/tofu_Llama-3.2-1B-Instruct_retain90") in out
     rc = main(["import", "muse-news", "--workspace", str(tmp_path / "empty")])
     assert rc == 2
     assert "muse-bench/MUSE-News" in capsys.readouterr().err
