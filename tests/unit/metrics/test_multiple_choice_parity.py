@@ -1,5 +1,5 @@
-"""Multiple-choice accuracy against lm-evaluation-harness (docs/spec.md#49-multiple-choice-
-accuracy-wmdp-mmlu): the workbench's own scorer (:mod:`sga_core.metrics.multiple_choice`,
+"""Multiple-choice accuracy against lm-evaluation-harness (docs/spec.md, 4.11): the
+workbench's own scorer (:mod:`sga_core.metrics.multiple_choice`,
 :mod:`sga_core.evaluation.choices`) and lm-eval's ``wmdp_bio`` / ``wmdp_cyber`` /
 ``mmlu_anatomy`` tasks on the same rows and the same tiny model: the same prompts byte for
 byte, the same log-likelihoods (to 1e-4), the same choice per row, the same accuracy.
