@@ -204,16 +204,24 @@ def load_set(project_kind: str, name: str, path: str | Path,
     and for the kind its name needs (multiple-choice rows are welcome in a project of either
     kind); DataError (file, row, field) otherwise."""
     kind = set_kind(project_kind, name)
-    if kind == "qa":
-        from sga_core.data import DataError
-
-        try:
-            ds = load_dataset(path, field_map=field_map)
-        except DataError:
-            ds = None
-        if ds is not None and ds.kind == "mc":
-            return ds
+    if kind == "qa" and _has_choices(path, field_map):
+        kind = "mc"
     return load_dataset(path, kind=kind, field_map=field_map)
+
+
+def _has_choices(path, field_map: dict[str, str] | None) -> bool:
+    """Whether a file's first record has ``choices`` (or a field mapped to it): its rows
+    are multiple-choice rows, checked as such."""
+    from sga_core.data import DataError
+    from sga_core.data.loaders import load_records
+
+    if "choices" in (field_map or {}).values():
+        return True
+    try:
+        records = load_records(path)
+    except DataError:
+        return False  # the loader says what is wrong with the file
+    return bool(records) and isinstance(records[0], dict) and "choices" in records[0]
 
 
 @functools.lru_cache(maxsize=128)

@@ -60,3 +60,26 @@ def test_an_mmlu_set_in_a_qa_project_is_scored_beside_tofus_metrics(tiny_model_d
     assert m["mmlu_accuracy"]["value"] == pytest.approx(
         expected(tiny_model_dir, "mmlu", MMLU), abs=1e-12)
     assert "mmlu_rouge" not in m and "forget_rouge" in m
+
+
+def test_a_qa_project_takes_an_mmlu_set_and_says_what_it_is_for(tmp_path):
+    import json
+
+    from sga_core.data import DataError
+    from sga_core.projects.create import create_project
+
+    forget = tmp_path / "forget.jsonl"
+    forget.write_text(json.dumps({"question": "Who?", "answer": "Them."}) + "\n")
+    mmlu = tmp_path / "mmlu.jsonl"
+    mmlu.write_text("".join(json.dumps(r) + "\n" for r in MMLU))
+    p = create_project("qa", forget, root=tmp_path / "ws")
+    info = p.add_eval_set("mmlu", mmlu)
+    assert info["kind"] == "mc" and info["role"] == "multiple-choice"
+    assert "mmlu_accuracy" in info["what"]
+    with pytest.raises(DataError, match="evaluation set, not forget data"):
+        create_project("mc", mmlu, root=tmp_path / "ws")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**MMLU[0], "answer": "B"}) + "\n")
+    with pytest.raises(DataError, match="index of the right choice"):
+        p.add_eval_set("bad", bad)
+    assert set(p.eval_sets()) == {"mmlu"}  # the refused set was not saved
