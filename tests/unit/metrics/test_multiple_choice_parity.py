@@ -170,7 +170,10 @@ def test_the_scorer_matches_the_ported_loglikelihoods_choices_and_accuracy(loade
     print(f"max |log-likelihood difference| against the port: {worst:.2e}")
 
 
-def test_the_scorer_matches_lm_eval_itself(loaded, ours, tmp_path, monkeypatch):
+def lm_eval_gap(model, tok, ours: dict, tmp_path, monkeypatch) -> float:
+    """Run the installed lm-eval's own task YAML (its dataset pointed at the fixture rows)
+    on ``model``; check prompts, choices and accuracies against ``ours`` (the scorer's
+    log-likelihoods); return the largest log-likelihood difference."""
     lm_eval = pytest.importorskip("lm_eval")
     from pathlib import Path
 
@@ -179,7 +182,6 @@ def test_the_scorer_matches_lm_eval_itself(loaded, ours, tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    model, tok, _ = loaded
     configs = []
     for name, rows in ROWS.items():
         data = tmp_path / f"{name}.jsonl"
@@ -206,8 +208,28 @@ def test_the_scorer_matches_lm_eval_itself(loaded, ours, tmp_path, monkeypatch):
             assert float(s["acc"]) == (1.0 if mc.argmax(got) == doc["answer"] else 0.0)
         acc = mc.accuracy(ours[name], [r["answer"] for r in rows], name).value
         assert acc == pytest.approx(res["results"][f"fixture_{name}"]["acc,none"], abs=1e-12)
+    return worst
+
+
+def test_the_scorer_matches_lm_eval_itself(loaded, ours, tmp_path, monkeypatch):
+    model, tok, _ = loaded
+    worst = lm_eval_gap(model, tok, ours, tmp_path, monkeypatch)
     assert worst < TOL, worst
     print(f"max |log-likelihood difference| against lm-eval: {worst:.2e}")
+
+
+@pytest.mark.slow
+def test_the_scorer_matches_lm_eval_on_smollm2(tmp_path, monkeypatch):
+    """The same on the embedded SmolLM2-135M: a real tokenizer and a trained model."""
+    from sga_core.evaluation.run import load_model_and_tokenizer
+    from sga_core.model.encoding import Encoder
+
+    model, tok = load_model_and_tokenizer("embedded:smollm2")
+    ours = {name: choice_loglikelihoods(model, Encoder(tok), name, rows, batch_size=4)
+            for name, rows in ROWS.items()}
+    worst = lm_eval_gap(model, tok, ours, tmp_path, monkeypatch)
+    assert worst < TOL, worst
+    print(f"SmolLM2: max |log-likelihood difference| against lm-eval: {worst:.2e}")
 
 
 def test_accuracy_takes_the_first_of_tied_choices_as_numpy_does():
