@@ -75,6 +75,7 @@ class Protocol:
     stop_strings: tuple[str, ...] = ()  # KnowMem answers are cut at these (MUSE)
     completion_new_tokens: int = 400  # copyright completions (FLAT)
     lm_eval_tasks: tuple[str, ...] = ()  # utility through lm-evaluation-harness
+    multiple_choice: bool = False  # scores multiple-choice sets, not MUSE's text metrics
 
     def settings(self) -> dict:
         """The protocol as a plain dict (written into summary.json)."""
@@ -82,6 +83,10 @@ class Protocol:
 
     def summary(self) -> str:
         """Its settings in one line (the Data and Train pages, ``project show``)."""
+        if self.multiple_choice:
+            return (f"accuracy on the multiple-choice sets (lm-eval's zero-shot prompts, each "
+                    f"choice's log-likelihood); texts up to {self.max_length} tokens; "
+                    f"perplexity of {self.max_retain_rows or 'every'} retain rows")
         parts = [f"{self.qa_new_tokens} new tokens per QA answer",
                  f"{self.max_retain_rows} retain rows" if self.max_retain_rows else
                  "every retain row",
@@ -161,7 +166,7 @@ register_protocol(Protocol(
     "WMDP (Li et al. 2024) as lm-evaluation-harness scores it (lm_eval/tasks/wmdp, "
     "mmlu/default: zero-shot multiple choice, acc) and open-unlearning evaluates it "
     "(configs/experiment/eval/wmdp: wmdp_<split> and mmlu)",
-    max_retain_rows=100, max_length=512))
+    max_retain_rows=100, max_length=512, multiple_choice=True))
 
 # ------------------------------------------------------------------ set roles -------------
 @dataclass(frozen=True)
