@@ -13,9 +13,12 @@ log-likelihood of each choice's continuation after the prompt, as lm-evaluation-
   ``n_positions``, ``max_position_embeddings`` or ``n_ctx`` of its config, else the
   tokenizer's ``model_max_length``, else 2048).
 
-One difference: a prompt longer than the model's length keeps its last ``max_length`` tokens
-here, ``max_length + 1`` there (the last of them only a target); none for any prompt that
-fits. torch is imported inside the forward module only.
+As lm-eval (``Collator`` ``group_by="contexts"``, its one-token continuation cache), the
+choices " A" ... " D" of a row, one token each after the same context, come from one forward
+of the context; other continuations get a forward each. One difference: a prompt longer than
+the model's length keeps its last ``max_length`` tokens here, ``max_length + 1`` there (the
+last of them only a target); none for any prompt that fits. torch is imported inside the
+functions only.
 """
 
 from __future__ import annotations
@@ -64,33 +67,69 @@ def encode_pair(tok, context: str, continuation: str) -> tuple[list[int], list[i
     return ctx, whole[len(ctx):]
 
 
+def _tail_logprobs(ids: list[int]):
+    """A ``per_sequence`` reduce: per sequence, the log-softmax of its one scored position
+    at the token ids ``ids`` (lm-eval's one-token continuation cache: the choices " A" ...
+    " D" share one forward of their context)."""
+    def reduce(res) -> list:
+        import torch
+
+        want = torch.tensor(ids, dtype=torch.long)
+        out: list = [None] * res.shape[0]
+        rows = res.rows.cpu().tolist()
+        for s, e, lg in res.chunks():
+            lp = torch.log_softmax(lg.float(), dim=-1)[:, want.to(lg.device)].cpu().tolist()
+            for k in range(e - s):
+                out[rows[s + k]] = lp[k]
+        return out
+    return reduce
+
+
 def choice_loglikelihoods(model, enc, set_name: str, rows: list[dict], device="cpu",
-                          batch_size: int = 16, progress: Progress = None
-                          ) -> list[list[float]]:
+                          batch_size: int = 16, progress: Progress = None,
+                          share: bool = True) -> list[list[float]]:
     """Per row, the log-likelihood of each choice's continuation after its prompt
-    (:func:`~sga_core.metrics.multiple_choice.prompt` of ``set_name``), in choice order."""
+    (:func:`~sga_core.metrics.multiple_choice.prompt` of ``set_name``), in choice order.
+    A row whose continuations are one token each after the same context tokens (" A" ...
+    " D" after "Answer:") is scored in one forward of its context, as lm-eval's
+    one-token continuation cache does; any other row (every row: ``share`` False), one
+    forward per choice."""
     from sga_core.evaluation.inputs import counter
     from sga_core.model.encoding import IGNORE
     from sga_core.model.encoding import Sequence as TokSeq
-    from sga_core.model.forward import sequence_logprobs
+    from sga_core.model.forward import per_sequence, sequence_logprobs
 
     tok = enc.tok
     limit = model_max_length(model, tok)
-    seqs, owner = [], []
-    for i, row in enumerate(rows):
-        context = mc.prompt(set_name, row)
-        for cont in mc.continuations(row):
-            ctx, tail = encode_pair(tok, context, cont)
-            ids = (ctx + tail)[-limit:]
-            labels = [IGNORE] * (len(ids) - len(tail)) + tail
-            seqs.append(TokSeq(ids, labels, role="eval"))
+    pairs = [[encode_pair(tok, mc.prompt(set_name, r), c) for c in mc.continuations(r)]
+             for r in rows]
+    shared = [share and all(ctx == p[0][0] and len(tail) == 1 for ctx, tail in p)
+              for p in pairs]
+    ids = sorted({tail[0] for p, one in zip(pairs, shared) if one for _, tail in p})
+    seqs, owner = [], []  # one sequence per shared row, else one per choice
+    for i, p in enumerate(pairs):
+        for ctx, tail in (p[:1] if shared[i] else p):
+            full = (ctx + tail)[-limit:]
+            seqs.append(TokSeq(full, [IGNORE] * (len(full) - len(tail)) + tail, role="eval"))
             owner.append(i)
-    lps = sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
-                            on_batch=counter(progress, f"scoring {set_name} choices",
-                                             len(seqs)))
+    stage = counter(progress, f"scoring {set_name} choices", len(seqs))
+    one = [k for k, i in enumerate(owner) if shared[i]]
+    many = [k for k, i in enumerate(owner) if not shared[i]]
+    got: dict[int, list] = {}
+    if one:
+        vals = per_sequence(model, [seqs[k] for k in one], enc.pad_id, _tail_logprobs(ids),
+                            device, batch_size, on_batch=stage)
+        got.update(zip(one, vals))
+    if many:
+        got.update(zip(many, sequence_logprobs(model, [seqs[k] for k in many], enc.pad_id,
+                                               device, batch_size, on_batch=stage)))
     out: list[list[float]] = [[] for _ in rows]
-    for i, lp in zip(owner, lps):
-        out[i].append(float(sum(lp)))
+    at = {t: j for j, t in enumerate(ids)}
+    for k, i in enumerate(owner):
+        if shared[i]:
+            out[i] = [float(got[k][at[tail[0]]]) for _, tail in pairs[i]]
+        else:
+            out[i].append(float(sum(got[k])))
     return out
 
 

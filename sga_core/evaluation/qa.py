@@ -116,7 +116,7 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
 
 
 def _sample_base(d: SetData, j: int) -> dict:
-    if is_mc_rows(d.rows):  # multiple choice: the right choice and the model's
+    if d.choice_lls is not None:  # multiple choice: the right choice and the model's
         got = sample_fields(d, j)
         return {"set": d.name, "index": d.indices[j], "question": d.rows[j]["question"],
                 "answer": got["reference"], "generated": got.get("generated")}

@@ -253,7 +253,7 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
 
 def _sample_base(d: SetData, j: int) -> dict:
     base = {"set": d.name, "index": d.indices[j]}
-    if is_mc_rows(d.rows):
+    if d.choice_lls is not None:  # multiple choice (scored by fill_choices)
         return base | sample_fields(d, j)
     if d.logprobs is not None and j < len(d.logprobs):
         base["scored_tokens"] = len(numbers(d.logprobs[j]))

@@ -153,8 +153,15 @@ def test_the_prompts_are_lm_evals_byte_for_byte(set_name):
         assert [(mc.prompt(set_name, doc), c) for c in mc.continuations(doc)] == want
 
 
-def test_the_scorer_matches_the_ported_loglikelihoods_choices_and_accuracy(loaded, ours):
-    model, tok, _ = loaded
+@pytest.mark.parametrize("share", [True, False])
+def test_the_scorer_matches_the_ported_loglikelihoods_choices_and_accuracy(loaded, ours,
+                                                                           share):
+    """``share``: the one-forward-per-row path (one-token continuations after one context,
+    lm-eval's cache) and the one-forward-per-choice path (any other continuation)."""
+    model, tok, enc = loaded
+    if not share:
+        ours = {name: choice_loglikelihoods(model, enc, name, rows, batch_size=3, share=False)
+                for name, rows in ROWS.items()}
     worst = 0.0
     for name, rows in ROWS.items():
         accs = []
