@@ -40,7 +40,7 @@ from sga_core.metrics.context import (
     MetricInputs,
     SetData,
 )
-from sga_core.metrics.multiple_choice import is_mc_rows
+from sga_core.metrics.multiple_choice import PROTOCOL_SETS, is_mc_rows
 
 QA_INPUT_KEYS = ("set", "index", "question", "answer", "generated", "nll_answer",
                  "nll_paraphrased", "nll_perturbed")
@@ -74,6 +74,8 @@ def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
 
 def absent(name: str) -> str:
     """Why a QA set's metrics cannot be computed when the set has no rows."""
+    if name in PROTOCOL_SETS:
+        return f"no {name} set (eval.sets.{name})"
     return {"forget": "no forget rows",
             "retain": "no retain rows (data.retain)"}.get(name, f"eval set {name!r} is empty")
 

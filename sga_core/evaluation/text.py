@@ -48,7 +48,7 @@ from sga_core.metrics.context import (
     MetricInputs,
     SetData,
 )
-from sga_core.metrics.multiple_choice import is_mc_rows
+from sga_core.metrics.multiple_choice import PROTOCOL_SETS, is_mc_rows
 from sga_core.metrics.result import numbers
 from sga_core.protocols import ICL_SUFFIX, SET_ROLES
 
@@ -164,7 +164,7 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
 
 def absent(name: str) -> str:
     """Why a text set's metrics cannot be computed when the set has no rows."""
-    if name in TEXT_SETS:
+    if name in TEXT_SETS or name in PROTOCOL_SETS:
         return f"no {name} set (eval.sets.{name})"
     return {"forget": "no forget rows",
             "retain": "no retain rows (data.retain)"}.get(name, f"{name} is empty")

@@ -36,6 +36,8 @@ TARGET_DELIMITER = " "  # lm-eval TaskConfig.target_delimiter
 WMDP_SUBJECTS = {"wmdp_bio": "biology", "wmdp_cyber": "cybersecurity",
                  "wmdp_chem": "chemistry"}
 DESCRIPTION = "The following are multiple choice questions (with answers) about {}.\n\n"
+#: the multiple-choice sets the WMDP protocol reads by name (its Results columns)
+PROTOCOL_SETS = (*WMDP_SUBJECTS, "mmlu")
 
 
 def is_mc_row(row) -> bool:

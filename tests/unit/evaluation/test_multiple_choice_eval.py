@@ -39,7 +39,8 @@ def test_a_wmdp_project_reports_wmdp_and_mmlu_accuracy(tiny_model_dir, tmp_path)
         expected(tiny_model_dir, "wmdp_bio", BIO), abs=1e-12)
     assert m["mmlu_accuracy"]["value"] == pytest.approx(
         expected(tiny_model_dir, "mmlu", MMLU), abs=1e-12)
-    assert m["wmdp_cyber_accuracy"]["value"] is None  # no wmdp_cyber set
+    assert m["wmdp_cyber_accuracy"]["value"] is None
+    assert m["wmdp_cyber_accuracy"]["reason"] == "no wmdp_cyber set (eval.sets.wmdp_cyber)"
     # WMDP's protocol scores questions, not MUSE's memorisation: no VerbMem, no MIA
     assert not {"forget_verbmem", "mia_auc", "privleak"} & set(m)
     assert "mmlu_accuracy" in [c.name for c in table_columns(TEXT, ["wmdp"])]
