@@ -90,15 +90,19 @@ def _load(src: Source, folder, online: bool) -> Loaded:
 
 
 def _text_rows(loaded: list[tuple[Source, Loaded]]) -> list[dict]:
-    """The texts of the corpora, one after the other, as text rows (any length)."""
+    """The texts of the corpora, one after the other, as text rows (any length); a corpus
+    without one ``text`` is a DataError naming its file."""
+    from sga_core.data.errors import DataError
     from sga_core.data.long_text import read_long_records
 
     rows = []
     for _src, got in loaded:
-        for r in read_long_records(got.path, got.label):
-            text = r.get("text")
-            if isinstance(text, str) and text.strip():
-                rows.append({"text": text})
+        texts = [r["text"] for r in read_long_records(got.path, got.label)
+                 if isinstance(r.get("text"), str) and r["text"].strip()]
+        if not texts:
+            raise DataError("no rows with a 'text' field (WMDP's corpora are {\"text\": ...} "
+                            "rows)", got.label)
+        rows += [{"text": t} for t in texts]
     return rows
 
 
@@ -180,12 +184,4 @@ def import_wmdp(name: str | None, *, subset: str = "cyber", folder=None, online:
         got.cleanup()
 
 
-def folder_names() -> list[str]:
-    """The file names a WMDP folder may hold (for the docs and messages)."""
-    srcs = [corpus(s, w) for s in ("bio", "cyber") for w in ("forget", "retain")]
-    return [f"{s.config}.jsonl" for s in srcs] + [f"{s.config}/{s.split}.jsonl (or the hub's "
-                                                   f"{s.config}/{s.split}-*.parquet)"
-                                                   for s in question_sources()]
-
-
-__all__ = ["CHUNK_TOKENS", "SUBSETS", "folder_names", "import_wmdp"]
+__all__ = ["CHUNK_TOKENS", "SUBSETS", "import_wmdp"]

@@ -146,3 +146,10 @@ def test_a_bad_question_row_names_its_file_row_and_field(folder, tmp_path):
     assert "wmdp-cyber/test-00000-of-00001.parquet" in str(err.value)
     assert "answer" in str(err.value) and "not one of the 4 choices" in str(err.value)
     assert not (tmp_path / "ws" / "wmdp-cyber").exists()
+
+
+def test_a_corpus_without_texts_is_refused_naming_it(folder, tmp_path):
+    _jsonl(folder / "cyber-retain-corpus.jsonl", [{"content": "not the published field"}])
+    with pytest.raises(DataError, match="cyber-retain-corpus.jsonl.*'text'"):
+        import_wmdp(None, folder=folder, root=tmp_path / "ws")
+    assert not (tmp_path / "ws" / "wmdp-cyber").exists()
