@@ -15,6 +15,11 @@ KnowMem, text lengths, utility tasks), each following a benchmark's own code.
   ``"\\nQuestion"``, ``"Question:"``; VerbMem with 128 new tokens against the first 128
   ground-truth tokens; ROUGE without stemming (``metrics/logger.py``); texts up to 2048
   tokens (open-unlearning's ``MUSE_*`` datasets); PrivLeak in MUSE's convention.
+- ``wmdp``: WMDP (hazardous knowledge) as lm-evaluation-harness scores it: accuracy on the
+  ``wmdp_bio`` / ``wmdp_cyber`` / ``wmdp_chem`` multiple-choice sets (forget quality: lower
+  is better, chance 0.25) and on ``mmlu`` (utility), each choice's log-likelihood after
+  lm-eval's prompt (:mod:`sga_core.metrics.multiple_choice`); texts up to 512 tokens
+  (open-unlearning's ``WMDP_*`` datasets), perplexity of 100 retain texts; no MUSE metrics.
 - ``copyright``: the Harry Potter task as FLAT runs it (UCSC-REAL/FLAT ``evaluate.py``):
   greedy completions of the book's prompts (600 tokens in all: 400 new ones after FLAT's
   200-token prompts), BLEU (sacrebleu) and ROUGE-L recall, the FQ gap against the retained
@@ -70,6 +75,7 @@ class Protocol:
     stop_strings: tuple[str, ...] = ()  # KnowMem answers are cut at these (MUSE)
     completion_new_tokens: int = 400  # copyright completions (FLAT)
     lm_eval_tasks: tuple[str, ...] = ()  # utility through lm-evaluation-harness
+    multiple_choice: bool = False  # scores multiple-choice sets, not MUSE's text metrics
 
     def settings(self) -> dict:
         """The protocol as a plain dict (written into summary.json)."""
@@ -77,6 +83,10 @@ class Protocol:
 
     def summary(self) -> str:
         """Its settings in one line (the Data and Train pages, ``project show``)."""
+        if self.multiple_choice:
+            return (f"accuracy on the multiple-choice sets (lm-eval's zero-shot prompts, each "
+                    f"choice's log-likelihood); texts up to {self.max_length} tokens; "
+                    f"perplexity of {self.max_retain_rows or 'every'} retain rows")
         parts = [f"{self.qa_new_tokens} new tokens per QA answer",
                  f"{self.max_retain_rows} retain rows" if self.max_retain_rows else
                  "every retain row",
@@ -151,6 +161,12 @@ register_protocol(Protocol(
     "FLAT (Wang et al. 2025) evaluate.py: eval_leakage_rate, eval_ppl, eval_few_shots",
     max_retain_rows=0, max_length=1024, completion_new_tokens=400,
     lm_eval_tasks=(WIKITEXT_TASK, *ZERO_SHOT_TASKS)))
+register_protocol(Protocol(
+    "wmdp", "WMDP protocol",
+    "WMDP (Li et al. 2024) as lm-evaluation-harness scores it (lm_eval/tasks/wmdp, "
+    "mmlu/default: zero-shot multiple choice, acc) and open-unlearning evaluates it "
+    "(configs/experiment/eval/wmdp: wmdp_<split> and mmlu)",
+    max_retain_rows=100, max_length=512, multiple_choice=True))
 
 # ------------------------------------------------------------------ set roles -------------
 @dataclass(frozen=True)
@@ -262,6 +278,15 @@ DEVIATIONS: tuple[tuple[str, str, str, str], ...] = (
      "no second model load, no second process", "none on the numbers"),
     ("copyright", "the zero-shot average is the mean 'acc' over the tasks that report one "
                   "(FLAT's get_average_acc skips truthfulqa_gen likewise)", "as FLAT", "none"),
+    ("wmdp", "the multiple-choice sets are scored by the workbench's own scorer matched to "
+             "lm-eval's wmdp_* and mmlu tasks (the same prompts, continuations, "
+             "log-likelihoods and acc), not by lm-eval itself",
+     "lm-eval is optional, and its tasks load their datasets from the hub; the scorer reads "
+     "the project's own sets", "none: tests/unit/metrics/test_multiple_choice_parity.py "
+                                "compares both on the same rows (log-likelihoods to 1e-4)"),
+    ("wmdp", "a prompt longer than the model's context keeps its last max_length tokens; "
+             "lm-eval keeps max_length + 1 of them (the last only a target)",
+     "one forward never exceeds the model's context", "none for a prompt that fits"),
 )
 
 

@@ -33,7 +33,7 @@ __all__ = ["DATASET_KINDS", "SUPPORTED_EXTENSIONS", "DataError", "Dataset", "Pat
            "detect_kind", "file_rows_hash", "load_dataset", "load_qa", "load_records",
            "load_text", "rows_hash", "write_dataset"]
 
-DATASET_KINDS = ("qa", "text")
+DATASET_KINDS = ("qa", "text", "mc")  # mc: multiple-choice rows (evaluation sets only)
 
 
 def load_records(path: PathLike) -> list[dict[str, Any]]:
@@ -118,6 +118,34 @@ def _validate_qa(rec: dict[str, Any], file: str | None, row: int | None) -> dict
     return out
 
 
+def _validate_mc(rec: dict[str, Any], file: str | None, row: int | None) -> dict[str, Any]:
+    """A multiple-choice row as ``cais/wmdp`` and ``cais/mmlu`` publish them: ``question``,
+    ``choices`` (2 to 26 strings) and ``answer``, the index of the right choice (an integer,
+    or its digits in a CSV cell)."""
+    out = dict(rec)
+    _required_str(out, "question", file, row)
+    if out.get("choices") is None:
+        raise DataError("missing required field", file, row, "choices")
+    choices = _str_list(out["choices"], file, row, "choices")
+    if not 2 <= len(choices) <= 26:
+        raise DataError(f"expected 2 to 26 choices, got {len(choices)}", file, row, "choices")
+    answer = out.get("answer")
+    if isinstance(answer, str) and answer.strip().isdigit():
+        answer = int(answer.strip())
+    if isinstance(answer, float) and answer.is_integer():
+        answer = int(answer)
+    if answer is None:
+        raise DataError("missing required field", file, row, "answer")
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        raise DataError(f"expected the index of the right choice (an integer), got "
+                        f"{_type_name(answer)}", file, row, "answer")
+    if not 0 <= answer < len(choices):
+        raise DataError(f"the index {answer} is not one of the {len(choices)} choices "
+                        f"(0 to {len(choices) - 1})", file, row, "answer")
+    _optional_str(out, "subject", file, row)
+    return out | {"choices": choices, "answer": answer}
+
+
 def _validate_text(rec: dict[str, Any], file: str | None, row: int | None) -> dict[str, Any]:
     out = dict(rec)
     cont_key = "continuation" if out.get("continuation") is not None else "gt"
@@ -174,6 +202,8 @@ def detect_kind(records: Sequence[dict[str, Any]], file: str | None = None) -> s
     first = records[0]
     if not isinstance(first, dict):
         raise DataError(f"expected an object (record), got {_type_name(first)}", file, 1)
+    if "question" in first and "choices" in first:
+        return "mc"
     if "question" in first and "answer" in first:
         return "qa"
     if "text" in first or ("prompt" in first and ("continuation" in first or "gt" in first)):
@@ -194,17 +224,18 @@ def detect_kind(records: Sequence[dict[str, Any]], file: str | None = None) -> s
 
 def load_dataset(path: PathLike, kind: str = "auto",
                  field_map: dict[str, str] | None = None) -> Dataset:
-    """Load a QA or text dataset; ``kind`` is ``"auto"``, ``"qa"`` or ``"text"``.
+    """Load a QA, text or multiple-choice dataset; ``kind`` is ``"auto"``, ``"qa"``,
+    ``"text"`` or ``"mc"``.
     ``field_map`` renames the file's fields first (``{"prompt": "question"}``,
     :mod:`sga_core.data.mapping`); errors then name the file's own field."""
     if kind not in ("auto", *DATASET_KINDS):
-        raise ValueError(f"kind must be 'auto', 'qa' or 'text', not {kind!r}")
+        raise ValueError(f"kind must be 'auto', 'qa', 'text' or 'mc', not {kind!r}")
     raw = read_raw(path)
     try:
         records = apply_map(raw.records, field_map, raw.file, raw.rows)
         if kind == "auto":
             kind = detect_kind(records, raw.file)
-        check = _validate_qa if kind == "qa" else _validate_text
+        check = {"qa": _validate_qa, "mc": _validate_mc}.get(kind, _validate_text)
         rows = [check(rec, raw.file, row) for rec, row in zip(records, raw.rows)]
     except DataError as exc:
         raise translate(exc.with_file(raw.file), field_map) from None

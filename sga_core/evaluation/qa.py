@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import partial
 
+from sga_core.evaluation.choices import fill_choices, sample_fields
 from sga_core.evaluation.common import (
     EvalError,
     Progress,
@@ -39,6 +40,7 @@ from sga_core.metrics.context import (
     MetricInputs,
     SetData,
 )
+from sga_core.metrics.multiple_choice import PROTOCOL_SETS, is_mc_rows
 
 QA_INPUT_KEYS = ("set", "index", "question", "answer", "generated", "nll_answer",
                  "nll_paraphrased", "nll_perturbed")
@@ -72,6 +74,8 @@ def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
 
 def absent(name: str) -> str:
     """Why a QA set's metrics cannot be computed when the set has no rows."""
+    if name in PROTOCOL_SETS:
+        return f"no {name} set (eval.sets.{name})"
     return {"forget": "no forget rows",
             "retain": "no retain rows (data.retain)"}.get(name, f"eval set {name!r} is empty")
 
@@ -109,10 +113,15 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     timings["token_hits_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))
+    timings.update(fill_choices(model, enc, sets, instances, batch_size, device, progress))
     return timings
 
 
 def _sample_base(d: SetData, j: int) -> dict:
+    if d.choice_lls is not None:  # multiple choice: the right choice and the model's
+        got = sample_fields(d, j)
+        return {"set": d.name, "index": d.indices[j], "question": d.rows[j]["question"],
+                "answer": got["reference"], "generated": got.get("generated")}
     row, sc = d.rows[j], (d.nlls[j] if d.nlls else {})
     return {"set": d.name, "index": d.indices[j], "question": row["question"],
             "answer": row["answer"], "generated": d.generated[j] if d.generated else None,
@@ -147,9 +156,11 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     options = dict(options or {})
     tasks, extra = utility_tasks(options)
     data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows, tasks, row_ids)
+    mc_sets = [n for n, d in data.items() if n not in RESERVED and is_mc_rows(d.rows)]
     results, summary, per_sample = evaluate_catalog(
-        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED + (UTILITY_SET,)],
-                         lm_tasks=extra, protocol=options.get("name")),
+        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED + (UTILITY_SET,)
+                                      and n not in mc_sets],
+                         lm_tasks=extra, protocol=options.get("name"), mc_sets=mc_sets),
         partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
                 batch_size=batch_size, device=device, progress=progress, options=options),
         absent, QA_INPUT_KEYS, _sample_base, retain_rows=retain_rows,

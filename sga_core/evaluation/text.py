@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import partial
 
+from sga_core.evaluation.choices import fill_choices, sample_fields
 from sga_core.evaluation.common import (
     EvalError,
     Progress,
@@ -47,6 +48,7 @@ from sga_core.metrics.context import (
     MetricInputs,
     SetData,
 )
+from sga_core.metrics.multiple_choice import PROTOCOL_SETS, is_mc_rows
 from sga_core.metrics.result import numbers
 from sga_core.protocols import ICL_SUFFIX, SET_ROLES
 
@@ -147,6 +149,8 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
         if name == "holdout" or not rows:
             continue
         out[name] = SetData(name, rows, own_indices(row_ids, name, len(rows)))
+        if is_mc_rows(rows):  # multiple choice: its accuracy (catalog EACH_MC_SET)
+            continue
         if is_qa_rows(rows):
             if name not in TEXT_SETS:
                 extra_qa.append(name)
@@ -160,7 +164,7 @@ def text_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
 
 def absent(name: str) -> str:
     """Why a text set's metrics cannot be computed when the set has no rows."""
-    if name in TEXT_SETS:
+    if name in TEXT_SETS or name in PROTOCOL_SETS:
         return f"no {name} set (eval.sets.{name})"
     return {"forget": "no forget rows",
             "retain": "no retain rows (data.retain)"}.get(name, f"{name} is empty")
@@ -243,11 +247,14 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                          progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, opt, batch_size, progress))
+    timings.update(fill_choices(model, enc, sets, instances, batch_size, device, progress))
     return timings
 
 
 def _sample_base(d: SetData, j: int) -> dict:
     base = {"set": d.name, "index": d.indices[j]}
+    if d.choice_lls is not None:  # multiple choice (scored by fill_choices)
+        return base | sample_fields(d, j)
     if d.logprobs is not None and j < len(d.logprobs):
         base["scored_tokens"] = len(numbers(d.logprobs[j]))
     made = d.generated if d.generated is not None else d.completions
@@ -286,7 +293,8 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
                                            tasks, row_ids)
     _, summary, per_sample = evaluate_catalog(
         TEXT, data, expand(TEXT, qa_sets=extra_qa, text_sets=extra_text, lm_tasks=extra,
-                           protocol=options.get("name")),
+                           protocol=options.get("name"),
+                           mc_sets=[n for n, d in data.items() if is_mc_rows(d.rows)]),
         partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
                 batch_size=batch_size, device=device, progress=progress,
                 verbmem_new_tokens=verbmem_new_tokens, options=options,

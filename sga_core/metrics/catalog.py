@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 from sga_core.protocols import protocol_names
 
-from . import copyright, memorization, mia, muse, rouge, tofu
+from . import copyright, memorization, mia, multiple_choice, muse, rouge, tofu
 from .context import (
     CANDIDATE_NLLS,
+    CHOICE_LOGLIKS,
     COMPLETIONS,
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
@@ -51,11 +52,15 @@ HIGHER, LOWER, ZERO = "higher", "lower", "zero"  # better when higher / lower / 
 DIRECTIONS = {HIGHER: "higher is better", LOWER: "lower is better", ZERO: "closest to 0 is best"}
 EACH_QA_SET, EACH_TEXT_SET = "*qa", "*text"  # a family's set: each extra QA / text set
 EACH_LM_TASK = "*lm"  # a family's "set": each extra lm-evaluation-harness task
-WILDCARDS = (EACH_QA_SET, EACH_TEXT_SET, EACH_LM_TASK)
+EACH_MC_SET = "*mc"  # a family's set: each multiple-choice set (question, choices, answer)
+WILDCARDS = (EACH_QA_SET, EACH_TEXT_SET, EACH_LM_TASK, EACH_MC_SET)
 PROTOCOL_NAMES = protocol_names()  # every registered evaluation protocol
 # the QA answer metrics (ROUGE of greedy answers) exist under every protocol but the copyright
 # task's, which scores book completions instead
 NOT_COPYRIGHT = tuple(p for p in PROTOCOL_NAMES if p != "copyright")
+# MUSE's text metrics (VerbMem, KnowMem, the attacks, PrivLeak): not under the copyright
+# task's protocol, nor WMDP's, which scores multiple-choice questions instead
+MUSE_TEXT = tuple(p for p in NOT_COPYRIGHT if p != "wmdp")
 
 TOFU = "TOFU, Maini et al. 2024; open-unlearning"
 MUSE = "MUSE, Shi et al. 2024; open-unlearning"
@@ -63,6 +68,9 @@ OU_MEM = "open-unlearning src/evals/metrics/memorization.py"
 OU_MIA = "open-unlearning src/evals/metrics/mia"
 FLAT = "FLAT, Wang et al. 2025, evaluate.py"
 LM_EVAL_REF = "lm-evaluation-harness (EleutherAI) simple_evaluate, in-process HFLM"
+MC_REF = ("lm-evaluation-harness multiple_choice scoring (api/task.py construct_requests, "
+          "process_results acc; HFLM loglikelihood), the workbench's own scorer")
+WMDP = "WMDP, Li et al. 2024; lm-evaluation-harness lm_eval/tasks/wmdp"
 
 
 @dataclass(frozen=True)
@@ -280,7 +288,7 @@ def _attack(attack: str, label: str, about: str, reference: str, needs: str) -> 
                       "memorised; the retain reference's value is the target)",
                       f"{OU_MIA}/{reference} (mia/utils.py mia_auc)", (needs,),
                       _attack_auc(attack), on=("forget", "holdout"),
-                      protocols=NOT_COPYRIGHT)
+                      protocols=MUSE_TEXT)
 
 
 def _privleak(x: MetricInputs) -> MetricResult:
@@ -356,7 +364,7 @@ def _knowmem(name: str, on: str, label: str, direction: str, about: str, ref: st
                       f"KnowMem: ROUGE-L F1 of answers to the questions {about}",
                       f"{MUSE} {ref} (muse_bench metrics/knowmem.py: ICL prompts, stop "
                       "strings)", (GREEDY_ANSWERS,), _rouge_f1, on=(on,), column=column,
-                      sample_key="rouge_l_f1", protocols=NOT_COPYRIGHT)
+                      sample_key="rouge_l_f1", protocols=MUSE_TEXT)
 
 
 def _perplexity_of(set_name: str, label: str, direction: str, what: str,
@@ -366,6 +374,35 @@ def _perplexity_of(set_name: str, label: str, direction: str, what: str,
     return MetricSpec(name, TEXT, label, direction, f"perplexity of {what}",
                       f"{MUSE}-style perplexity", (TOKEN_LOGPROBS,), _perplexity,
                       on=(set_name,), column=column, sample_key="perplexity")
+
+
+def _mc_accuracy(x: MetricInputs) -> MetricResult:
+    d = x.data
+    return multiple_choice.accuracy(d.choice_lls or [], [r["answer"] for r in d.rows], x.name)
+
+
+def _choices(kind: str) -> list[MetricSpec]:
+    """Multiple-choice accuracy: WMDP's sets and MMLU as columns of the WMDP protocol, and
+    any multiple-choice set (``<set>_accuracy``) under every protocol."""
+    def wmdp(part: str, column: int) -> MetricSpec:
+        subject = multiple_choice.WMDP_SUBJECTS[f"wmdp_{part}"]
+        return MetricSpec(f"wmdp_{part}_accuracy", kind, f"WMDP-{part} acc", LOWER,
+                          f"accuracy on WMDP's {subject} questions (hazardous knowledge; "
+                          "chance 0.25, lower = more forgotten)",
+                          f"{WMDP}/wmdp_{part}.yaml (acc); {MC_REF}", (CHOICE_LOGLIKS,),
+                          _mc_accuracy, on=(f"wmdp_{part}",), column=column,
+                          sample_key="mc_correct", protocols=("wmdp",))
+    return [wmdp("bio", 20), wmdp("cyber", 21), wmdp("chem", 22),
+            MetricSpec("mmlu_accuracy", kind, "MMLU acc", HIGHER,
+                       "accuracy on MMLU's questions (general knowledge: utility)",
+                       f"MMLU, Hendrycks et al. 2021; lm-evaluation-harness "
+                       f"lm_eval/tasks/mmlu/default (acc); {MC_REF}", (CHOICE_LOGLIKS,),
+                       _mc_accuracy, on=("mmlu",), column=23, sample_key="mc_correct",
+                       protocols=("wmdp",)),
+            MetricSpec("{set}_accuracy", kind, "{set} acc", HIGHER,
+                       "accuracy on a multiple-choice set (question, choices, answer)",
+                       MC_REF, (CHOICE_LOGLIKS,), _mc_accuracy, on=(EACH_MC_SET,),
+                       sample_key="mc_correct")]
 
 
 def _lm_eval_family(kind: str) -> MetricSpec:
@@ -412,12 +449,13 @@ CATALOG: tuple[MetricSpec, ...] = (
                keep_per_sample=True),
     *_memorization(QA, "open-unlearning configs/eval/tofu_metrics/extraction_strength.yaml"),
     _lm_eval_family(QA),
+    *_choices(QA),
     # --- text (MUSE) ----------------------------------------------------------------------
     MetricSpec("forget_verbmem", TEXT, "VerbMem", LOWER,
                "VerbMem: ROUGE-L F1 of 128-token greedy continuations of the forget prefixes",
                f"{MUSE} verbmem_f (muse_bench metrics/verbmem.py: ground truth cut to 128 "
                "tokens)", (GREEDY_CONTINUATIONS,), _rouge_f1, on=("forget",),
-               column=1, sample_key="rouge_l_f1", protocols=NOT_COPYRIGHT),
+               column=1, sample_key="rouge_l_f1", protocols=MUSE_TEXT),
     _knowmem("forget_knowmem", "forget_qa", "KnowMem forget", LOWER, "about the forget "
              "documents", "knowmem_f", column=2),
     _knowmem("retain_knowmem", "retain_qa", "KnowMem retain", HIGHER, "about the retain "
@@ -429,7 +467,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                "(1 = memorised; the retain reference's value is the target)",
                f"{MUSE} mia_min_k (mia/min_k.py, mia/utils.py mia_auc)", (TOKEN_LOGPROBS,),
                _attack_auc("min_k"), on=("forget", "holdout"), sample_key="min_k_score",
-               protocols=NOT_COPYRIGHT),
+               protocols=MUSE_TEXT),
     _attack("loss", "LOSS", "LOSS scores (the mean token NLL)", "loss.py", TOKEN_LOGPROBS),
     _attack("zlib", "ZLib", "ZLib scores (the mean NLL over the text's zlib-compressed "
             "length)", "zlib.py", TOKEN_LOGPROBS),
@@ -442,7 +480,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                f"{MUSE} privleak (muse_bench eval.py; open-unlearning privacy.py privleak)",
                (TOKEN_LOGPROBS, REFERENCE), _privleak,
                on=("forget", "holdout"), after=("mia_auc",), column=4,
-               protocols=NOT_COPYRIGHT),
+               protocols=MUSE_TEXT),
     _perplexity_of("holdout", "PPL", LOWER, "the holdout texts (never trained on): "
                    "fluency", column=5),
     _perplexity_of("forget", "forget PPL", HIGHER, "the forget texts (higher = less likely)"),
@@ -477,6 +515,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                f"{FLAT} eval_few_shots + get_average_acc; {LM_EVAL_REF}", (LM_EVAL,),
                _zero_shot, column=15, keep_per_sample=True, protocols=("copyright",)),
     _lm_eval_family(TEXT),
+    *_choices(TEXT),
 )
 
 
@@ -529,7 +568,7 @@ def sets_read(name: str, kind: str, each: Iterable[str] = ()) -> list[str]:
     utility sets). lm-eval tasks read no set."""
     spec = spec_of(name, kind)
     own = re.fullmatch(_pattern(spec), name) if spec.is_family else None
-    out = [own.group(1) if s in (EACH_QA_SET, EACH_TEXT_SET) and own else s
+    out = [own.group(1) if s in (EACH_QA_SET, EACH_TEXT_SET, EACH_MC_SET) and own else s
            for s in spec.on if s != EACH_LM_TASK]
     for after in spec.after:
         for key in ([after.replace("{set}", s) for s in each] if "{set}" in after
@@ -548,13 +587,16 @@ UTILITY_SET = "utility"  # the evaluated "set" that holds the lm-eval results
 
 
 def expand(kind: str, qa_sets: Iterable[str] = (), text_sets: Iterable[str] = (),
-           lm_tasks: Iterable[str] = (), protocol: str | None = None) -> list[Instance]:
+           lm_tasks: Iterable[str] = (), protocol: str | None = None,
+           mc_sets: Iterable[str] = ()) -> list[Instance]:
     """The metrics to compute for ``kind`` under ``protocol`` (default: the demo's): each
     fixed entry, and each family once per extra QA set (``qa_sets``), text set
-    (``text_sets``) or extra lm-eval task (``lm_tasks``), in catalog order. lm-eval metrics
-    read the :data:`UTILITY_SET`."""
+    (``text_sets``), extra lm-eval task (``lm_tasks``) or multiple-choice set
+    (``mc_sets``; a set a fixed entry of the same name already scores is skipped:
+    ``wmdp_bio_accuracy`` under the WMDP protocol), in catalog order. lm-eval metrics read
+    the :data:`UTILITY_SET`."""
     pools = {EACH_QA_SET: list(qa_sets), EACH_TEXT_SET: list(text_sets),
-             EACH_LM_TASK: list(lm_tasks)}
+             EACH_LM_TASK: list(lm_tasks), EACH_MC_SET: list(mc_sets)}
     out: list[Instance] = []
     for spec in metrics_for(kind):
         if not spec.under(protocol):
@@ -566,6 +608,8 @@ def expand(kind: str, qa_sets: Iterable[str] = (), text_sets: Iterable[str] = ()
             out.append(Instance(spec.name, spec, on))
             continue
         for s in pools[wild[0]]:
+            if wild[0] == EACH_MC_SET and spec.key(s) in {i.name for i in out}:
+                continue
             sub = UTILITY_SET if wild[0] == EACH_LM_TASK else s
             out.append(Instance(spec.key(s), spec, tuple(sub if o in pools else o
                                                           for o in on)))

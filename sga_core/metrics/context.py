@@ -25,6 +25,7 @@ TOKEN_VOCAB_STATS = "token_vocab_stats"
 COMPLETIONS = "completions"
 LM_EVAL = "lm_eval"
 REFERENCE = "reference"
+CHOICE_LOGLIKS = "choice_logliks"
 INPUTS = {
     CANDIDATE_NLLS: "mean NLL of each candidate answer of a QA row (the answer, its "
                     "paraphrase, each perturbed answer), scored in padded batches",
@@ -41,6 +42,8 @@ INPUTS = {
                  "compared with the true continuations",
     LM_EVAL: "lm-evaluation-harness task results of the loaded model (utility)",
     REFERENCE: "the retain reference's own value (a model trained without the forget set)",
+    CHOICE_LOGLIKS: "the log-likelihood of each choice of a multiple-choice row after its "
+                    "prompt, as lm-evaluation-harness scores a multiple_choice task",
 }
 
 
@@ -62,6 +65,7 @@ class SetData:
     vocab_stats: list[dict] | None = None  # TOKEN_VOCAB_STATS: {"logprobs", "mu", "var"}
     completions: list[str] | None = None  # COMPLETIONS (gold: the true continuations)
     lm_eval: dict | None = None  # LM_EVAL: task -> {metric: value} or {"error": why}
+    choice_lls: list[list[float]] | None = None  # CHOICE_LOGLIKS: per row, per choice
 
     def split(self, denominator: str = "paraphrased") -> tuple[list, list, list]:
         """:func:`split_scores` of this set's candidate NLLs."""

@@ -354,3 +354,37 @@ def _import_copyright(name: str | None, config: CopyrightImport, *, root=None,
                             segment_tokens=config.segment_tokens,
                             prompt_tokens=config.prompt_tokens, root=root, overwrite=overwrite,
                             progress=progress)
+
+
+@dataclass
+class WmdpImport(HubImport):
+    """WMDP's import options: its source, which forget corpora, how long texts are cut."""
+
+    subset: str = param("cyber", "Which forget corpora: cyber (open-unlearning's data_split), "
+                                 "bio (gated: its file is needed) or bio+cyber (WMDP's RMU); "
+                                 "the retain corpora match.",
+                        choices=("cyber", "bio", "bio+cyber"), label="forget corpora")
+    tokenizer: str = param("embedded:smollm2", "Whose tokenizer cuts the corpora's long "
+                                              "texts into chunks: the model you will train.",
+                           label="tokenizer of")
+    chunk_tokens: int = param(512, "Tokens per chunk of a long corpus text (open-unlearning's "
+                                   "WMDP max_length).", min=16, max=65536,
+                              label="tokens per chunk")
+    strict: bool = param(False, "Refuse the import when a part (a retain corpus, a question "
+                                "set, MMLU, the gated bio forget corpus) is missing, instead "
+                                "of importing what is there.",
+                         label="strict (every part required)")
+
+
+@register_importer("wmdp", WmdpImport, label="WMDP (cais/wmdp, cais/wmdp-corpora, cais/mmlu)",
+                   protocol="wmdp", variants=("cyber", "bio", "bio+cyber"), from_hub=True)
+def _import_wmdp(name: str | None, config: WmdpImport, *, root=None,
+                 overwrite: bool = False, progress=None) -> Project:
+    """WMDP's corpora and questions, and MMLU, through Hugging Face ``datasets`` (the hub,
+    the local cache) or a folder of their files (:mod:`sga_core.projects.wmdp`)."""
+    from sga_core.projects.wmdp import import_wmdp
+
+    return import_wmdp(name, subset=config.subset, folder=config.from_folder,
+                       online=config.online, root=root, overwrite=overwrite,
+                       tokenizer=config.tokenizer, chunk_tokens=config.chunk_tokens,
+                       strict=config.strict, progress=progress)

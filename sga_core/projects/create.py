@@ -78,6 +78,12 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
                                                          field_map=maps.get("forget")))
     r_ds = named("retain", lambda: load_dataset(retain, field_map=maps.get("retain"))) \
         if retain else None
+    for role, ds in (("forget", f_ds), ("retain", r_ds)):
+        if ds is not None and ds.kind == "mc":
+            where = labels.get(role) or Path(forget if role == "forget" else retain).name
+            raise DataError(f"multiple-choice rows (question, choices, answer) are an "
+                            f"evaluation set, not {role} data: add them as an evaluation set",
+                            file=where)
     if r_ds is not None and r_ds.kind != f_ds.kind:
         raise DataError(f"retain data is {r_ds.kind} but forget data is {f_ds.kind}",
                         file=labels.get("retain", Path(retain).name))

@@ -16,6 +16,9 @@ metric catalog under the project's protocol (:func:`role_words`):
 - text project (MUSE): ``holdout`` (text never trained on: MIA AUC, PrivLeak, perplexity),
   ``forget_qa`` / ``retain_qa`` (KnowMem), ``<set>_icl`` (few-shot examples); any other text
   set gets its perplexity, any other QA set its KnowMem.
+- either kind: a multiple-choice set (``question``, ``choices``, ``answer``: WMDP's and
+  MMLU's questions) gets its accuracy (``<set>_accuracy``; under the ``wmdp`` protocol
+  ``wmdp_bio``, ``wmdp_cyber``, ``wmdp_chem`` and ``mmlu`` are the protocol's columns).
 - either kind: ``forget_eval`` / ``retain_eval`` replace the forget / retain rows in the
   evaluation (a benchmark's own evaluation rows). A text ``forget_eval`` must come from the
   trained forget set: :func:`forget_overlap_warning` says how many of its passages do not.
@@ -163,6 +166,9 @@ def role_of(project_kind: str, name: str, rows: Sequence[dict], kind: str,
     words = role_words(project_kind, name, protocol)
     if words is not None:
         return name, words
+    if kind == "mc":
+        return "multiple-choice", (f"multiple-choice set: accuracy ({name}_accuracy), each "
+                                   "choice scored as lm-evaluation-harness scores it")
     if project_kind == "qa":
         if is_utility_set(rows):
             return "utility", ("utility set: a Model Utility (MU) component (normalised "
@@ -195,8 +201,27 @@ def forget_overlap_warning(rows: Sequence[dict], forget: Sequence[dict],
 def load_set(project_kind: str, name: str, path: str | Path,
              field_map: dict[str, str] | None = None):
     """The set's validated rows (a :class:`~sga_core.data.Dataset`), checked like forget data
-    and for the kind its name needs; DataError (file, row, field) otherwise."""
-    return load_dataset(path, kind=set_kind(project_kind, name), field_map=field_map)
+    and for the kind its name needs (multiple-choice rows are welcome in a project of either
+    kind); DataError (file, row, field) otherwise."""
+    kind = set_kind(project_kind, name)
+    if kind == "qa" and _has_choices(path, field_map):
+        kind = "mc"
+    return load_dataset(path, kind=kind, field_map=field_map)
+
+
+def _has_choices(path, field_map: dict[str, str] | None) -> bool:
+    """Whether a file's first record has ``choices`` (or a field mapped to it): its rows
+    are multiple-choice rows, checked as such."""
+    from sga_core.data import DataError
+    from sga_core.data.loaders import load_records
+
+    if "choices" in (field_map or {}).values():
+        return True
+    try:
+        records = load_records(path)
+    except DataError:
+        return False  # the loader says what is wrong with the file
+    return bool(records) and isinstance(records[0], dict) and "choices" in records[0]
 
 
 @functools.lru_cache(maxsize=128)

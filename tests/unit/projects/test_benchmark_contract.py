@@ -48,7 +48,7 @@ def test_options_through_cli_flags(name):
 
 def test_every_list_of_benchmarks_is_the_registry():
     names = importer_names()
-    assert names == ["tofu", "muse-news", "muse-books", "copyright"]
+    assert names == ["tofu", "muse-news", "muse-books", "copyright", "wmdp"]
     parser = build_parser(["import"])
     sub = next(a for a in parser._actions if a.dest == "command").choices["import"]
     assert next(a for a in sub._actions if a.dest == "benchmark").choices == names

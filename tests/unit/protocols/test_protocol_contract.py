@@ -63,4 +63,4 @@ def test_register_protocol_refuses_a_second_entry_of_a_name():
         register_protocol(dataclasses.replace(get_protocol("tofu")))
     with pytest.raises(ValueError, match="lower-case"):
         register_protocol(Protocol("Mine", "Mine", "here"))
-    assert protocol_names() == ("demo", "tofu", "muse", "copyright")
+    assert protocol_names() == ("demo", "tofu", "muse", "copyright", "wmdp")
