@@ -249,6 +249,10 @@ PROBES_ROW = {"step": integer(0), "forget_index": integer(0), "tokens": list_of(
               "probs": list_of(number)}
 TOKENS_ROW = {"set": text, "index": integer(0), "tokens": list_of(text),
               "probs": list_of(number)}
+LAYERS_ROW = {"set": text, "index": integer(0), "tokens": list_of(text),
+              "token_ids": opt(list_of(integer(0))), "probs": list_of(list_of(number)),
+              "ranks": list_of(list_of(integer(1))), "top1": opt(list_of(list_of(text))),
+              "lens": STAMP}
 PER_SAMPLE_ROW = {"set": text, "index": integer(0), "question": STAMP, "prompt": STAMP,
                   "answer": STAMP, "generated": STAMP, **{k: NUM for k in (
                       "probability", "truth_ratio", "rouge_l_recall", "rouge_l_f1")}}
@@ -476,6 +480,39 @@ def tokens(run_dir, rel: str, summary_rel: str) -> list[dict]:
     rows = read_jsonl_file(run_dir, rel, TOKENS_ROW)
     if (Path(run_dir) / rel).exists():
         expected, task = _evaluated_rows(run_dir, summary_rel)
+        if "forget" in expected:
+            _short(rel, rows, {"forget": expected["forget"]}, summary_rel)
+    return rows
+
+
+def layers(run_dir, rel: str, summary_rel: str) -> list[dict]:
+    """eval/layers.jsonl: per forget row, every layer's reading of each answer token (as
+    many layers in each row, each layer as long as the row's tokens, at least one layer);
+    an evaluation writes one row per forget row, as its token table."""
+    rows = read_jsonl_file(run_dir, rel, LAYERS_ROW)
+    depth = None
+    for n, r in enumerate(rows, 1):
+        for key in ("probs", "ranks", "top1"):
+            grid = r.get(key)
+            if grid is None:
+                if key != "top1":
+                    raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} is missing")
+                continue
+            if not grid:
+                raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} has no layer")
+            if depth is None:
+                depth = len(grid)
+            if len(grid) != depth:
+                raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} has "
+                                   f"{len(grid)} layers, other rows {depth}")
+            bad = next((i for i, layer in enumerate(grid) if len(layer) != len(r["tokens"])),
+                       None)
+            if bad is not None:
+                raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} of layer "
+                                   f"{bad + 1} has {len(grid[bad])} values for "
+                                   f"{len(r['tokens'])} tokens")
+    if (Path(run_dir) / rel).exists():
+        expected, _ = _evaluated_rows(run_dir, summary_rel)
         if "forget" in expected:
             _short(rel, rows, {"forget": expected["forget"]}, summary_rel)
     return rows
