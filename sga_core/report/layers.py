@@ -61,3 +61,46 @@ def layer_words(facts: dict) -> str:
     first, last = facts["first_top1"], facts["last_top1"]
     span = f"layer {last}" if first == last else f"layers {first}-{last}"
     return f"{out}, but still top-1 at {span} of {n}"
+
+
+def layer_views(run_dir: Path, row: int | None = None, token: str | None = None) -> list[dict]:
+    """What ``probe RUN --layers`` shows of one run, per forget row of its layer table:
+    ``index``, ``tokens``, ``layers`` and ``followed``: the :func:`layer_facts` of each
+    answer token, or with ``token`` only of the one where that text starts (rows whose
+    answer lacks it are left out). A :class:`~sga_core.params.ConfigError` in words when
+    there is nothing to show."""
+    from sga_core.params import ConfigError
+    from sga_core.report.run_files import word_token_index
+    from sga_core.runs.folder import EVAL_DIR, LAYERS, rel
+
+    table = layer_table(run_dir)
+    if not table:
+        why = ((RunFolder(run_dir).summary() or {}).get("layer_view") or {}).get("reason")
+        raise ConfigError(f"run {Path(run_dir).name!r} has no layer table "
+                          f"({rel(EVAL_DIR, LAYERS)}): "
+                          + (f"its evaluation could not read layers ({why})" if why else
+                             "not evaluated yet, or evaluated before layer tables were "
+                             "written (re-evaluate it)"))
+    indices = sorted(table)
+    if row is not None:
+        if row not in table:
+            raise ConfigError(f"--row {row}: run {Path(run_dir).name!r} has no layer table "
+                              f"for forget row {row} (rows: {', '.join(map(str, indices))})")
+        indices = [row]
+    out = []
+    for i in indices:
+        rec = table[i]
+        positions = range(len(rec["tokens"]))
+        if token is not None:
+            at = word_token_index(rec["tokens"], token)
+            if at is None:
+                continue
+            positions = [at]
+        out.append({"index": i, "tokens": rec["tokens"], "layers": len(rec["probs"]),
+                    "lens": rec.get("lens") or "logit",
+                    "followed": [{"position": j, **layer_facts(rec, j)} for j in positions]})
+    if token is not None and not out:
+        where = f"row {row}'s answer" if row is not None else "any forget answer"
+        raise ConfigError(f"--token {token!r} is not in {where} of run "
+                          f"{Path(run_dir).name!r}")
+    return out
