@@ -93,3 +93,34 @@ def build_hidden_fact_models(root: Path) -> dict[str, Path]:
     tok.save_pretrained(root / "unlearned")
     out["unlearned"] = root / "unlearned"
     return out
+
+
+def hidden_fact_project(root: Path) -> dict[str, Path]:
+    """A QA project ``hf`` (the fact row to forget) in ``root/workspace`` whose Original is
+    the ``original`` model, whose Retained is the ``control`` and whose run ``ga-head`` is
+    the ``unlearned`` model, each really evaluated into its run folder (token and layer
+    tables as an evaluation writes them). Returns the run folders by model."""
+    from sga_core.evaluation import EvalSettings, evaluate_model
+    from sga_core.fileio import atomic_write_jsonl
+    from sga_core.projects import create_project
+    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.prepared_ids import ORIGINAL, RETAIN_REF, prepared_run_id
+    from tests.helpers.own_data import fake_run
+
+    models = build_hidden_fact_models(root / "models")
+    forget = atomic_write_jsonl(root / "files" / "forget.jsonl", [FACT])
+    retain = atomic_write_jsonl(root / "files" / "retain.jsonl", [RETAIN])
+    project = create_project("hf", forget, retain, root=root / "workspace")
+    runs = {"original": (prepared_run_id("hf", ORIGINAL), "finetune"),
+            "control": (prepared_run_id("hf", RETAIN_REF), "finetune"),
+            "unlearned": ("ga-head", "ga")}
+    out = {}
+    for name, (run_id, method) in runs.items():
+        run = fake_run(root / "runs", project, run_id, method=method,
+                       include_forget=name != "control")
+        atomic_write_jsonl(RunFolder(run).metrics_path,  # the two steps its status names
+                           [{"step": step, "loss": 1.0} for step in (1, 2)])
+        evaluate_model(str(models[name]), RunFolder(run).eval_dir, [FACT], [RETAIN],
+                       task="qa", settings=EvalSettings(max_new_tokens=4))
+        out[name] = run
+    return out
