@@ -119,7 +119,7 @@ for label, t in zip(labels, tables.values()):
                 f"{t['probs'][mark]:.3f}")
     st.html(tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
 
-show_layer_view(root, list(tables), names, row, mark, tokens[mark], ref.get("token_ids"))
+show_layer_view(root, tables, names, row, mark, tokens[mark], ref.get("token_ids"))
 
 st.subheader(f"{plain(repr(tokens[mark].strip()))} across training steps")
 fig = go.Figure()

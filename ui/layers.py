@@ -16,30 +16,35 @@ from ui.damaged import unless_damaged
 from ui.show import plain
 
 
-def layer_rows(root, models: list[str], row: int, position: int,
+def layer_rows(root, tables: dict[str, dict], row: int, position: int,
                token_ids: list[int] | None) -> tuple[dict[str, dict], dict[str, str]]:
-    """Per model (a run id) the :func:`wb.layer_facts` of the followed token, and per model
-    without them why (no layer table, or the token is not in it)."""
+    """Per model of the heatmap above (a run id, or ``"<run id> · <attack>"`` for a
+    stress-tested variant, with its token record) the :func:`wb.layer_facts` of the
+    followed token, and per model without them why (no layer table, or the token is not in
+    it)."""
     facts, missing = {}, {}
-    for run_id in models:
-        if " · " in run_id:  # a stress-tested variant: stress tests write no layer table
-            missing[run_id] = "stress tests write no layer table"
-            continue
-        with unless_damaged(run_id):
-            rec = wb.layer_table(root / run_id).get(row)
-            if rec is None:
-                summary = wb.RunFolder(root / run_id).summary() or {}
-                why = (summary.get("layer_view") or {}).get("reason")
-                missing[run_id] = (f"its evaluation could not read layers ({why})" if why
-                                   else "no layer table (evaluated before they were "
-                                   "written: re-evaluate it)")
-                continue
-            at = wb.token_position(rec, position, token_ids)
+    for run_id, token_rec in tables.items():
+        with unless_damaged(run_id.split(" · ")[0]):
+            rec, why = _layer_record(root, run_id, token_rec, row)
+            at = None if rec is None else wb.token_position(rec, position, token_ids)
             if at is None:
-                missing[run_id] = "the followed token is not in its layer table"
-                continue
-            facts[run_id] = wb.layer_facts(rec, at)
+                missing[run_id] = why or "the followed token is not in its layer table"
+            else:
+                facts[run_id] = wb.layer_facts(rec, at)
     return facts, missing
+
+
+def _layer_record(root, run_id: str, token_rec: dict, row: int) -> tuple[dict | None, str]:
+    """A model's layer record of ``row``, or None and why there is none."""
+    if " · " in run_id:  # a stress-tested variant: its layers are in its token record
+        return (wb.attacked_layer_record(token_rec),
+                "no layers in its stress result (stress-tested before the layer view)")
+    rec = wb.layer_table(root / run_id).get(row)
+    if rec is not None:
+        return rec, ""
+    why = ((wb.RunFolder(root / run_id).summary() or {}).get("layer_view") or {}).get("reason")
+    return None, (f"its evaluation could not read layers ({why})" if why else
+                  "no layer table (evaluated before they were written: re-evaluate it)")
 
 
 def layer_heatmap(facts: dict[str, dict], names: dict, token: str) -> go.Figure:
@@ -69,11 +74,12 @@ def layer_heatmap(facts: dict[str, dict], names: dict, token: str) -> go.Figure:
     return fig
 
 
-def show_layer_view(root, models: list[str], names: dict, row: int, position: int,
+def show_layer_view(root, tables: dict[str, dict], names: dict, row: int, position: int,
                     token: str, token_ids: list[int] | None) -> None:
-    """The layer view of the followed token under the chosen models."""
+    """The layer view of the followed token under the models of the token heatmap
+    (``tables``: model -> its token record; stress-tested variants included)."""
     st.subheader(f"{plain(repr(token))} layer by layer")
-    facts, missing = layer_rows(root, models, row, position, token_ids)
+    facts, missing = layer_rows(root, tables, row, position, token_ids)
     if facts:
         st.plotly_chart(layer_heatmap(facts, names, token), key="tokens.layers")
         st.table({"model": [names.get(k, k) for k in facts],

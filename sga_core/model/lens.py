@@ -122,11 +122,13 @@ def _read(parts, box, decode, res) -> list[dict]:
     return out
 
 
-def layer_records(model, enc: Encoder, seqs, device="cpu", batch_size: int = 16,
-                  on_batch: OnBatch = None) -> list[dict]:
-    """One record per sequence: ``tokens``, ``token_ids`` and, per block (outer lists, first
-    block first), each scored token's ``probs``, ``ranks`` and ``top1`` under the logit
-    lens. :class:`LensUnsupported` for a model the lens cannot read."""
+@contextlib.contextmanager
+def lens_reader(model, enc: Encoder):
+    """While open, yields ``read(res)``: for the batch of the latest forward of ``model``
+    (``res``, its :class:`~sga_core.model.labelhead.LabelOutput`) one layer record per
+    sequence (as :func:`layer_records`), so another reduction of the same forward can add
+    the layer view (the stress tests' scoring). :class:`LensUnsupported` for a model the
+    lens cannot read."""
     parts = lens_parts(model)
     names: dict[int, str] = {}
 
@@ -136,8 +138,17 @@ def layer_records(model, enc: Encoder, seqs, device="cpu", batch_size: int = 16,
         return names[i]
 
     with block_outputs(parts[0]) as box:
-        return per_sequence(model, seqs, enc.pad_id, partial(_read, parts, box, decode),
-                            device, batch_size, on_batch=on_batch)
+        yield partial(_read, parts, box, decode)
+
+
+def layer_records(model, enc: Encoder, seqs, device="cpu", batch_size: int = 16,
+                  on_batch: OnBatch = None) -> list[dict]:
+    """One record per sequence: ``tokens``, ``token_ids`` and, per block (outer lists, first
+    block first), each scored token's ``probs``, ``ranks`` and ``top1`` under the logit
+    lens. :class:`LensUnsupported` for a model the lens cannot read."""
+    with lens_reader(model, enc) as read:
+        return per_sequence(model, seqs, enc.pad_id, read, device, batch_size,
+                            on_batch=on_batch)
 
 
 def row_layer_table(model, enc: Encoder, rows: list[dict], kind: str = "qa",

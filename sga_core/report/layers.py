@@ -18,6 +18,17 @@ def layer_table(run_dir: Path, set_name: str = "forget") -> dict[int, dict]:
     return {r["index"]: r for r in RunFolder(run_dir).layers() if r.get("set") == set_name}
 
 
+def attacked_layer_record(token_rec: dict) -> dict | None:
+    """The layer record of a stress-tested variant, from its token record (a stress
+    result's sample, :func:`sga_core.stress.results.attacked_token_tables`), as
+    :func:`layer_table` gives a run's; None when its scoring read no layers (a result of
+    before the layer view, or a model the lens cannot read)."""
+    lay = token_rec.get("layers")
+    if not isinstance(lay, dict):
+        return None
+    return {"tokens": token_rec["tokens"], "token_ids": token_rec.get("token_ids"), **lay}
+
+
 def token_position(rec: dict, position: int, token_ids: list[int] | None = None) -> int | None:
     """Where the token table's token ``position`` sits in the layer record ``rec``: the same
     place when both scored the same tokens, else found by its context

@@ -485,6 +485,29 @@ def tokens(run_dir, rel: str, summary_rel: str) -> list[dict]:
     return rows
 
 
+def layer_grids(v: dict, depth: int | None = None) -> tuple[str | None, int | None]:
+    """What is wrong with the per-layer grids of a layer record (``probs``, ``ranks``, and
+    ``top1`` where given: at least one layer, each as long as its ``tokens``, ``depth``
+    layers when given), or None; and the record's depth."""
+    for key in ("probs", "ranks", "top1"):
+        grid = v.get(key)
+        if grid is None:
+            if key != "top1":
+                return f"{key} is missing", depth
+            continue
+        if not grid:
+            return f"{key} has no layer", depth
+        if depth is None:
+            depth = len(grid)
+        if len(grid) != depth:
+            return f"{key} has {len(grid)} layers, other rows {depth}", depth
+        bad = next((i for i, layer in enumerate(grid) if len(layer) != len(v["tokens"])), None)
+        if bad is not None:
+            return (f"{key} of layer {bad + 1} has {len(grid[bad])} values for "
+                    f"{len(v['tokens'])} tokens"), depth
+    return None, depth
+
+
 def layers(run_dir, rel: str, summary_rel: str) -> list[dict]:
     """eval/layers.jsonl: per forget row, every layer's reading of each answer token (as
     many layers in each row, each layer as long as the row's tokens, at least one layer);
@@ -492,25 +515,9 @@ def layers(run_dir, rel: str, summary_rel: str) -> list[dict]:
     rows = read_jsonl_file(run_dir, rel, LAYERS_ROW)
     depth = None
     for n, r in enumerate(rows, 1):
-        for key in ("probs", "ranks", "top1"):
-            grid = r.get(key)
-            if grid is None:
-                if key != "top1":
-                    raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} is missing")
-                continue
-            if not grid:
-                raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} has no layer")
-            if depth is None:
-                depth = len(grid)
-            if len(grid) != depth:
-                raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} has "
-                                   f"{len(grid)} layers, other rows {depth}")
-            bad = next((i for i, layer in enumerate(grid) if len(layer) != len(r["tokens"])),
-                       None)
-            if bad is not None:
-                raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {key} of layer "
-                                   f"{bad + 1} has {len(grid[bad])} values for "
-                                   f"{len(r['tokens'])} tokens")
+        err, depth = layer_grids(r, depth)
+        if err:
+            raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {err}")
     if (Path(run_dir) / rel).exists():
         expected, _ = _evaluated_rows(run_dir, summary_rel)
         if "forget" in expected:
@@ -538,7 +545,8 @@ def _pair(v: Any) -> str | None:
 
 def _token_record(v: Any) -> str | None:
     """An attacked model's token record of one answer (as eval/tokens.jsonl holds them):
-    ``tokens``, ``probs`` and ``top`` of one length each."""
+    ``tokens``, ``probs`` and ``top`` of one length each; and where given its ``layers``
+    (``probs``, ``ranks``, ``top1`` per layer, as eval/layers.jsonl holds them)."""
     err = fields(v, {"tokens": list_of(text), "probs": list_of(NUM),
                      "top": list_of(list_of(_pair)), "token_ids": opt(list_of(integer(0)))},
                  ("tokens", "probs"))
@@ -548,6 +556,12 @@ def _token_record(v: Any) -> str | None:
     if len(set(lengths.values())) > 1:
         return "tokens, probs and top must be as long as each other, got " + ", ".join(
             f"{k} {n}" for k, n in lengths.items())
+    if v.get("layers") is not None:  # the attacked model's layer view of the same tokens
+        lay = v["layers"]
+        err = fields(lay, {k: LAYERS_ROW[k] for k in ("probs", "ranks", "top1")},
+                     ("probs", "ranks")) or layer_grids({**lay, "tokens": v["tokens"]})[0]
+        if err:
+            return f"layers {err}"
     return None
 
 
