@@ -43,7 +43,7 @@ def _layer_record(root, run_id: str, token_rec: dict, row: int) -> tuple[dict | 
     if rec is not None:
         return rec, ""
     why = ((wb.RunFolder(root / run_id).summary() or {}).get("layer_view") or {}).get("reason")
-    return None, (f"its evaluation could not read layers ({why})" if why else
+    return None, (f"no layer table: {why}" if why else
                   "no layer table (evaluated before they were written: re-evaluate it)")
 
 

@@ -89,7 +89,7 @@ def layer_views(run_dir: Path, row: int | None = None, token: str | None = None)
         why = ((RunFolder(run_dir).summary() or {}).get("layer_view") or {}).get("reason")
         raise ConfigError(f"run {Path(run_dir).name!r} has no layer table "
                           f"({rel(EVAL_DIR, LAYERS)}): "
-                          + (f"its evaluation could not read layers ({why})" if why else
+                          + (why if why else
                              "not evaluated yet, or evaluated before layer tables were "
                              "written (re-evaluate it)"))
     indices = sorted(table)

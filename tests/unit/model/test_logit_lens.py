@@ -137,6 +137,26 @@ def test_a_model_the_lens_cannot_read_is_said_not_guessed(tiny_model_dir, tmp_pa
     summary = evaluate_model(str(tmp_path / "opt"), run.eval_dir, [FACT], [RETAIN], task="qa",
                              settings=EvalSettings(max_new_tokens=2))
     view = summary["layer_view"]
-    assert view["lens"] is None and "OPTForCausalLM: no blocks and final norm" in view["reason"]
+    assert view["lens"] is None and view["reason"].startswith(
+        "the logit lens cannot read OPTForCausalLM: no blocks and final norm")
     assert not run.layers_path.exists() and run.layers() == []
     assert run.tokens()  # the token table is written as before
+
+
+def test_the_layer_view_can_be_switched_off(tiny_model_dir, tmp_path):
+    """eval.layer_view: false (``eval --no-layer-view``): no layer table, said why."""
+    from sga_core.config import TrainConfig
+    from sga_core.evaluation.settings import settings_from_config
+
+    cfg = TrainConfig.from_dict({"model": str(tiny_model_dir), "method": "ga",
+                                 "data": {"forget": "f.jsonl"}, "eval": {"layer_view": False}})
+    st = settings_from_config(cfg)
+    assert st.layer_view is False
+    assert settings_from_config(cfg, {"layer_view": True}).layer_view is True
+    run = RunFolder(tmp_path / "run")
+    summary = evaluate_model(str(tiny_model_dir), run.eval_dir, [FACT], [RETAIN], task="qa",
+                             settings=EvalSettings(max_new_tokens=2, layer_view=False))
+    assert summary["layer_view"] == {"lens": None,
+                                     "reason": "switched off (eval.layer_view: false)"}
+    assert "layers_s" not in summary["timings"]
+    assert not run.layers_path.exists() and run.tokens()
