@@ -13,6 +13,7 @@ from sga_core import workbench as wb
 from ui.charts import step_chart
 from ui.context import require_project
 from ui.damaged import unless_damaged, warn_damaged
+from ui.layers import show_layer_view
 from ui.show import plain
 from ui.tokens import attacked_variants, reference_text, row_title, side_by_side, tokens_html
 
@@ -117,6 +118,8 @@ for label, t in zip(labels, tables.values()):
     st.markdown(f"**{plain(label)}** — p({plain(repr(tokens[mark].strip()))}) = "
                 f"{t['probs'][mark]:.3f}")
     st.html(tokens_html(t["tokens"], t["probs"], highlight=tokens[mark].strip()))
+
+show_layer_view(root, tables, names, row, mark, tokens[mark], ref.get("token_ids"))
 
 st.subheader(f"{plain(repr(tokens[mark].strip()))} across training steps")
 fig = go.Figure()

@@ -269,6 +269,12 @@ class EvalConfig:
                                               "reference's.", min=0.0, max=1.0, advanced=True)
     batch_size: int = param(16, "Sequences per forward pass when scoring, prompts per "
                                 "batch when generating.", min=1, max=4096, advanced=True)
+    layer_view: bool = param(True, "Write the layer view (eval/layers.jsonl): each forget "
+                                   "answer token read at every layer by the logit lens, for "
+                                   "Token probabilities. It applies the head once per layer "
+                                   "to every answer token (on a CPU, text projects' long "
+                                   "continuations make it costly); false = skip it.",
+                             advanced=True)
     in_process: bool = param(True, "Evaluate inside the training process, with the model "
                                    "already loaded (one process per run); false = a separate "
                                    "`python -m sga_core eval` process afterwards (runs over "

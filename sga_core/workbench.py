@@ -93,6 +93,13 @@ from sga_core.protocols import registered_protocols as protocols
 from sga_core.report.collapse import collapse_rule
 from sga_core.report.columns import extra_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
+from sga_core.report.layers import (
+    attacked_layer_record,
+    layer_facts,
+    layer_table,
+    layer_words,
+    token_position,
+)
 from sga_core.report.measurable import (
     can_rank,
     difference,
@@ -239,4 +246,5 @@ __all__ = [
     "token_table", "top_values", "typical_eval_seconds", "validate_preset",
     "word_token_index", "runs_other_protocol", "protocols", "set_role_words", "set_kind",
     "protocol_gaps",
+    "attacked_layer_record", "layer_facts", "layer_table", "layer_words", "token_position",
 ]

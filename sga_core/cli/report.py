@@ -295,6 +295,36 @@ def probe_lines(views: list[dict]) -> list[str]:
     return lines
 
 
+def layer_lines(views: list[dict]) -> list[str]:
+    """``probe --layers``: per row, with one followed token its reading at every layer (the
+    logit lens), else one line per answer token: its output probability and rank, and
+    where it is top-1."""
+    from sga_core.report.layers import layer_words
+
+    lines = []
+    for v in views:
+        if lines:
+            lines.append("")
+        lines.append(f"forget row {v['index']}: {''.join(v['tokens'])!r} ({v['lens']} lens, "
+                     f"{v['layers']} layers; layer {v['layers']} is the output)")
+        if len(v["followed"]) == 1:
+            f = v["followed"][0]
+            lines.append(f"token {f['position']}: {layer_words(f)}")
+            lines += text_table(["layer", "p", "rank", "lens top-1"], [
+                [str(k + 1), f"{p:.4g}", str(r), repr(t) if t is not None else MISSING]
+                for k, (p, r, t) in enumerate(zip(f["probs"], f["ranks"],
+                                                  f["top1"] or [None] * f["layers"]))])
+            continue
+        lines += text_table(
+            ["pos", "token", "p (output)", "rank (output)", "first top-1 layer",
+             "top-1 at layers"],
+            [[str(f["position"]), repr(f["token"]), f"{f['output_p']:.4g}",
+              str(f["last_rank"]), _fmt(f["first_top1"]),
+              ",".join(str(k + 1) for k, r in enumerate(f["ranks"]) if r == 1) or MISSING]
+             for f in v["followed"]])
+    return lines
+
+
 def cmd_probe(args) -> int:
     from sga_core.runs.folder import RunFolder, run_path, runs_root
 
@@ -302,6 +332,18 @@ def cmd_probe(args) -> int:
     run_dir = run_path(args.run_id, root)
     if not RunFolder(run_dir).exists():
         raise ConfigError(f"no run {args.run_id!r} in {root}")
+    if args.layers:
+        from sga_core.report.layers import layer_views
+
+        if args.set != "forget":
+            raise ConfigError("--layers: layer tables are of the forget rows only (no --set "
+                              f"{args.set})")
+        views = layer_views(run_dir, args.row, args.token)
+        if args.format == "json":
+            _print_json({"run": args.run_id, "rows": views})
+        else:
+            _print_lines(layer_lines(views))
+        return 0
     views = probe_view(run_dir, args.set, args.row, args.token)
     if args.format == "json":
         _print_json({"run": args.run_id, "rows": views})
@@ -349,7 +391,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
         description="Each answer token's probability under a run's evaluated model (the "
                     "token table its evaluation wrote), and with --token the probability of "
                     "that token under the evaluated model and across the training steps the "
-                    "run probed (its probe rows, set with training.probe_rows).")
+                    "run probed (its probe rows, set with training.probe_rows). --layers: "
+                    "the same tokens read at every layer (the layer view).")
     s.add_argument("run_id", metavar="RUN", help="a run's id")
     s.add_argument("--token", metavar="TEXT",
                    help="follow the answer token where TEXT starts (e.g. French); rows "
@@ -357,6 +400,11 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--row", type=int, help="only this row (0-based; default: every row)")
     s.add_argument("--set", choices=("forget", "retain"), default="forget",
                    help="which set's rows (probes follow forget rows only)")
+    s.add_argument("--layers", action="store_true",
+                   help="the layer view: each answer token read at every layer by the logit "
+                        "lens (eval/layers.jsonl): its output probability and rank and the "
+                        "layers where it is top-1; with --token, that token's probability, "
+                        "rank and the lens's top-1 at every layer")
     s.add_argument("--format", choices=("table", "json"), default="table",
                    help="json: every number unrounded")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")

@@ -10,6 +10,7 @@ from typing import Any
 
 # the files of an evaluation's folder (the names are RunFolder's)
 from sga_core.runs.folder import EVAL_DIR, EVAL_LOG  # noqa: F401
+from sga_core.runs.folder import LAYERS as LAYERS_FILE  # noqa: F401
 from sga_core.runs.folder import PER_SAMPLE as PER_SAMPLE_FILE  # noqa: F401
 from sga_core.runs.folder import REFERENCE_CACHE as REFERENCE_CACHE_FILE  # noqa: F401
 from sga_core.runs.folder import SUMMARY as SUMMARY_FILE  # noqa: F401

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sga_core.evaluation.common import (
+    LAYERS_FILE,
     PER_SAMPLE_FILE,
     SUMMARY_FILE,
     SUMMARY_VERSION,
@@ -45,6 +46,7 @@ from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso
 from sga_core.metrics.catalog import MIN_K
 
 TOKEN_STAGE = "token probabilities"  # the progress stage of the token table
+LAYER_STAGE = "layer view"  # the progress stage of the per-layer table (the logit lens)
 
 
 def choose_device(device: str | None = "auto") -> str:
@@ -123,6 +125,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                                                counter(progress, TOKEN_STAGE,
                                                        len(forget_rows))), row_ids)
             summary.setdefault("timings", {})["tokens_s"] = round(time.time() - ts_tok, 3)
+            layers = _layer_table(m, enc, forget_rows, "qa", device, progress, row_ids,
+                                  summary, st.layer_view)
         else:
             summary, per_sample = evaluate_text(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
@@ -141,6 +145,9 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 row_token_table(m, enc, rows, "text", "forget", device,
                                 counter(progress, TOKEN_STAGE, len(rows)))), row_ids), rows)]
             timings["tokens_s"] = round(time.time() - ts_tok, 3)
+            layers = [{**t, "prompt": r["prompt"]} for t, r in zip(
+                _layer_table(m, enc, rows, "text", device, progress, row_ids, summary,
+                             st.layer_view), rows)]
     finally:
         del m
         free_memory()
@@ -191,8 +198,38 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
     atomic_write_jsonl(out / PER_SAMPLE_FILE, per_sample)
     if tokens is not None:
         atomic_write_jsonl(out / TOKENS_FILE, tokens)
+    if layers:
+        atomic_write_jsonl(out / LAYERS_FILE, layers)
+    else:  # no stale layer table of an earlier evaluation beside this one's tokens
+        (out / LAYERS_FILE).unlink(missing_ok=True)
     atomic_write_json(out / SUMMARY_FILE, full)
     return full
+
+
+def _layer_table(m, enc, rows: list[dict], kind: str, device: str, progress: Progress,
+                 row_ids, summary: dict, on: bool = True) -> list[dict]:
+    """The per-layer table of the forget rows (the logit lens,
+    :func:`sga_core.model.lens.row_layer_table`; text: without the end-of-text token, as the
+    token table), its time in ``summary["timings"]["layers_s"]`` and what was read in
+    ``summary["layer_view"]``; [] with the reason there for a model the lens cannot read,
+    or when it is switched off (``on``: :attr:`EvalSettings.layer_view`)."""
+    from sga_core.model.lens import LENS, LensUnsupported, row_layer_table
+
+    if not on:
+        summary["layer_view"] = {"lens": None, "reason": "switched off (eval.layer_view: false)"}
+        return []
+    ts = time.time()
+    try:
+        table = own_index(row_layer_table(m, enc, rows, kind, "forget", device,
+                                          counter(progress, LAYER_STAGE, len(rows)),
+                                          drop_last=kind == "text"), row_ids)
+    except LensUnsupported as exc:
+        summary["layer_view"] = {"lens": None, "reason": f"the logit lens cannot read {exc}"}
+        return []
+    summary.setdefault("timings", {})["layers_s"] = round(time.time() - ts, 3)
+    summary["layer_view"] = {"lens": LENS,
+                             "layers": len(table[0]["probs"]) if table else 0}
+    return table
 
 
 def evaluate_run(run_dir: str | os.PathLike, progress: Progress = None, *,

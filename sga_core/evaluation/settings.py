@@ -38,6 +38,7 @@ class EvalSettings:
     lm_eval_limit: float | None = None
     lm_eval_include: str | None = None
     retrained_auc: float | None = None
+    layer_view: bool = True  # write eval/layers.jsonl (the logit lens of the forget answers)
 
     def resolve(self) -> tuple[Protocol, EvalSettings, dict]:
         """``(protocol, these settings with the protocol's values filled in, metric
@@ -100,4 +101,6 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
         lm_eval_include=ov.get("lm_eval_include") or ev.lm_eval_include,
         retrained_auc=ov.get("retrained_auc") if ov.get("retrained_auc") is not None
         else ev.retrained_auc,
+        layer_view=bool(ov["layer_view"] if ov.get("layer_view") is not None
+                        else getattr(ev, "layer_view", True)),
     )

@@ -15,6 +15,7 @@
   perplexity, Model Utility), recomputed per bootstrap resample;
 - :mod:`.paper`: the paper's Table 1;
 - :mod:`.stats`: the statistics behind them (t intervals, bootstraps, KS steps);
-- :mod:`.run_files`: one run's config diff, tokens, per-row values and probes.
+- :mod:`.run_files`: one run's config diff, tokens, per-row values and probes;
+- :mod:`.layers`: one run's layer view (the logit lens of its evaluation).
 
 No Streamlit and no HTML here: the pages render what these functions return."""

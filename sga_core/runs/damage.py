@@ -14,6 +14,7 @@ from sga_core.runs.folder import (
     DATA_DIR,
     EVAL_DIR,
     EVAL_STEPS,
+    LAYERS,
     MANIFEST_FILE,
     METRICS,
     PER_SAMPLE,
@@ -42,10 +43,11 @@ _READERS = (
     _status_damage(RunFolder.read_status), lambda run, st: run.config_sections(),
     _status_damage(RunFolder.read_eval_status), lambda run, st: run.manifest(),
     lambda run, st: run.summary(), RunFolder.metrics, lambda run, st: run.per_sample(),
-    lambda run, st: run.tokens(), RunFolder.probes, RunFolder.eval_steps)
+    lambda run, st: run.tokens(), RunFolder.probes, RunFolder.eval_steps,
+    lambda run, st: run.layers())
 _FILES = (rel(STATUS), rel(CONFIG), rel(EVAL_DIR, STATUS), rel(DATA_DIR, MANIFEST_FILE),
           rel(EVAL_DIR, SUMMARY), rel(METRICS), rel(EVAL_DIR, PER_SAMPLE),
-          rel(EVAL_DIR, TOKENS), rel(PROBES), rel(EVAL_STEPS))
+          rel(EVAL_DIR, TOKENS), rel(PROBES), rel(EVAL_STEPS), rel(EVAL_DIR, LAYERS))
 _DAMAGE: dict[tuple, list] = {}
 
 

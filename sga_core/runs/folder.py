@@ -41,6 +41,7 @@ EVAL_LOG = "eval.log"
 SUMMARY = "summary.json"  # in an evaluation's folder, as are the three below
 PER_SAMPLE = "per_sample.jsonl"
 TOKENS = "tokens.jsonl"
+LAYERS = "layers.jsonl"  # the logit lens: each forget answer token read at every layer
 REFERENCE_CACHE = "reference_cache.json"
 CANCEL_FILE = "CANCEL"  # a marker: stop at the next step boundary
 EVAL_REQUEST = "EVAL_REQUESTED"  # a marker: evaluate this completed run when a slot is free
@@ -72,7 +73,7 @@ NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, D
          CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
          PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST, STRESS_DIR,
          SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, STRESS_REQUEST,
-         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT, SLURM_PROFILE)
+         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT, SLURM_PROFILE, LAYERS)
 
 
 def shown_status(path: Path, status: dict, key: str, pids: tuple[str, ...], what: str,
@@ -151,6 +152,7 @@ class RunFolder:
     summary_path = property(lambda self: self.eval_dir / SUMMARY)
     per_sample_path = property(lambda self: self.eval_dir / PER_SAMPLE)
     tokens_path = property(lambda self: self.eval_dir / TOKENS)
+    layers_path = property(lambda self: self.eval_dir / LAYERS)
     cancel_path = property(lambda self: self.path / CANCEL_FILE)
     eval_request_path = property(lambda self: self.path / EVAL_REQUEST)
     stress_dir = property(lambda self: self.path / STRESS_DIR)
@@ -234,6 +236,11 @@ class RunFolder:
     def tokens(self) -> list[dict]:
         """eval/tokens.jsonl: a QA evaluation's token table per forget row."""
         return validate.tokens(self.path, rel(EVAL_DIR, TOKENS), rel(EVAL_DIR, SUMMARY))
+
+    def layers(self) -> list[dict]:
+        """eval/layers.jsonl: the per-layer table (logit lens) per forget row ([] for an
+        evaluation made before it was written, or of a model the lens cannot read)."""
+        return validate.layers(self.path, rel(EVAL_DIR, LAYERS), rel(EVAL_DIR, SUMMARY))
 
     # --- logs and markers -------------------------------------------------------------------
     def train_log(self, n_lines: int = 40) -> str:

@@ -249,6 +249,10 @@ PROBES_ROW = {"step": integer(0), "forget_index": integer(0), "tokens": list_of(
               "probs": list_of(number)}
 TOKENS_ROW = {"set": text, "index": integer(0), "tokens": list_of(text),
               "probs": list_of(number)}
+LAYERS_ROW = {"set": text, "index": integer(0), "tokens": list_of(text),
+              "token_ids": opt(list_of(integer(0))), "probs": list_of(list_of(number)),
+              "ranks": list_of(list_of(integer(1))), "top1": opt(list_of(list_of(text))),
+              "lens": STAMP}
 PER_SAMPLE_ROW = {"set": text, "index": integer(0), "question": STAMP, "prompt": STAMP,
                   "answer": STAMP, "generated": STAMP, **{k: NUM for k in (
                       "probability", "truth_ratio", "rouge_l_recall", "rouge_l_f1")}}
@@ -481,6 +485,46 @@ def tokens(run_dir, rel: str, summary_rel: str) -> list[dict]:
     return rows
 
 
+def layer_grids(v: dict, depth: int | None = None) -> tuple[str | None, int | None]:
+    """What is wrong with the per-layer grids of a layer record (``probs``, ``ranks``, and
+    ``top1`` where given: at least one layer, each as long as its ``tokens``, ``depth``
+    layers when given), or None; and the record's depth."""
+    for key in ("probs", "ranks", "top1"):
+        grid = v.get(key)
+        if grid is None:
+            if key != "top1":
+                return f"{key} is missing", depth
+            continue
+        if not grid:
+            return f"{key} has no layer", depth
+        if depth is None:
+            depth = len(grid)
+        if len(grid) != depth:
+            return f"{key} has {len(grid)} layers, other rows {depth}", depth
+        bad = next((i for i, layer in enumerate(grid) if len(layer) != len(v["tokens"])), None)
+        if bad is not None:
+            return (f"{key} of layer {bad + 1} has {len(grid[bad])} values for "
+                    f"{len(v['tokens'])} tokens"), depth
+    return None, depth
+
+
+def layers(run_dir, rel: str, summary_rel: str) -> list[dict]:
+    """eval/layers.jsonl: per forget row, every layer's reading of each answer token (as
+    many layers in each row, each layer as long as the row's tokens, at least one layer);
+    an evaluation writes one row per forget row, as its token table."""
+    rows = read_jsonl_file(run_dir, rel, LAYERS_ROW)
+    depth = None
+    for n, r in enumerate(rows, 1):
+        err, depth = layer_grids(r, depth)
+        if err:
+            raise Damaged(rel, f"row {n} ({r['set']} {r['index']}): {err}")
+    if (Path(run_dir) / rel).exists():
+        expected, _ = _evaluated_rows(run_dir, summary_rel)
+        if "forget" in expected:
+            _short(rel, rows, {"forget": expected["forget"]}, summary_rel)
+    return rows
+
+
 def per_sample(run_dir, rel: str, summary_rel: str) -> list[dict]:
     """eval/per_sample.jsonl (written whole, never appended): every row of every set the
     summary says was evaluated must be there."""
@@ -501,7 +545,8 @@ def _pair(v: Any) -> str | None:
 
 def _token_record(v: Any) -> str | None:
     """An attacked model's token record of one answer (as eval/tokens.jsonl holds them):
-    ``tokens``, ``probs`` and ``top`` of one length each."""
+    ``tokens``, ``probs`` and ``top`` of one length each; and where given its ``layers``
+    (``probs``, ``ranks``, ``top1`` per layer, as eval/layers.jsonl holds them)."""
     err = fields(v, {"tokens": list_of(text), "probs": list_of(NUM),
                      "top": list_of(list_of(_pair)), "token_ids": opt(list_of(integer(0)))},
                  ("tokens", "probs"))
@@ -511,6 +556,12 @@ def _token_record(v: Any) -> str | None:
     if len(set(lengths.values())) > 1:
         return "tokens, probs and top must be as long as each other, got " + ", ".join(
             f"{k} {n}" for k, n in lengths.items())
+    if v.get("layers") is not None:  # the attacked model's layer view of the same tokens
+        lay = v["layers"]
+        err = fields(lay, {k: LAYERS_ROW[k] for k in ("probs", "ranks", "top1")},
+                     ("probs", "ranks")) or layer_grids({**lay, "tokens": v["tokens"]})[0]
+        if err:
+            return f"layers {err}"
     return None
 
 

@@ -29,10 +29,11 @@ class StressContext:
     kind: str = "qa"
 
     def score(self, model, rows: Sequence[int], questions: Sequence[str] | None = None,
-              stage: str = "scoring") -> list[dict]:
+              stage: str = "scoring", layers: bool = True) -> list[dict]:
         """Per forget row of ``rows``: its answer's probability under ``model`` asked with
-        ``questions`` (default: the row's own question), and with :attr:`settings.rouge`
-        the greedy answer and its ROUGE-L recall."""
+        ``questions`` (default: the row's own question), its token record with the layer
+        view (``layers``: the Token probabilities page shows attacked models from these),
+        and with :attr:`settings.rouge` the greedy answer and its ROUGE-L recall."""
         from sga_core.stress.scoring import score_rows
 
         qs = list(questions) if questions is not None else [
@@ -40,7 +41,8 @@ class StressContext:
         answers = [self.forget_rows[i]["answer"] for i in rows]
         return score_rows(model, self.enc, qs, answers, self.device, self.batch_size,
                           self.max_new_tokens if self.settings.rouge else 0,
-                          progress=self.progress, stage=stage, kind=self.kind)
+                          progress=self.progress, stage=stage, kind=self.kind,
+                          layers=layers)
 
     def train_seq(self, row: dict):
         """A row as relearning trains on it: a QA pair's answer after its question, or a

@@ -128,7 +128,8 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                                 progress, kind)
             t1 = time.time()
             _part(job, int(original_part))
-            unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model")
+            unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model",
+                                  layers=False)
             baseline_s += time.time() - t1
             for i, name in enumerate(attacks):
                 _part(job, int(original_part) + 1 + i)

@@ -29,29 +29,43 @@ MIN_GAP = 0.01
 
 def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], device="cpu",
                batch_size: int = 16, max_new_tokens: int = 48, *, progress=None,
-               stage: str = "scoring", kind: str = "qa") -> list[dict]:
+               stage: str = "scoring", kind: str = "qa", layers: bool = False) -> list[dict]:
     """Per (question, answer): ``prob`` = exp(-mean answer NLL) and ``tokens`` (the answer's
     per-token probabilities with the top-5 alternatives, as ``eval/tokens.jsonl`` holds
     them: the Token probabilities page shows attacked models from these), from one forward
     pass; with ``max_new_tokens`` > 0 also ``generated`` (greedy) and ``rouge`` (its ROUGE-L
     recall against the answer). ``kind="text"``: each question is a passage's prefix and
     its answer the continuation (cut to the VerbMem tokens, so the end-of-text token the
-    encoder appends is not scored), both raw text as the text evaluation has them."""
+    encoder appends is not scored), both raw text as the text evaluation has them.
+    ``layers``: each token record also holds the attacked model's ``layers`` (the logit
+    lens of the same forward, as eval/layers.jsonl holds them; none for a model the lens
+    cannot read)."""
+    import contextlib
     from functools import partial
 
     from sga_core.evaluation.inputs import counter, generate_answers
     from sga_core.metrics.rouge import rouge_l
     from sga_core.model.forward import _mean_nll, _records, per_sequence
-
-    def both(res):
-        return list(zip(_mean_nll(res), partial(_records, enc, 5)(res)))
+    from sga_core.model.lens import LensUnsupported, lens_reader
 
     if kind == "text":
         seqs = [_without_end(enc.text(q, a, role="eval")) for q, a in zip(questions, answers)]
     else:
         seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
-    scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size,
-                          on_batch=counter(progress, stage, len(seqs)))
+    with contextlib.ExitStack() as stack:
+        lens = None
+        if layers:
+            with contextlib.suppress(LensUnsupported):
+                lens = stack.enter_context(lens_reader(model, enc))
+
+        def both(res):
+            recs = partial(_records, enc, 5)(res)
+            for rec, lay in zip(recs, lens(res) if lens is not None else []):
+                rec["layers"] = {k: lay[k] for k in ("probs", "ranks", "top1")}
+            return list(zip(_mean_nll(res), recs))
+
+        scored = per_sequence(model, seqs, enc.pad_id, both, device, batch_size,
+                              on_batch=counter(progress, stage, len(seqs)))
     out = [{"prob": _exp(-float(n)), "tokens": rec} for n, rec in scored]
     if max_new_tokens and max_new_tokens > 0:
         gen = generate_answers(model, enc, list(questions), max_new_tokens, kind, device,

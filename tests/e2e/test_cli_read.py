@@ -206,6 +206,45 @@ def test_probe_without_a_token_prints_each_answer_tokens_probability(world):
     assert [v["index"] for v in json.loads(res.stdout)["rows"]] == sorted(table)
 
 
+def test_probe_layers_prints_the_layer_view_the_evaluation_wrote(world):
+    """``probe RUN --layers``: the trained run's evaluation wrote its layer table (the
+    logit lens); with --token the followed token's reading at every layer, the last being
+    the output (the token table's probability); without, one line per answer token."""
+    from sga_core.report.layers import layer_table, layer_words
+
+    run = world["a"]
+    rec, tokens = layer_table(run)[FRENCH_ROW], token_table(run)[FRENCH_ROW]
+    pos = word_token_index(tokens["tokens"], "French")
+    res = cli(world, "probe", "tiny-a", "--layers", "--token", "French", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    (view,) = json.loads(res.stdout)["rows"]
+    (f,) = view["followed"]
+    assert view["index"] == FRENCH_ROW and view["layers"] == 2 and f["position"] == pos
+    assert f["probs"] == [layer[pos] for layer in rec["probs"]]
+    assert abs(f["output_p"] - tokens["probs"][pos]) < 1e-5  # the last layer: the output
+
+    res = cli(world, "probe", "tiny-a", "--layers", "--token", "French")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == (f"forget row {FRENCH_ROW}: {''.join(rec['tokens'])!r} (logit lens, 2 "
+                        "layers; layer 2 is the output)")
+    assert lines[1] == f"token {pos}: {layer_words(f)}"
+    assert lines[2].split() == ["layer", "p", "rank", "lens", "top-1"]
+    for k in range(2):
+        assert lines[3 + k].split()[:3] == [str(k + 1), f"{f['probs'][k]:.4g}",
+                                            str(f["ranks"][k])]
+
+    res = cli(world, "probe", "tiny-a", "--layers", "--row", str(FRENCH_ROW))
+    assert res.returncode == 0, res.stderr
+    rows = res.stdout.splitlines()[2:]
+    assert len(rows) == len(rec["tokens"])
+    assert rows[pos].split()[0] == str(pos) and f"{f['output_p']:.4g}" in rows[pos]
+    one_error_line(cli(world, "probe", "not-evaluated", "--layers"), "no layer table",
+                   "eval/layers.jsonl")
+    one_error_line(cli(world, "probe", "tiny-a", "--layers", "--set", "retain"),
+                   "forget rows only")
+
+
 # --- errors -------------------------------------------------------------------------------
 
 def test_unknown_runs_and_projects_are_one_line_and_a_non_zero_exit(world):

@@ -137,3 +137,10 @@ def test_a_copyright_project_gets_the_same_token_view(ui_env, demo_dir, tiny_mod
     assert not at.exception, at.exception
     heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     assert len(heat["y"]) == 3 and heat["y"][2].endswith(" · quant8")
+    # the layer view: each model (the variant too, from its stress result) at the tiny
+    # model's 2 layers, the last layer its output (the token heatmap's value)
+    layers = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
+    assert layers["y"] == heat["y"] and layers["x"] == [1, 2]
+    mark = at.selectbox(key=f"tokens.mark.{at.selectbox(key='tokens.row').value}").value
+    for k in range(3):
+        assert layers["z"][k][-1] == pytest.approx(heat["z"][k][mark], abs=1e-5)

@@ -54,10 +54,17 @@ def evaluated(run: RunFolder, n_forget: int = 2) -> None:
     atomic_write_jsonl(run.per_sample_path, rows)
     atomic_write_jsonl(run.tokens_path, [{"set": "forget", "index": i, "tokens": ["a"],
                                           "probs": [0.5]} for i in range(n_forget)])
+    atomic_write_jsonl(run.layers_path, [LAYER_ROW | {"index": i} for i in range(n_forget)])
     atomic_write_json(run.summary_path, {
         "task": "qa", "rows": {"forget": n_forget},
         "metrics": {"forget_probability": {"value": 0.5, "reason": None}}})
     run_status.write_eval(run.path, "completed")
+
+
+#: a layer-table row of a two-block model and a two-token answer
+LAYER_ROW = {"set": "forget", "tokens": [" F", "rench"], "token_ids": [5, 6], "lens": "logit",
+             "probs": [[0.9, 0.8], [0.1, 0.7]], "ranks": [[1, 1], [40, 1]],
+             "top1": [[" F", "rench"], [" E", "rench"]]}
 
 
 def test_paths_are_inside_the_run_folder_and_named_once(run):
@@ -86,6 +93,7 @@ def test_readers_of_a_new_run(run):
     assert set(run.manifest()) == {"forget", "retain", "normals"}
     assert run.metrics() == run.probes() == run.eval_steps() == []
     assert run.summary() is None and run.per_sample() == [] and run.tokens() == []
+    assert run.layers() == []
     assert run.train_log() == "" and run.eval_log() == ""
     assert not run.has_model() and not run.cancel_requested() and not run.eval_requested()
     assert run.eval_request_sets() == {} and damage(run.path) == []
@@ -101,6 +109,7 @@ def test_readers_of_a_trained_and_evaluated_run(run):
     assert run.status()["state"] == "completed" and run.eval_status()["state"] == "completed"
     assert run.summary()["rows"] == {"forget": 2}
     assert len(run.per_sample()) == 2 and len(run.tokens()) == 2
+    assert [r["ranks"] for r in run.layers()] == [LAYER_ROW["ranks"]] * 2
     assert run.train_log(2) == "step 2\nstep 3"
     assert damage(run.path) == [] and list_runs(run.path.parent)[0]["damaged"] is None
 
@@ -128,6 +137,26 @@ def damage_tokens(run):
     run.tokens_path.write_text("not json\n")
 
 
+def layers_of(run, change) -> None:
+    atomic_write_jsonl(run.layers_path, [change(LAYER_ROW | {"index": i}) for i in range(2)])
+
+
+def damage_layers_cut(run):
+    run.layers_path.write_text(run.layers_path.read_text().splitlines()[0] + "\n")
+
+
+def damage_layers_width(run):  # a layer with one value for two tokens
+    layers_of(run, lambda r: r | {"probs": [[0.9, 0.8], [0.1]]})
+
+
+def damage_layers_depth(run):  # rows read at different depths
+    layers_of(run, lambda r: r | ({"ranks": [[1, 1]]} if r["index"] else {}))
+
+
+def damage_layers_rank(run):
+    layers_of(run, lambda r: r | {"ranks": [[0, 1], [40, 1]]})
+
+
 def damage_probes(run):
     run.probes_path.write_text('{"step": "one"}\n')
 
@@ -150,6 +179,10 @@ def damage_config(run):
     (damage_per_sample, "per_sample", "eval/per_sample.jsonl", "evaluated rows are missing"),
     (damage_tokens, "tokens", "eval/tokens.jsonl", "line 1 is not a JSON record"),
     (damage_probes, "probes", "probes.jsonl", "line 1"),
+    (damage_layers_cut, "layers", "eval/layers.jsonl", "1 evaluated rows are missing"),
+    (damage_layers_width, "layers", "eval/layers.jsonl", "probs of layer 2 has 1 values for 2"),
+    (damage_layers_depth, "layers", "eval/layers.jsonl", "ranks has 1 layers, other rows 2"),
+    (damage_layers_rank, "layers", "eval/layers.jsonl", "line 1: ranks item 0 item 0 must"),
     (damage_eval_steps, "eval_steps", "eval_steps.jsonl", "line 1"),
     (damage_manifest, "manifest", "data/manifest.json", "must hold a JSON object"),
     (damage_config, "config_dict", "config.yaml", "is not valid YAML"),
