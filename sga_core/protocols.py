@@ -185,8 +185,9 @@ register_role(SetRole("forget_eval", ("qa", "text"), "auto", replaces="forget",
                       what="a benchmark's own forget evaluation rows (MUSE: verbmem/forget)"))
 register_role(SetRole("retain_eval", ("qa", "text"), "auto", replaces="retain",
                       what="a benchmark's own retain evaluation rows (TOFU: retain_perturbed)"))
-register_role(SetRole("holdout", ("text",), "text",
-                      what="texts never trained on (MUSE: privleak/holdout)"))
+# holdout: text in a text project, QA in a QA project (a QA project's sets are all QA)
+register_role(SetRole("holdout", ("qa", "text"), "text",
+                      what="rows never trained on (MUSE: privleak/holdout; TOFU: holdout10)"))
 register_role(SetRole("forget_qa", ("text",), "qa",
                       what="questions about the forget documents (MUSE: knowmem/forget_qa)"))
 register_role(SetRole("retain_qa", ("text",), "qa",

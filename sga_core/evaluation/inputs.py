@@ -112,7 +112,7 @@ def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
 # Text rows
 
 
-def _text_sequence(enc: Encoder, row, full_text: bool, include_eos: bool) -> TokSeq:
+def text_sequence(enc: Encoder, row, full_text: bool, include_eos: bool) -> TokSeq:
     if isinstance(row, str):
         seq = enc.text("", row, role="eval")
     elif full_text and isinstance(row.get("text"), str):
@@ -141,7 +141,7 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
     from sga_core.model.forward import sequence_logprobs
 
     enc = as_encoder(encoder)
-    seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
+    seqs = [text_sequence(enc, r, full_text, include_eos) for r in rows]
     return sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
                              on_batch=counter(progress, stage, len(seqs)))
 
@@ -155,9 +155,48 @@ def text_vocab_stats(model, encoder: Encoder, rows: Sequence[dict | str], device
     from sga_core.model.forward import sequence_vocab_stats
 
     enc = as_encoder(encoder)
-    seqs = [_text_sequence(enc, r, True, False) for r in rows]
+    seqs = [text_sequence(enc, r, True, False) for r in rows]
     return sequence_vocab_stats(model, seqs, enc.pad_id, device, batch_size,
                                 on_batch=counter(progress, stage, len(seqs)))
+
+
+def fill_token_inputs(model, enc: Encoder, sets, instances, sequence, text, *, device,
+                      batch_size: int, progress: Progress,
+                      stage: str = "scoring texts") -> None:
+    """The token log-probs (and where a metric reads them, Min-K%++'s vocabulary
+    statistics) of every row of the sets whose metrics need them, in one forward per
+    batch: ``sequence(row)`` is the row's token sequence (its labelled tokens are scored),
+    ``text(row)`` the text the set's ``texts`` keep (ZLib compresses it)."""
+    from sga_core.evaluation.compute import flat_rows, scatter, sets_needing
+    from sga_core.metrics.context import TOKEN_LOGPROBS, TOKEN_VOCAB_STATS
+    from sga_core.model.forward import sequence_logprobs, sequence_vocab_stats
+
+    with_stats = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
+    names = sets_needing(instances, sets, TOKEN_LOGPROBS)
+    names += [n for n in with_stats if n not in names]
+    rows = flat_rows(sets, names)
+    seqs = [sequence(r) for r in rows]
+    texts = [text(r) for r in rows]
+    count = counter(progress, stage, len(seqs)) if seqs else None
+    if with_stats:  # one forward gives every token's log-prob and Min-K%++'s statistics
+        stats = sequence_vocab_stats(model, seqs, enc.pad_id, device, batch_size,
+                                     on_batch=count)
+        lps = [s["logprobs"] for s in stats]
+        scatter(sets, names, stats, "vocab_stats")
+        for n in names:
+            if n not in with_stats:
+                sets[n].vocab_stats = None  # kept only where a metric reads them
+    else:
+        lps = sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
+                                on_batch=count) if seqs else []
+    scatter(sets, names, lps, "logprobs")
+    scatter(sets, names, texts, "texts")
+
+
+def answer_text(enc: Encoder, seq: TokSeq) -> str:
+    """A sequence's labelled tokens decoded without special tokens (open-unlearning
+    utils.py extract_target_texts_from_processed_data: ZLib's text of a QA row)."""
+    return enc.tok.decode([t for t in seq.labels if t != IGNORE], skip_special_tokens=True)
 
 
 def counter(progress: Progress, stage: str, total: int):

@@ -28,7 +28,13 @@ from sga_core.evaluation.compute import (
     scatter,
     sets_needing,
 )
-from sga_core.evaluation.inputs import answer_token_hits, generate_answers, score_qa_candidates
+from sga_core.evaluation.inputs import (
+    answer_text,
+    answer_token_hits,
+    fill_token_inputs,
+    generate_answers,
+    score_qa_candidates,
+)
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
 from sga_core.metrics import tofu, utility_parts
 from sga_core.metrics.catalog import QA, UTILITY_SET, expand, sample_keys, spec_of
@@ -39,11 +45,15 @@ from sga_core.metrics.context import (
     MetricInputs,
     SetData,
 )
+from sga_core.protocols import SET_ROLES
 
 QA_INPUT_KEYS = ("set", "index", "question", "answer", "generated", "nll_answer",
                  "nll_paraphrased", "nll_perturbed")
 QA_SAMPLE_KEYS = QA_INPUT_KEYS + sample_keys(QA)
 RESERVED = ("forget", "retain")
+#: the sets a QA project's evaluation reads by name (the role registry's QA roles that
+#: replace no rows: holdout, the MIA attacks' non-members): no per-set QA family runs on them
+QA_ROLE_SETS = tuple(n for n, r in SET_ROLES.items() if "qa" in r.kinds and not r.replaces)
 
 
 def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
@@ -72,6 +82,8 @@ def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
 
 def absent(name: str) -> str:
     """Why a QA set's metrics cannot be computed when the set has no rows."""
+    if name in QA_ROLE_SETS:
+        return f"no {name} set (eval.sets.{name}; TOFU: holdout01/05/10)"
     return {"forget": "no forget rows",
             "retain": "no retain rows (data.retain)"}.get(name, f"eval set {name!r} is empty")
 
@@ -107,6 +119,14 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                                 for r in d.rows], device, batch_size,
                                    progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    fill_token_inputs(model, enc, sets, instances,
+                      lambda r: enc.qa(r["question"], r["answer"], role="eval"),
+                      lambda r: answer_text(enc, enc.qa(r["question"], r["answer"],
+                                                        role="eval")),
+                      device=device, batch_size=batch_size, progress=progress,
+                      stage="scoring answer tokens (MIA)")
+    timings["logprobs_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))
     return timings
@@ -148,7 +168,8 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     tasks, extra = utility_tasks(options)
     data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows, tasks, row_ids)
     results, summary, per_sample = evaluate_catalog(
-        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED + (UTILITY_SET,)],
+        QA, data, expand(QA, qa_sets=[n for n in data
+                                      if n not in RESERVED + QA_ROLE_SETS + (UTILITY_SET,)],
                          lm_tasks=extra, protocol=options.get("name")),
         partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
                 batch_size=batch_size, device=device, progress=progress, options=options),

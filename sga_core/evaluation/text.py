@@ -22,18 +22,17 @@ from sga_core.evaluation.common import (
 )
 from sga_core.evaluation.compute import (
     evaluate_catalog,
-    flat_rows,
     retain_set,
-    scatter,
     sets_needing,
 )
 from sga_core.evaluation.inputs import (
     answer_token_hits,
     cut_at,
+    fill_token_inputs,
     first_tokens,
     generate_answers,
+    text_sequence,
     text_token_logprobs,
-    text_vocab_stats,
 )
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
 from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, sample_keys, spec_of
@@ -42,8 +41,6 @@ from sga_core.metrics.context import (
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
     TOKEN_HITS,
-    TOKEN_LOGPROBS,
-    TOKEN_VOCAB_STATS,
     MetricInputs,
     SetData,
 )
@@ -54,7 +51,7 @@ VERBMEM_NEW_TOKENS = 128  # MUSE
 TEXT_PROMPT_WORDS = 15  # text rows without a prompt: split after this many words (the demo's)
 # the sets a text project's evaluation reads by name (the role registry's text-only roles:
 # holdout, forget_qa, retain_qa); <set>_icl: MUSE's few-shot examples for the QA set <set>
-TEXT_SETS = tuple(n for n, r in SET_ROLES.items() if r.kinds == ("text",))
+TEXT_SETS = tuple(n for n, r in SET_ROLES.items() if "text" in r.kinds and not r.replaces)
 # scored_tokens: the tokens a row's perplexity is over (perplexity is token-weighted, so its
 # bootstrap over rows needs them: sga_core/report/row_stats.py)
 TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated", "scored_tokens")
@@ -218,23 +215,9 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                          stage="completions")
     timings["completions_s"] = round(time.time() - ts, 3)
     ts = time.time()
-    with_stats = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
-    names = sets_needing(instances, sets, TOKEN_LOGPROBS)
-    names += [n for n in with_stats if n not in names]
-    texts = [full_text(r) for r in flat_rows(sets, names)]
-    if with_stats:  # one forward gives every token's log-prob and Min-K%++'s statistics
-        stats = text_vocab_stats(model, enc, texts, device=device, batch_size=batch_size,
-                                 progress=progress)
-        lps = [s["logprobs"] for s in stats]
-        scatter(sets, names, stats, "vocab_stats")
-        for n in names:
-            if n not in with_stats:
-                sets[n].vocab_stats = None  # kept only where a metric reads them
-    else:
-        lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size,
-                                  progress=progress) if texts else []
-    scatter(sets, names, lps, "logprobs")
-    scatter(sets, names, texts, "texts")
+    fill_token_inputs(model, enc, sets, instances,
+                      lambda r: text_sequence(enc, full_text(r), True, False), full_text,
+                      device=device, batch_size=batch_size, progress=progress)
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):

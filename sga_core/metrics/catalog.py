@@ -262,25 +262,61 @@ ATTACK_SCORES: dict[str, Callable[[SetData], list]] = {
 }
 
 
-def _attack_auc(attack: str) -> Callable[[MetricInputs], MetricResult]:
+#: the same attacks on QA rows, each answer scored given its question (open-unlearning's TOFU
+#: MIA, configs/eval/tofu_metrics/mia_*.yaml: QADataset labels are the answer and its EOS):
+#: LOSS and ZLib over every answer token (utils.py evaluate_probability ``avg_loss``; ZLib's
+#: text the answer decoded from its labels), Min-K% and Min-K%++ without the last scored
+#: token (utils.py tokenwise_logprobs drops the EOS prediction)
+QA_ATTACK_SCORES: dict[str, Callable[[SetData], list]] = {
+    **ATTACK_SCORES,
+    "min_k": lambda d: [muse.min_k_percent(lp[:-1], MIN_K) for lp in d.logprobs],
+    "min_k_plus_plus": lambda d: [mia.min_k_plus_plus_score(
+        v["logprobs"][:-1], v["mu"][:-1], v["var"][:-1], MIN_K) for v in d.vocab_stats],
+}
+
+
+def _attack_auc(attack: str, kind: str = TEXT) -> Callable[[MetricInputs], MetricResult]:
     """An attack's AUC of the first set (members) against the second; per sample, each
-    text's member score (the first set's texts, then the second's)."""
+    row's member score (the first set's rows, then the second's)."""
+    scorers = QA_ATTACK_SCORES if kind == QA else ATTACK_SCORES
+
     def compute(x: MetricInputs) -> MetricResult:
-        members, others = (mia.scores(ATTACK_SCORES[attack](x.sets[s]), x.name)
-                           for s in x.on)
+        members, others = (mia.scores(scorers[attack](x.sets[s]), x.name) for s in x.on)
         res = muse.auc(members, others)
         return MetricResult(x.name, res.value, members.per_sample + others.per_sample,
                             res.reason)
     return compute
 
 
-def _attack(attack: str, label: str, about: str, reference: str, needs: str) -> MetricSpec:
-    return MetricSpec(f"mia_{attack}_auc", TEXT, f"MIA AUC ({label})", LOWER,
-                      f"ROC-AUC of {about} separating forget from holdout texts (1 = "
+def _attack(attack: str, label: str, about: str, reference: str, needs: str,
+            kind: str = TEXT) -> MetricSpec:
+    rows = "texts" if kind == TEXT else "answers (given their questions)"
+    name = "mia_auc" if attack == "min_k" else f"mia_{attack}_auc"
+    return MetricSpec(name, kind, "MIA AUC" if attack == "min_k" else f"MIA AUC ({label})",
+                      LOWER, f"ROC-AUC of {about} separating forget from holdout {rows} (1 = "
                       "memorised; the retain reference's value is the target)",
-                      f"{OU_MIA}/{reference} (mia/utils.py mia_auc)", (needs,),
-                      _attack_auc(attack), on=("forget", "holdout"),
+                      f"{OU_MIA}/{reference} (mia/utils.py mia_auc"
+                      f"{'; configs/eval/tofu_metrics' if kind == QA else ''})", (needs,),
+                      _attack_auc(attack, kind), on=("forget", "holdout"),
+                      sample_key=f"{attack}_score" if attack == "min_k" else None,
                       protocols=NOT_COPYRIGHT)
+
+
+def _attacks(kind: str) -> list[MetricSpec]:
+    """The AUCs of the membership-inference attacks that need no second model (Min-K%,
+    LOSS, ZLib, Min-K%++) on the forget and holdout rows of a QA project (the text ones are
+    listed in the catalog below)."""
+    return [
+        _attack("min_k", "Min-K%", "Min-K% (k = 40%) scores", "min_k.py", TOKEN_LOGPROBS,
+                kind),
+        _attack("loss", "LOSS", "LOSS scores (the mean token NLL)", "loss.py", TOKEN_LOGPROBS,
+                kind),
+        _attack("zlib", "ZLib", "ZLib scores (the mean NLL over the answer's "
+                "zlib-compressed length)", "zlib.py", TOKEN_LOGPROBS, kind),
+        _attack("min_k_plus_plus", "Min-K%++", "Min-K%++ scores (k = 40%; token log-probs "
+                "normalised by the vocabulary's mean and spread)", "min_k_plus_plus.py",
+                TOKEN_VOCAB_STATS, kind),
+    ]
 
 
 def _privleak(x: MetricInputs) -> MetricResult:
@@ -411,6 +447,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                _forget_quality, on=("forget",), after=("forget_truth_ratio",), column=1,
                keep_per_sample=True),
     *_memorization(QA, "open-unlearning configs/eval/tofu_metrics/extraction_strength.yaml"),
+    *_attacks(QA),
     _lm_eval_family(QA),
     # --- text (MUSE) ----------------------------------------------------------------------
     MetricSpec("forget_verbmem", TEXT, "VerbMem", LOWER,

@@ -32,8 +32,10 @@ INPUTS = {
                     "gold answers",
     GREEDY_CONTINUATIONS: "greedy continuations of the forget texts' prefixes, compared with "
                           "the true continuations",
-    TOKEN_LOGPROBS: "the log-probability of each token of each whole text",
-    TOKEN_VOCAB_STATS: "per token of each whole text: its log-probability, and the mean and "
+    TOKEN_LOGPROBS: "the log-probability of each token of each whole text (QA: of each "
+                    "answer given its question, its EOS included)",
+    TOKEN_VOCAB_STATS: "per token of each whole text (QA: of each answer): its "
+                       "log-probability, and the mean and "
                        "variance of the log-probability over the vocabulary (Min-K%++)",
     TOKEN_HITS: "per answer token, whether the model's most likely next token is the true "
                 "one (exact memorization, extraction strength)",
@@ -57,7 +59,7 @@ class SetData:
     gold: list[str] | None = None  # what the generations are compared with
     generated: list[str] | None = None  # GREEDY_ANSWERS / GREEDY_CONTINUATIONS
     logprobs: list[list[float]] | None = None  # TOKEN_LOGPROBS
-    texts: list[str] | None = None  # TOKEN_LOGPROBS: the whole texts they score
+    texts: list[str] | None = None  # TOKEN_LOGPROBS: the whole texts (QA: answers) scored
     hits: list[list[bool]] | None = None  # TOKEN_HITS
     vocab_stats: list[dict] | None = None  # TOKEN_VOCAB_STATS: {"logprobs", "mu", "var"}
     completions: list[str] | None = None  # COMPLETIONS (gold: the true continuations)
