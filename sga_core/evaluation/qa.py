@@ -120,16 +120,23 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                    progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
     ts = time.time()
-    fill_token_inputs(model, enc, sets, instances,
-                      lambda r: enc.qa(r["question"], r["answer"], role="eval"),
-                      lambda r: answer_text(enc, enc.qa(r["question"], r["answer"],
-                                                        role="eval")),
-                      device=device, batch_size=batch_size, progress=progress,
+    fill_token_inputs(model, enc, sets, instances, *answer_scoring(enc), device=device,
+                      batch_size=batch_size, progress=progress,
                       stage="scoring answer tokens (MIA)")
     timings["logprobs_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))
     return timings
+
+
+def answer_scoring(enc) -> tuple:
+    """``(sequence, text)`` of a QA row for the MIA attacks (:func:`~sga_core.evaluation.
+    inputs.fill_token_inputs`): the answer and its EOS scored given the question, and the
+    answer decoded from those tokens."""
+    def sequence(r: dict):
+        return enc.qa(r["question"], r["answer"], role="eval")
+
+    return sequence, lambda r: answer_text(enc, sequence(r))
 
 
 def _sample_base(d: SetData, j: int) -> dict:
@@ -148,7 +155,9 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
                 reference_reason: str | None = None,
                 self_reference: bool = False,
                 options: dict | None = None,
-                row_ids: Mapping[str, list[int]] | None = None) -> tuple[dict, list[dict]]:
+                row_ids: Mapping[str, list[int]] | None = None,
+                mia_reference: dict | None = None,
+                mia_reference_reason: str | None = None) -> tuple[dict, list[dict]]:
     """TOFU-style metrics of a loaded model on QA rows.
 
     ``sets`` are the extra (real-world) QA sets, name -> rows; Model Utility uses
@@ -160,7 +169,9 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     catalog (``<set>_probability``, ``<set>_truth_ratio``, ``<set>_rouge``,
     ``model_utility``, ``forget_quality``) to ``{"name", "value", "reason"}``;
     ``summary["forget_truth_ratios"]`` is the raw per-row list (the values a later run
-    compares against when this model is its reference). ``options``: the evaluation
+    compares against when this model is its reference). ``mia_reference``: the retain
+    reference's AUC of each attack on the forget against the ``holdout`` rows (PrivLeak;
+    None with ``mia_reference_reason``). ``options``: the evaluation
     protocol's settings (:mod:`sga_core.protocols`; default: the demo's). ``row_ids``: the
     rows' own indices where only a subset of a set is given (``eval.max_rows``).
     """
@@ -175,7 +186,8 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
                 batch_size=batch_size, device=device, progress=progress, options=options),
         absent, QA_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
         reference=reference_tr, reference_reason=reference_reason,
-        self_reference=self_reference, options=options)
+        self_reference=self_reference, options=options, mia_reference=mia_reference,
+        mia_reference_reason=mia_reference_reason)
     summary["forget_truth_ratios"] = finite([float(t) if t is not None else None
                                              for t in results["forget_truth_ratio"].per_sample])
     # MU's 9 components by name, and the lowest (sga_core.metrics.utility_parts)

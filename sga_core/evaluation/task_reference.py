@@ -1,5 +1,6 @@
 """The retain reference's value an evaluation needs, by its task: the forget truth ratios
-(QA), the completions' scores (the copyright protocol) or the Min-K% AUC (text), with the
+(QA; and the attacks' AUCs for its PrivLeak), the completions' scores (the copyright
+protocol) or the attacks' AUCs (text), with the
 key its cache keeps it under (:mod:`~sga_core.evaluation.reference`), and what the summary
 says of it."""
 
@@ -8,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sga_core.evaluation.common import Progress
-from sga_core.evaluation.qa import reference_truth_ratios
+from sga_core.evaluation.inputs import fill_token_inputs
+from sga_core.evaluation.qa import answer_scoring, reference_truth_ratios
 from sga_core.evaluation.reference import (
     completions_key,
     forget_rows_key,
@@ -22,9 +24,11 @@ from sga_core.evaluation.settings import EvalSettings
 from sga_core.evaluation.text import (
     full_text,
     prompt_and_continuation,
-    reference_auc,
     reference_completions,
+    text_scoring,
 )
+from sga_core.metrics.catalog import REFERENCE_ATTACKS, Instance, auc_name, spec_of
+from sga_core.metrics.context import MetricInputs, SetData
 
 
 def task_reference(kind: str, reference: str | None, model: str, forget_rows: list[dict],
@@ -55,40 +59,89 @@ def task_reference(kind: str, reference: str | None, model: str, forget_rows: li
             return reference_completions(m, st.encoder(tok, m), forget_rows, st.batch_size,
                                          device, options, progress)
     else:
-        holdout = set_rows.get("holdout") or []
-        key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
-                      st.max_length)
-        kind_key = "mia_auc"
-
-        def compute(m, tok):
-            return reference_auc(m, st.encoder(tok, m), forget_rows, holdout, st.batch_size,
-                                 device, progress)
-
-        if not self_ref and not holdout:
-            return ({"value": None, "source": None, "path": reference,
-                     "model": ref.model if ref else None,
-                     "reason": "no holdout set (eval.sets.holdout)"}, key, self_ref)
+        info, key = mia_reference(kind, reference, model, forget_rows, set_rows, st, device,
+                                  progress, load=load)
+        return info, key, self_ref
     if self_ref:
         return self_reference_info(ref), key, self_ref
     return (reference_value(ref, kind_key, key, compute, load=load, dtype=st.dtype,
                             device=device, progress=progress), key, self_ref)
 
 
+def reference_aucs(model, enc, kind: str, forget_rows: list[dict], holdout: list[dict],
+                   batch_size: int = 16, device="cpu", progress: Progress = None
+                   ) -> dict | None:
+    """The AUC of each attack (:data:`~sga_core.metrics.catalog.REFERENCE_ATTACKS`) of a
+    (reference) model on the forget against the holdout rows, by attack: the values of its
+    ``mia_*auc`` metrics, scored as the evaluation scores them (one forward per batch)."""
+    specs = [spec_of(auc_name(a), kind) for a in REFERENCE_ATTACKS]
+    data = {"forget": SetData("forget", list(forget_rows)),
+            "holdout": SetData("holdout", list(holdout))}
+    scoring = answer_scoring if kind == "qa" else text_scoring
+    fill_token_inputs(model, enc, data, [Instance(s.name, s, s.on) for s in specs],
+                      *scoring(enc), device=device, batch_size=batch_size, progress=progress,
+                      stage="reference: scoring " + ("answers (MIA)" if kind == "qa"
+                                                     else "texts"))
+    out = {a: s.compute(MetricInputs(s.name, data, s.on)).value
+           for a, s in zip(REFERENCE_ATTACKS, specs)}
+    return out if None not in out.values() else None
+
+
+def mia_reference(kind: str, reference: str | None, model: str, forget_rows: list[dict],
+                  set_rows: dict[str, list[dict]], st: EvalSettings, device: str,
+                  progress: Progress, *, load: Callable) -> tuple[dict, str]:
+    """The retain reference's AUC of each attack (PrivLeak), cached (kind ``mia_aucs``)
+    under the forget and holdout rows and the encoding: ``(info, cache key)``."""
+    ref = resolve_reference(reference)
+    holdout = set_rows.get("holdout") or []
+    if kind == "qa":
+        key = mia_key([[r["question"], r["answer"]] for r in forget_rows],
+                      [[r["question"], r["answer"]] for r in holdout], st.max_length,
+                      system_prompt=st.system_prompt, prompt_format=st.prompt_format)
+    else:
+        key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
+                      st.max_length)
+    if is_same_model(ref, model):
+        return self_reference_info(ref), key
+    if not holdout:
+        return ({"value": None, "source": None, "path": reference,
+                 "model": ref.model if ref else None,
+                 "reason": "no holdout set (eval.sets.holdout)"}, key)
+
+    def compute(m, tok):
+        return reference_aucs(m, st.encoder(tok, m), kind, forget_rows, holdout,
+                              st.batch_size, device, progress)
+
+    return reference_value(ref, "mia_aucs", key, compute, load=load, dtype=st.dtype,
+                           device=device, progress=progress), key
+
+
 def reference_kind(kind: str, options: dict) -> str:
     """The cache kind of the reference's value for a task kind and protocol."""
     if kind == "qa":
         return "forget_truth_ratios"
-    return "copyright_scores" if options.get("name") == "copyright" else "mia_auc"
+    return "copyright_scores" if options.get("name") == "copyright" else "mia_aucs"
 
 
-def reference_meta(kind: str, options: dict, ref_info: dict) -> dict:
+def reference_meta(kind: str, options: dict, ref_info: dict,
+                   mia_info: dict | None = None) -> dict:
     """The summary's ``reference``: where the reference is, where its value came from (or
-    why it is missing), and the value, or for QA how many truth ratios it has."""
+    why it is missing), and the value, or for QA how many truth ratios it has; the
+    attacks' AUCs (``mia_aucs``, with Min-K%'s also as ``mia_auc``) where PrivLeak used
+    them (a QA evaluation's ``mia_info``: where they came from as ``mia_source`` /
+    ``mia_reason``)."""
     ref_meta = {k: ref_info.get(k) for k in ("path", "model", "source", "reason")}
     if kind == "qa":
         ref_meta["n_truth_ratios"] = len(ref_info["value"] or [])
     elif options.get("name") == "copyright":
         ref_meta["completion_scores"] = ref_info["value"]
     else:
-        ref_meta["mia_auc"] = ref_info["value"]
+        mia_info = ref_info
+    if mia_info is not None:
+        aucs = mia_info["value"] if isinstance(mia_info["value"], dict) else None
+        ref_meta["mia_auc"] = (aucs or {}).get("min_k")
+        ref_meta["mia_aucs"] = aucs
+        if mia_info is not ref_info:
+            ref_meta["mia_source"] = mia_info.get("source")
+            ref_meta["mia_reason"] = mia_info.get("reason")
     return ref_meta

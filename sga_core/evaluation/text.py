@@ -32,7 +32,6 @@ from sga_core.evaluation.inputs import (
     first_tokens,
     generate_answers,
     text_sequence,
-    text_token_logprobs,
 )
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
 from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, sample_keys, spec_of
@@ -215,9 +214,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                          stage="completions")
     timings["completions_s"] = round(time.time() - ts, 3)
     ts = time.time()
-    fill_token_inputs(model, enc, sets, instances,
-                      lambda r: text_sequence(enc, full_text(r), True, False), full_text,
-                      device=device, batch_size=batch_size, progress=progress)
+    fill_token_inputs(model, enc, sets, instances, *text_scoring(enc), device=device,
+                      batch_size=batch_size, progress=progress)
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):
@@ -227,6 +225,12 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     timings["token_hits_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, opt, batch_size, progress))
     return timings
+
+
+def text_scoring(enc) -> tuple:
+    """``(sequence, text)`` of a text row for the token metrics (:func:`~sga_core.evaluation.
+    inputs.fill_token_inputs`): the whole text scored from a start token, its EOS left out."""
+    return lambda r: text_sequence(enc, full_text(r), True, False), full_text
 
 
 def _sample_base(d: SetData, j: int) -> dict:
@@ -253,8 +257,9 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
     ``sets``: ``holdout`` (text, never trained on: Min-K% AUC, PrivLeak, perplexity),
     ``forget_qa`` / ``retain_qa`` (QA about the forget / retain documents: KnowMem); other
     QA sets get ``<name>_knowmem``, other text sets ``<name>_perplexity``.
-    ``reference_auc`` is the retain reference's Min-K% AUC on the same forget / holdout texts
-    (``self_reference``: this model is the reference, its own AUC is used: PrivLeak 0).
+    ``reference_auc`` is the retain reference's AUC of each attack on the same forget /
+    holdout texts, by attack (``{"min_k": ..., "loss": ...}``; a number: Min-K%'s alone)
+    (``self_reference``: this model is the reference, its own AUCs are used: PrivLeak 0).
     Metrics: the catalog's text metrics (``forget_verbmem``, ``forget_knowmem``,
     ``retain_knowmem``, ``mia_auc``, ``privleak``, ``holdout_perplexity``,
     ``forget_perplexity``, ``retain_perplexity`` and the families; under the copyright
@@ -280,21 +285,6 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
     summary["rows"] = {"forget": len(data["forget"].rows), "retain": len(data["retain"].rows),
                        **{n: len(list(r or [])) for n, r in (sets or {}).items()}}
     return summary, per_sample
-
-
-def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dict],
-                  batch_size: int = 16, device="cpu", progress: Progress = None
-                  ) -> float | None:
-    """The Min-K% AUC of a (reference) model on the forget and holdout texts: the value of
-    its ``mia_auc`` metric."""
-    forget_rows, holdout = list(forget_rows), list(holdout)
-    lps = text_token_logprobs(model, enc, [full_text(r) for r in forget_rows + holdout],
-                              device=device, batch_size=batch_size, progress=progress,
-                              stage="reference: scoring texts")
-    data = {"forget": SetData("forget", forget_rows, logprobs=lps[:len(forget_rows)]),
-            "holdout": SetData("holdout", holdout, logprobs=lps[len(forget_rows):])}
-    spec = spec_of("mia_auc", TEXT)
-    return spec.compute(MetricInputs(spec.name, data, spec.on)).value
 
 
 def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,

@@ -319,17 +319,58 @@ def _attacks(kind: str) -> list[MetricSpec]:
     ]
 
 
-def _privleak(x: MetricInputs) -> MetricResult:
-    mia = x.results["mia_auc"]
-    ref = mia.value if x.self_reference and mia.value is not None else x.reference
-    given = x.options.get("retrained_auc")
-    if given is not None:  # a retrained model's AUC given by the user (MUSE's AUC_RETRAIN)
-        ref = float(given)
-    if mia.value is None:
-        return missing(x.name, mia.reason or "no AUC")
-    if ref is None:
-        return missing(x.name, x.reference_reason or "no retain-reference AUC")
-    return muse.privleak(mia, ref)
+#: the attacks whose AUC the retain reference's model gives for PrivLeak (kind ``mia_aucs``)
+REFERENCE_ATTACKS = ("min_k", "loss", "zlib", "min_k_plus_plus")
+
+
+def auc_name(attack: str) -> str:
+    """The summary key of an attack's AUC (Min-K%'s is ``mia_auc``, as it always was)."""
+    return "mia_auc" if attack == "min_k" else f"mia_{attack}_auc"
+
+
+def privleak_name(attack: str) -> str:
+    """The summary key of an attack's PrivLeak (Min-K%'s is ``privleak``, MUSE's)."""
+    return "privleak" if attack == "min_k" else f"privleak_{attack}"
+
+
+def _privleak_of(attack: str) -> Callable[[MetricInputs], MetricResult]:
+    """PrivLeak of one attack's AUC against the retain reference's AUC of the same attack
+    (``mia_reference``, else ``reference``: the attacks' AUCs by name, or Min-K%'s alone)."""
+    def compute(x: MetricInputs) -> MetricResult:
+        mia = x.results[auc_name(attack)]
+        refs = x.mia_reference if x.mia_reference is not None else x.reference
+        ref = refs.get(attack) if isinstance(refs, dict) else \
+            (refs if attack == "min_k" else None)
+        if x.self_reference and mia.value is not None:
+            ref = mia.value
+        given = x.options.get("retrained_auc")
+        if given is not None and attack == "min_k":  # MUSE's AUC_RETRAIN, given by the user
+            ref = float(given)
+        if mia.value is None:
+            return missing(x.name, mia.reason or "no AUC")
+        if ref is None:
+            return missing(x.name, x.mia_reference_reason or x.reference_reason
+                           or "no retain-reference AUC")
+        return muse.privleak(mia, ref)
+    return compute
+
+
+_privleak = _privleak_of("min_k")
+
+
+def _privleaks(kind: str, attacks: Iterable[str], labels: dict[str, str]) -> list[MetricSpec]:
+    """The PrivLeak of each attack but Min-K% (whose PrivLeak is ``privleak``)."""
+    return [MetricSpec(privleak_name(a), kind, f"PrivLeak ({labels[a]})", ZERO,
+                       f"PrivLeak of the {labels[a]} attack: (A - A_ref) / A_ref x 100 with "
+                       f"A = 1 - its AUC and A_ref the retain reference's",
+                       f"{MUSE} privleak with open-unlearning's {OU_MIA}/{a}.py (privacy.py "
+                       "privleak)", (TOKEN_LOGPROBS, REFERENCE), _privleak_of(a),
+                       on=("forget", "holdout"), after=(auc_name(a),),
+                       protocols=NOT_COPYRIGHT) for a in attacks]
+
+
+ATTACK_LABELS = {"min_k": "Min-K%", "loss": "LOSS", "zlib": "ZLib",
+                 "min_k_plus_plus": "Min-K%++"}
 
 
 def _prob_mean(set_name: str, direction: str, on: str | None = None) -> MetricSpec:
@@ -448,6 +489,14 @@ CATALOG: tuple[MetricSpec, ...] = (
                keep_per_sample=True),
     *_memorization(QA, "open-unlearning configs/eval/tofu_metrics/extraction_strength.yaml"),
     *_attacks(QA),
+    MetricSpec("privleak", QA, "PrivLeak", ZERO,
+               "PrivLeak of the Min-K% attack on the forget against the holdout answers: "
+               "(A - A_ref) / A_ref x 100 with A = 1 - MIA AUC (-100 = memorised, 0 = like "
+               "never trained on the forget set)",
+               "open-unlearning configs/eval/tofu_metrics/privleak.yaml (privacy.py "
+               "privleak over mia_min_k)", (TOKEN_LOGPROBS, REFERENCE), _privleak,
+               on=("forget", "holdout"), after=("mia_auc",), protocols=NOT_COPYRIGHT),
+    *_privleaks(QA, REFERENCE_ATTACKS[1:], ATTACK_LABELS),
     _lm_eval_family(QA),
     # --- text (MUSE) ----------------------------------------------------------------------
     MetricSpec("forget_verbmem", TEXT, "VerbMem", LOWER,
@@ -480,6 +529,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                (TOKEN_LOGPROBS, REFERENCE), _privleak,
                on=("forget", "holdout"), after=("mia_auc",), column=4,
                protocols=NOT_COPYRIGHT),
+    *_privleaks(TEXT, REFERENCE_ATTACKS[1:], ATTACK_LABELS),
     _perplexity_of("holdout", "PPL", LOWER, "the holdout texts (never trained on): "
                    "fluency", column=5),
     _perplexity_of("forget", "forget PPL", HIGHER, "the forget texts (higher = less likely)"),

@@ -100,6 +100,9 @@ class MetricInputs:
     reference_reason: str | None = None
     self_reference: bool = False
     options: dict = field(default_factory=dict)  # the protocol's settings (epsilon, ...)
+    # a QA evaluation's second reference value: the attacks' AUCs by name (PrivLeak)
+    mia_reference: dict | None = None
+    mia_reference_reason: str | None = None
 
     @property
     def data(self) -> SetData:

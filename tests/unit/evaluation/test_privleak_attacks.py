@@ -1,0 +1,105 @@
+"""PrivLeak of each membership-inference attack against the retain reference's AUC of the same
+attack, on QA (TOFU's holdout) and text (MUSE's holdout) projects: the formula against
+open-unlearning's ``src/evals/metrics/privacy.py`` ``privleak`` (locuslab/open-unlearning
+d3d7cf9, ported below), the reference's AUCs against the reference model's own evaluation,
+and the cache (kind ``mia_aucs``) that spares the next evaluation the reference model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from sga_core.evaluation import EvalSettings, evaluate_model
+from sga_core.fileio import atomic_write_jsonl, read_json, read_jsonl
+from sga_core.metrics.catalog import REFERENCE_ATTACKS, auc_name, privleak_name
+
+TOL = 1e-4
+
+
+def ou_privleak(score, ref):  # privacy.py privleak: MUSE's 1 - AUC, relative to the ref's
+    score = 1 - score
+    ref = 1 - ref
+    return (score - ref) / (ref + 1e-10) * 100
+
+
+@pytest.fixture(scope="module")
+def reference_weights(tmp_path_factory):
+    """A retain reference with other weights than the evaluated tiny model."""
+    from sga_core.model.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("reference") / "model", seed=1)
+
+
+def _files(tmp_path, demo_dir, kind: str) -> tuple[str, str, dict]:
+    if kind == "qa":
+        forget = read_jsonl(demo_dir / "forget.jsonl")[:6]
+        retain = read_jsonl(demo_dir / "retain.jsonl")
+        holdout = [{"question": r["question"], "answer": r["answer"]} for r in retain[-6:]]
+        retain = retain[:3]
+    else:
+        forget = read_jsonl(demo_dir / "text_forget.jsonl")[:4]
+        retain = read_jsonl(demo_dir / "text_retain.jsonl")[:2]
+        holdout = read_jsonl(demo_dir / "text_holdout.jsonl")[:4]
+    paths = {}
+    for name, rows in (("forget", forget), ("retain", retain), ("holdout", holdout)):
+        paths[name] = str(atomic_write_jsonl(tmp_path / f"{name}.jsonl", rows))
+    return paths["forget"], paths["retain"], {"holdout": paths["holdout"]}
+
+
+@pytest.mark.parametrize("kind", ["qa", "text"])
+def test_each_attack_has_its_privleak_against_the_reference(tmp_path, tiny_model_dir,
+                                                            reference_weights, demo_dir, kind):
+    forget, retain, sets = _files(tmp_path, demo_dir, kind)
+    ref = shutil.copytree(reference_weights, tmp_path / "reference")
+    st = EvalSettings(max_new_tokens=1, batch_size=8, max_retain_rows=2)
+    s = evaluate_model(str(tiny_model_dir), tmp_path / "eval", forget, retain, sets,
+                       reference=str(ref), task=kind, settings=st)
+    # the reference's AUCs are its own evaluation's
+    own = evaluate_model(str(ref), tmp_path / "ref-eval", forget, retain, sets, task=kind,
+                         settings=st)
+    aucs = s["reference"]["mia_aucs"]
+    assert set(aucs) == set(REFERENCE_ATTACKS)
+    assert s["reference"]["mia_auc"] == aucs["min_k"]
+    worst = 0.0
+    for attack in REFERENCE_ATTACKS:
+        assert aucs[attack] == pytest.approx(own["metrics"][auc_name(attack)]["value"],
+                                             abs=1e-9)
+        got = s["metrics"][privleak_name(attack)]["value"]
+        want = ou_privleak(s["metrics"][auc_name(attack)]["value"], aucs[attack])
+        worst = max(worst, abs(got - want))
+        assert got == pytest.approx(want, abs=TOL), attack
+    print(f"{kind}: max |PrivLeak - OU's privleak| = {worst:.2e}")
+    # cached once (the reference's eval/reference_cache.json): the next evaluation reads it
+    entries = read_json(ref / "eval" / "reference_cache.json")["entries"]
+    assert [e["value"] for e in entries.values() if e["kind"] == "mia_aucs"] == [aucs]
+    again = evaluate_model(str(tiny_model_dir), tmp_path / "again", forget, retain, sets,
+                           reference=str(ref), task=kind, settings=st)
+    source = again["reference"]["mia_source" if kind == "qa" else "source"]
+    assert source == "reference cache"
+    assert again["cache_keys"]["mia_aucs"] == s["cache_keys"]["mia_aucs"]
+    for attack in REFERENCE_ATTACKS:
+        name = privleak_name(attack)
+        assert again["metrics"][name]["value"] == pytest.approx(s["metrics"][name]["value"])
+
+
+def test_the_reference_itself_has_privleak_0_for_every_attack(tmp_path, reference_weights,
+                                                                demo_dir):
+    forget, retain, sets = _files(tmp_path, demo_dir, "qa")
+    st = EvalSettings(max_new_tokens=1, batch_size=8, max_retain_rows=2)
+    s = evaluate_model(str(reference_weights), tmp_path / "eval", forget, retain, sets,
+                       reference=str(reference_weights), task="qa", settings=st)
+    for attack in REFERENCE_ATTACKS:
+        assert s["metrics"][privleak_name(attack)]["value"] == 0.0, attack
+
+
+def test_without_a_holdout_each_privleak_says_why(tmp_path, tiny_model_dir, reference_weights,
+                                                   demo_dir):
+    forget, retain, _ = _files(tmp_path, demo_dir, "qa")
+    s = evaluate_model(str(tiny_model_dir), tmp_path / "eval", forget, retain, {},
+                       reference=str(reference_weights), task="qa",
+                       settings=EvalSettings(max_new_tokens=1, batch_size=8))
+    for attack in REFERENCE_ATTACKS:
+        m = s["metrics"][privleak_name(attack)]
+        assert m["value"] is None and "no holdout set" in m["reason"], attack
+    assert s["reference"]["mia_reason"] == "no holdout set (eval.sets.holdout)"
