@@ -92,7 +92,7 @@ def _evaluate(args) -> int:
             protocol=ov.get("protocol") or "demo", prompt_format=ov.get("prompt_format"),
             lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ()),
             lm_eval_limit=ov.get("lm_eval_limit"), lm_eval_include=ov.get("lm_eval_include"),
-            retrained_auc=ov.get("retrained_auc"))
+            retrained_auc=ov.get("retrained_auc"), mia_gradnorm=bool(ov.get("mia_gradnorm")))
         forget, retain = args.forget, args.retain
         if fmap:  # rows under the workbench's names (the files stay as they are)
             from sga_core.data import load_dataset
@@ -159,5 +159,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--lm-eval-include", help="a folder of lm-eval task YAML files")
     s.add_argument("--retrained-auc", type=float,
                    help="PrivLeak against this retrained MIA AUC instead of the reference's")
+    s.add_argument("--mia-gradnorm", action="store_true", default=None,
+                   help="also the GradNorm attack's AUC and PrivLeak (one forward and "
+                        "backward pass per forget and holdout row)")
     add_map_flag(s)
     s.set_defaults(func=cmd_eval)

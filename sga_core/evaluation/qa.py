@@ -37,7 +37,7 @@ from sga_core.evaluation.inputs import (
 )
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
 from sga_core.metrics import tofu, utility_parts
-from sga_core.metrics.catalog import QA, UTILITY_SET, expand, sample_keys, spec_of
+from sga_core.metrics.catalog import QA, UTILITY_SET, expand, mia_losses, sample_keys, spec_of
 from sga_core.metrics.context import (
     CANDIDATE_NLLS,
     GREEDY_ANSWERS,
@@ -122,7 +122,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     ts = time.time()
     fill_token_inputs(model, enc, sets, instances, *answer_scoring(enc), device=device,
                       batch_size=batch_size, progress=progress,
-                      stage="scoring answer tokens (MIA)")
+                      stage="scoring answer tokens (MIA)",
+                      grad_norms=bool((options or {}).get("mia_gradnorm")), drop_last=True)
     timings["logprobs_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))
@@ -188,6 +189,7 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
         reference=reference_tr, reference_reason=reference_reason,
         self_reference=self_reference, options=options, mia_reference=mia_reference,
         mia_reference_reason=mia_reference_reason)
+    summary["mia_losses"] = finite(mia_losses(data))  # the Reference attack's, as a reference
     summary["forget_truth_ratios"] = finite([float(t) if t is not None else None
                                              for t in results["forget_truth_ratio"].per_sample])
     # MU's 9 components by name, and the lowest (sga_core.metrics.utility_parts)

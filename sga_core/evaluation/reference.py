@@ -78,13 +78,12 @@ def completions_key(pairs: Sequence[tuple[str, str]], max_length: int,
 
 
 def mia_key(forget_texts: Sequence, holdout_texts: Sequence, max_length: int,
-            **encoding) -> str:
-    """Key of the attacks' AUCs (kind ``mia_aucs``): the forget and holdout texts (QA: each
-    row's question and answer) + max_length, k, the attacks computed and, for QA, the
-    prompt's encoding (``encoding``)."""
+            **settings) -> str:
+    """Key of the attacks' AUCs and the rows' losses (kind ``mia_aucs``): the forget and
+    holdout texts (QA: each row's question and answer) + max_length, k and ``settings``
+    (the attacks computed; for QA the prompt's encoding)."""
     return _rows_key("mia_aucs", [list(forget_texts), list(holdout_texts)],
-                     {"max_length": max_length, "k": MIN_K, "attacks": list(REFERENCE_ATTACKS),
-                      **encoding})
+                     {"max_length": max_length, "k": MIN_K, **settings})
 
 
 def _is_run_dir(path: Path) -> bool:
@@ -154,11 +153,14 @@ def _cached_value(ref: Reference, kind: str, key: str) -> tuple[Any, str | None]
             if kind == "forget_truth_ratios" and summ.get("forget_truth_ratios"):
                 return summ["forget_truth_ratios"], "reference summary"
             metrics = summ.get("metrics") or {}
-            if kind == "mia_aucs":
+            if kind == "mia_aucs" and summ.get("mia_losses"):
                 v = {a: (metrics.get(auc_name(a)) or {}).get("value")
-                     for a in REFERENCE_ATTACKS}
+                     for a in (*REFERENCE_ATTACKS, "gradnorm")}
+                v["reference"] = 0.5  # the Reference attack of a model against itself
+                if v["gradnorm"] is None:  # not asked for (the key says whether it was)
+                    del v["gradnorm"]
                 if None not in v.values():
-                    return v, "reference summary"
+                    return {"aucs": v, "losses": summ["mia_losses"]}, "reference summary"
             if kind == "copyright_scores":
                 v = {"bleu": (metrics.get("forget_bleu") or {}).get("value"),
                      "rouge": (metrics.get("forget_completion_rouge") or {}).get("value")}
@@ -204,8 +206,8 @@ def reference_value(ref: Reference | None, kind: str, key: str,
                     compute: Callable[[Any, Any], Any], *, load: Callable,
                     dtype: str = "float32", device: str = "cpu",
                     progress: Progress = None) -> dict:
-    """The reference's value for ``kind`` ('forget_truth_ratios', 'mia_aucs': each attack's
-    AUC by its name, or 'copyright_scores'), cached once
+    """The reference's value for ``kind`` ('forget_truth_ratios', 'mia_aucs': ``{"aucs":
+    {attack: AUC}, "losses": {set: [...]}}``, or 'copyright_scores'), cached once
     per reference and data. Returns ``{"value", "source", "reason", "path", "model"}``;
     ``compute(model, tokenizer)`` runs only when neither the reference's own summary nor its
     cache has the value for ``key``, on the model ``load(spec, dtype=, device=)`` returns

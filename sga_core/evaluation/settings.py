@@ -38,6 +38,7 @@ class EvalSettings:
     lm_eval_limit: float | None = None
     lm_eval_include: str | None = None
     retrained_auc: float | None = None
+    mia_gradnorm: bool = False  # the GradNorm attack (a backward pass per row)
 
     def resolve(self) -> tuple[Protocol, EvalSettings, dict]:
         """``(protocol, these settings with the protocol's values filled in, metric
@@ -56,7 +57,7 @@ class EvalSettings:
                    "zero_shot_tasks": [t for t in proto.lm_eval_tasks if t != WIKITEXT_TASK],
                    "extra_lm_tasks": list(self.lm_eval_tasks or ()),
                    "lm_eval_limit": self.lm_eval_limit, "lm_eval_include": self.lm_eval_include,
-                   "retrained_auc": self.retrained_auc}
+                   "retrained_auc": self.retrained_auc, "mia_gradnorm": bool(self.mia_gradnorm)}
         return proto, st, options
 
     def encoder(self, tok, model=None):
@@ -100,4 +101,6 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
         lm_eval_include=ov.get("lm_eval_include") or ev.lm_eval_include,
         retrained_auc=ov.get("retrained_auc") if ov.get("retrained_auc") is not None
         else ev.retrained_auc,
+        mia_gradnorm=bool(ov["mia_gradnorm"] if ov.get("mia_gradnorm") is not None
+                          else getattr(ev, "mia_gradnorm", False)),
     )

@@ -27,7 +27,13 @@ from sga_core.evaluation.text import (
     reference_completions,
     text_scoring,
 )
-from sga_core.metrics.catalog import REFERENCE_ATTACKS, Instance, auc_name, spec_of
+from sga_core.metrics.catalog import (
+    REFERENCE_ATTACKS,
+    Instance,
+    auc_name,
+    mia_losses,
+    spec_of,
+)
 from sga_core.metrics.context import MetricInputs, SetData
 
 
@@ -69,38 +75,52 @@ def task_reference(kind: str, reference: str | None, model: str, forget_rows: li
 
 
 def reference_aucs(model, enc, kind: str, forget_rows: list[dict], holdout: list[dict],
-                   batch_size: int = 16, device="cpu", progress: Progress = None
-                   ) -> dict | None:
-    """The AUC of each attack (:data:`~sga_core.metrics.catalog.REFERENCE_ATTACKS`) of a
-    (reference) model on the forget against the holdout rows, by attack: the values of its
-    ``mia_*auc`` metrics, scored as the evaluation scores them (one forward per batch)."""
-    specs = [spec_of(auc_name(a), kind) for a in REFERENCE_ATTACKS]
+                   batch_size: int = 16, device="cpu", progress: Progress = None,
+                   gradnorm: bool = False) -> dict | None:
+    """A (reference) model's MIA value on the forget against the holdout rows, scored as
+    the evaluation scores them: ``{"aucs": {attack: AUC}, "losses": {"forget": [...],
+    "holdout": [...]}}``, the AUC of each of :data:`~sga_core.metrics.catalog.
+    REFERENCE_ATTACKS` (GradNorm's too with ``gradnorm``; Reference's is the model against
+    itself, 0.5) and each row's mean token NLL (what the Reference attack compares with)."""
+    attacks = [*REFERENCE_ATTACKS[:-1], *(["gradnorm"] if gradnorm else [])]
+    specs = [spec_of(auc_name(a), kind) for a in attacks]
     data = {"forget": SetData("forget", list(forget_rows)),
             "holdout": SetData("holdout", list(holdout))}
     scoring = answer_scoring if kind == "qa" else text_scoring
     fill_token_inputs(model, enc, data, [Instance(s.name, s, s.on) for s in specs],
                       *scoring(enc), device=device, batch_size=batch_size, progress=progress,
                       stage="reference: scoring " + ("answers (MIA)" if kind == "qa"
-                                                     else "texts"))
-    out = {a: s.compute(MetricInputs(s.name, data, s.on)).value
-           for a, s in zip(REFERENCE_ATTACKS, specs)}
-    return out if None not in out.values() else None
+                                                     else "texts"),
+                      grad_norms=gradnorm, drop_last=kind == "qa")
+    opt = {"mia_gradnorm": gradnorm}
+    aucs = {a: s.compute(MetricInputs(s.name, data, s.on, options=opt)).value
+            for a, s in zip(attacks, specs)}
+    spec = spec_of(auc_name("reference"), kind)
+    aucs["reference"] = spec.compute(MetricInputs(spec.name, data, spec.on,
+                                                  self_reference=True)).value
+    if None in aucs.values():
+        return None
+    return {"aucs": aucs, "losses": mia_losses(data)}
 
 
 def mia_reference(kind: str, reference: str | None, model: str, forget_rows: list[dict],
                   set_rows: dict[str, list[dict]], st: EvalSettings, device: str,
                   progress: Progress, *, load: Callable) -> tuple[dict, str]:
-    """The retain reference's AUC of each attack (PrivLeak), cached (kind ``mia_aucs``)
-    under the forget and holdout rows and the encoding: ``(info, cache key)``."""
+    """The retain reference's MIA value (:func:`reference_aucs`: each attack's AUC for its
+    PrivLeak, each row's loss for the Reference attack), cached (kind ``mia_aucs``) under
+    the forget and holdout rows, the attacks and the encoding: ``(info, cache key)``."""
     ref = resolve_reference(reference)
     holdout = set_rows.get("holdout") or []
+    gradnorm = bool(st.mia_gradnorm)
+    attacks = {"attacks": [*REFERENCE_ATTACKS, *(["gradnorm"] if gradnorm else [])]}
     if kind == "qa":
         key = mia_key([[r["question"], r["answer"]] for r in forget_rows],
                       [[r["question"], r["answer"]] for r in holdout], st.max_length,
-                      system_prompt=st.system_prompt, prompt_format=st.prompt_format)
+                      system_prompt=st.system_prompt, prompt_format=st.prompt_format,
+                      **attacks)
     else:
         key = mia_key([full_text(r) for r in forget_rows], [full_text(r) for r in holdout],
-                      st.max_length)
+                      st.max_length, **attacks)
     if is_same_model(ref, model):
         return self_reference_info(ref), key
     if not holdout:
@@ -110,7 +130,7 @@ def mia_reference(kind: str, reference: str | None, model: str, forget_rows: lis
 
     def compute(m, tok):
         return reference_aucs(m, st.encoder(tok, m), kind, forget_rows, holdout,
-                              st.batch_size, device, progress)
+                              st.batch_size, device, progress, gradnorm)
 
     return reference_value(ref, "mia_aucs", key, compute, load=load, dtype=st.dtype,
                            device=device, progress=progress), key
@@ -138,7 +158,8 @@ def reference_meta(kind: str, options: dict, ref_info: dict,
     else:
         mia_info = ref_info
     if mia_info is not None:
-        aucs = mia_info["value"] if isinstance(mia_info["value"], dict) else None
+        aucs = (mia_info["value"] or {}).get("aucs") if isinstance(mia_info["value"], dict) \
+            else None
         ref_meta["mia_auc"] = (aucs or {}).get("min_k")
         ref_meta["mia_aucs"] = aucs
         if mia_info is not ref_info:

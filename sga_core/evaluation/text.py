@@ -17,6 +17,7 @@ from functools import partial
 from sga_core.evaluation.common import (
     EvalError,
     Progress,
+    finite,
     is_qa_rows,
     own_indices,
 )
@@ -34,7 +35,7 @@ from sga_core.evaluation.inputs import (
     text_sequence,
 )
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
-from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, sample_keys, spec_of
+from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, mia_losses, sample_keys, spec_of
 from sga_core.metrics.context import (
     COMPLETIONS,
     GREEDY_ANSWERS,
@@ -215,7 +216,8 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     timings["completions_s"] = round(time.time() - ts, 3)
     ts = time.time()
     fill_token_inputs(model, enc, sets, instances, *text_scoring(enc), device=device,
-                      batch_size=batch_size, progress=progress)
+                      batch_size=batch_size, progress=progress,
+                      grad_norms=bool(opt.get("mia_gradnorm")))
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):
@@ -282,6 +284,7 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
         absent, TEXT_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
         reference=reference_auc, reference_reason=reference_reason,
         self_reference=self_reference, options=options)
+    summary["mia_losses"] = finite(mia_losses(data))  # the Reference attack's, as a reference
     summary["rows"] = {"forget": len(data["forget"].rows), "retain": len(data["retain"].rows),
                        **{n: len(list(r or [])) for n, r in (sets or {}).items()}}
     return summary, per_sample

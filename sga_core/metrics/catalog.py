@@ -31,6 +31,7 @@ from . import copyright, memorization, mia, muse, rouge, tofu
 from .context import (
     CANDIDATE_NLLS,
     COMPLETIONS,
+    GRAD_NORMS,
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
     INPUTS,
@@ -319,8 +320,15 @@ def _attacks(kind: str) -> list[MetricSpec]:
     ]
 
 
-#: the attacks whose AUC the retain reference's model gives for PrivLeak (kind ``mia_aucs``)
-REFERENCE_ATTACKS = ("min_k", "loss", "zlib", "min_k_plus_plus")
+#: the attacks whose AUC the retain reference's model gives for PrivLeak (kind ``mia_aucs``;
+#: GradNorm's too where it is on, eval.mia_gradnorm)
+REFERENCE_ATTACKS = ("min_k", "loss", "zlib", "min_k_plus_plus", "reference")
+ATTACK_LABELS = {"min_k": "Min-K%", "loss": "LOSS", "zlib": "ZLib",
+                 "min_k_plus_plus": "Min-K%++", "reference": "Reference",
+                 "gradnorm": "GradNorm"}
+#: why GradNorm is not computed unless asked for
+GRADNORM_OFF = ("GradNorm is off: it takes one forward and backward pass per forget and "
+                "holdout row (eval.mia_gradnorm, or --mia-gradnorm, turns it on)")
 
 
 def auc_name(attack: str) -> str:
@@ -333,14 +341,87 @@ def privleak_name(attack: str) -> str:
     return "privleak" if attack == "min_k" else f"privleak_{attack}"
 
 
+def row_losses(d: SetData) -> list[float | None]:
+    """Each row's mean token NLL (LOSS's; QA: the answer with its EOS)."""
+    return [mia.mean_loss(lp) for lp in d.logprobs or []]
+
+
+def mia_losses(sets: dict[str, SetData]) -> dict[str, list] | None:
+    """The forget and holdout rows' mean token NLLs (a summary's ``mia_losses``: what the
+    Reference attack reads of this model when it is another's retain reference)."""
+    if not all(s in sets and sets[s].logprobs is not None for s in ("forget", "holdout")):
+        return None
+    return {s: row_losses(sets[s]) for s in ("forget", "holdout")}
+
+
+def _mia_refs(x: MetricInputs) -> dict:
+    """The retain reference's MIA value: ``{"aucs": {attack: AUC}, "losses": {set:
+    [...]}}`` (a bare AUC, or a bare dict of AUCs, read as Min-K%'s / as the AUCs)."""
+    refs = x.mia_reference if x.mia_reference is not None else x.reference
+    if isinstance(refs, dict):
+        return refs if "aucs" in refs else {"aucs": refs}
+    return {"aucs": {"min_k": refs}} if isinstance(refs, (int, float)) else {}
+
+
+def _auc_of(x: MetricInputs, per_set: list[list]) -> MetricResult:
+    members, others = (mia.scores(v, x.name) for v in per_set)
+    res = muse.auc(members, others)
+    return MetricResult(x.name, res.value, members.per_sample + others.per_sample, res.reason)
+
+
+def _reference_auc(x: MetricInputs) -> MetricResult:
+    """Reference: the AUC of ``loss_ref - loss`` per row, the retain reference's losses on
+    the same rows (the evaluated model's own when it is the reference: AUC 0.5)."""
+    own = {s: row_losses(x.sets[s]) for s in x.on}
+    ref = own if x.self_reference else _mia_refs(x).get("losses")
+    if not ref:
+        return missing(x.name, x.mia_reference_reason or x.reference_reason
+                       or "no retain-reference losses")
+    for s in x.on:
+        if len(ref.get(s) or []) != len(own[s]):
+            return missing(x.name, f"the retain reference's {s} losses are of "
+                                   f"{len(ref.get(s) or [])} rows, not {len(own[s])}")
+    return _auc_of(x, [[mia.reference_score(t, r) for t, r in zip(own[s], ref[s])]
+                       for s in x.on])
+
+
+def _gradnorm_auc(x: MetricInputs) -> MetricResult:
+    """GradNorm: the AUC of ``-gradient norm`` per row (computed only when asked for)."""
+    if not x.options.get("mia_gradnorm"):
+        return missing(x.name, GRADNORM_OFF)
+    return _auc_of(x, [[mia.gradnorm_score(g) for g in x.sets[s].grad_norms or []]
+                       for s in x.on])
+
+
+def _model_attacks(kind: str) -> list[MetricSpec]:
+    """The attacks that need more than the target's token log-probs: Reference (the retain
+    reference's losses) and GradNorm (a backward pass per row, only when asked for)."""
+    rows = "texts" if kind == TEXT else "answers (given their questions)"
+    tofu = "; configs/eval/tofu_metrics" if kind == QA else ""
+    return [
+        MetricSpec("mia_reference_auc", kind, "MIA AUC (Reference)", LOWER,
+                   f"ROC-AUC of Reference scores (the retain reference's mean token NLL minus "
+                   f"the model's) separating forget from holdout {rows} (1 = memorised; the "
+                   "retain reference scores 0.5)", f"{OU_MIA}/reference.py (mia/utils.py "
+                   f"mia_auc{tofu}; the reference model: the retain reference)",
+                   (TOKEN_LOGPROBS, REFERENCE), _reference_auc, on=("forget", "holdout"),
+                   protocols=NOT_COPYRIGHT),
+        MetricSpec("mia_gradnorm_auc", kind, "MIA AUC (GradNorm)", LOWER,
+                   f"ROC-AUC of GradNorm scores (the mean 2-norm of each parameter's gradient "
+                   f"of a row's mean NLL, negated) separating forget from holdout {rows} (1 = "
+                   "memorised); off unless eval.mia_gradnorm: one forward and backward pass "
+                   "per row", f"{OU_MIA}/gradnorm.py (p = 2, one row per batch; mia/utils.py "
+                   f"mia_auc{tofu})", (GRAD_NORMS,), _gradnorm_auc, on=("forget", "holdout"),
+                   protocols=NOT_COPYRIGHT),
+    ]
+
+
 def _privleak_of(attack: str) -> Callable[[MetricInputs], MetricResult]:
     """PrivLeak of one attack's AUC against the retain reference's AUC of the same attack
-    (``mia_reference``, else ``reference``: the attacks' AUCs by name, or Min-K%'s alone)."""
+    (:func:`_mia_refs`)."""
     def compute(x: MetricInputs) -> MetricResult:
         mia = x.results[auc_name(attack)]
-        refs = x.mia_reference if x.mia_reference is not None else x.reference
-        ref = refs.get(attack) if isinstance(refs, dict) else \
-            (refs if attack == "min_k" else None)
+        ref = _mia_refs(x).get("aucs", {}).get(attack)
         if x.self_reference and mia.value is not None:
             ref = mia.value
         given = x.options.get("retrained_auc")
@@ -358,19 +439,16 @@ def _privleak_of(attack: str) -> Callable[[MetricInputs], MetricResult]:
 _privleak = _privleak_of("min_k")
 
 
-def _privleaks(kind: str, attacks: Iterable[str], labels: dict[str, str]) -> list[MetricSpec]:
+def _privleaks(kind: str) -> list[MetricSpec]:
     """The PrivLeak of each attack but Min-K% (whose PrivLeak is ``privleak``)."""
+    labels = ATTACK_LABELS
     return [MetricSpec(privleak_name(a), kind, f"PrivLeak ({labels[a]})", ZERO,
                        f"PrivLeak of the {labels[a]} attack: (A - A_ref) / A_ref x 100 with "
                        f"A = 1 - its AUC and A_ref the retain reference's",
                        f"{MUSE} privleak with open-unlearning's {OU_MIA}/{a}.py (privacy.py "
                        "privleak)", (TOKEN_LOGPROBS, REFERENCE), _privleak_of(a),
                        on=("forget", "holdout"), after=(auc_name(a),),
-                       protocols=NOT_COPYRIGHT) for a in attacks]
-
-
-ATTACK_LABELS = {"min_k": "Min-K%", "loss": "LOSS", "zlib": "ZLib",
-                 "min_k_plus_plus": "Min-K%++"}
+                       protocols=NOT_COPYRIGHT) for a in (*REFERENCE_ATTACKS[1:], "gradnorm")]
 
 
 def _prob_mean(set_name: str, direction: str, on: str | None = None) -> MetricSpec:
@@ -489,6 +567,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                keep_per_sample=True),
     *_memorization(QA, "open-unlearning configs/eval/tofu_metrics/extraction_strength.yaml"),
     *_attacks(QA),
+    *_model_attacks(QA),
     MetricSpec("privleak", QA, "PrivLeak", ZERO,
                "PrivLeak of the Min-K% attack on the forget against the holdout answers: "
                "(A - A_ref) / A_ref x 100 with A = 1 - MIA AUC (-100 = memorised, 0 = like "
@@ -496,7 +575,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                "open-unlearning configs/eval/tofu_metrics/privleak.yaml (privacy.py "
                "privleak over mia_min_k)", (TOKEN_LOGPROBS, REFERENCE), _privleak,
                on=("forget", "holdout"), after=("mia_auc",), protocols=NOT_COPYRIGHT),
-    *_privleaks(QA, REFERENCE_ATTACKS[1:], ATTACK_LABELS),
+    *_privleaks(QA),
     _lm_eval_family(QA),
     # --- text (MUSE) ----------------------------------------------------------------------
     MetricSpec("forget_verbmem", TEXT, "VerbMem", LOWER,
@@ -529,7 +608,8 @@ CATALOG: tuple[MetricSpec, ...] = (
                (TOKEN_LOGPROBS, REFERENCE), _privleak,
                on=("forget", "holdout"), after=("mia_auc",), column=4,
                protocols=NOT_COPYRIGHT),
-    *_privleaks(TEXT, REFERENCE_ATTACKS[1:], ATTACK_LABELS),
+    *_model_attacks(TEXT),
+    *_privleaks(TEXT),
     _perplexity_of("holdout", "PPL", LOWER, "the holdout texts (never trained on): "
                    "fluency", column=5),
     _perplexity_of("forget", "forget PPL", HIGHER, "the forget texts (higher = less likely)"),

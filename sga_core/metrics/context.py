@@ -22,6 +22,7 @@ GREEDY_CONTINUATIONS = "greedy_continuations"
 TOKEN_LOGPROBS = "token_logprobs"
 TOKEN_HITS = "token_hits"
 TOKEN_VOCAB_STATS = "token_vocab_stats"
+GRAD_NORMS = "grad_norms"
 COMPLETIONS = "completions"
 LM_EVAL = "lm_eval"
 REFERENCE = "reference"
@@ -39,6 +40,9 @@ INPUTS = {
                        "variance of the log-probability over the vocabulary (Min-K%++)",
     TOKEN_HITS: "per answer token, whether the model's most likely next token is the true "
                 "one (exact memorization, extraction strength)",
+    GRAD_NORMS: "per row, the mean over the model's parameters of the 2-norm of the "
+                "gradient of its mean token NLL: one forward and backward pass per row "
+                "(GradNorm; only with eval.mia_gradnorm)",
     COMPLETIONS: "long greedy completions of the forget prompts (the copyright task), "
                  "compared with the true continuations",
     LM_EVAL: "lm-evaluation-harness task results of the loaded model (utility)",
@@ -62,6 +66,7 @@ class SetData:
     texts: list[str] | None = None  # TOKEN_LOGPROBS: the whole texts (QA: answers) scored
     hits: list[list[bool]] | None = None  # TOKEN_HITS
     vocab_stats: list[dict] | None = None  # TOKEN_VOCAB_STATS: {"logprobs", "mu", "var"}
+    grad_norms: list[float | None] | None = None  # GRAD_NORMS
     completions: list[str] | None = None  # COMPLETIONS (gold: the true continuations)
     lm_eval: dict | None = None  # LM_EVAL: task -> {metric: value} or {"error": why}
 

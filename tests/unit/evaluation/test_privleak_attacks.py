@@ -62,9 +62,11 @@ def test_each_attack_has_its_privleak_against_the_reference(tmp_path, tiny_model
     assert set(aucs) == set(REFERENCE_ATTACKS)
     assert s["reference"]["mia_auc"] == aucs["min_k"]
     worst = 0.0
+    assert aucs["reference"] == 0.5  # the Reference attack of the reference against itself
     for attack in REFERENCE_ATTACKS:
-        assert aucs[attack] == pytest.approx(own["metrics"][auc_name(attack)]["value"],
-                                             abs=1e-9)
+        if attack != "reference":
+            assert aucs[attack] == pytest.approx(own["metrics"][auc_name(attack)]["value"],
+                                                 abs=1e-9)
         got = s["metrics"][privleak_name(attack)]["value"]
         want = ou_privleak(s["metrics"][auc_name(attack)]["value"], aucs[attack])
         worst = max(worst, abs(got - want))
@@ -72,7 +74,10 @@ def test_each_attack_has_its_privleak_against_the_reference(tmp_path, tiny_model
     print(f"{kind}: max |PrivLeak - OU's privleak| = {worst:.2e}")
     # cached once (the reference's eval/reference_cache.json): the next evaluation reads it
     entries = read_json(ref / "eval" / "reference_cache.json")["entries"]
-    assert [e["value"] for e in entries.values() if e["kind"] == "mia_aucs"] == [aucs]
+    cached = [e["value"] for e in entries.values() if e["kind"] == "mia_aucs"]
+    assert [c["aucs"] for c in cached] == [aucs]
+    assert [len(cached[0]["losses"][n]) for n in ("forget", "holdout")] == [4 + 2 * (
+        kind == "qa"), 4 + 2 * (kind == "qa")]
     again = evaluate_model(str(tiny_model_dir), tmp_path / "again", forget, retain, sets,
                            reference=str(ref), task=kind, settings=st)
     source = again["reference"]["mia_source" if kind == "qa" else "source"]
@@ -103,3 +108,48 @@ def test_without_a_holdout_each_privleak_says_why(tmp_path, tiny_model_dir, refe
         m = s["metrics"][privleak_name(attack)]
         assert m["value"] is None and "no holdout set" in m["reason"], attack
     assert s["reference"]["mia_reason"] == "no holdout set (eval.sets.holdout)"
+
+
+def ou_reference_auc(target, reference, enc, forget_rows, holdout_rows, sequence):
+    """mia/reference.py ReferenceAttack (score target_loss - ref_loss, evaluate_probability
+    of each model) and mia/utils.py mia_auc, one row per batch."""
+    from sga_core.model.encoding import collate
+    from tests.unit.metrics.test_mia import ou_auc
+    from tests.unit.metrics.test_mia_qa import ou_evaluate_probability
+
+    def scores(rows):
+        out = []
+        for r in rows:
+            batch = collate([sequence(r)], enc.pad_id)
+            ref = ou_evaluate_probability(reference, batch)[0]["avg_loss"]
+            tgt = ou_evaluate_probability(target, batch)[0]["avg_loss"]
+            out.append(tgt - ref)
+        return out
+
+    return ou_auc(scores(forget_rows), scores(holdout_rows))
+
+
+@pytest.mark.parametrize("kind", ["qa", "text"])
+def test_the_reference_attack_equals_open_unlearnings(tmp_path, tiny_model_dir,
+                                                      reference_weights, demo_dir, kind):
+    from sga_core.evaluation.qa import answer_scoring
+    from sga_core.evaluation.text import text_scoring
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
+
+    forget, retain, sets = _files(tmp_path, demo_dir, kind)
+    ref = shutil.copytree(reference_weights, tmp_path / "reference")
+    s = evaluate_model(str(tiny_model_dir), tmp_path / "eval", forget, retain, sets,
+                       reference=str(ref), task=kind,
+                       settings=EvalSettings(max_new_tokens=1, batch_size=8, max_retain_rows=2))
+    enc = Encoder(load_tokenizer(str(tiny_model_dir)))
+    target, reference = (load_model(str(m)).eval() for m in (tiny_model_dir, ref))
+    sequence = (answer_scoring if kind == "qa" else text_scoring)(enc)[0]
+    want = ou_reference_auc(target, reference, enc, read_jsonl(forget),
+                            read_jsonl(sets["holdout"]), sequence)
+    got = s["metrics"]["mia_reference_auc"]["value"]
+    print(f"{kind}: |Reference AUC - OU's| = {abs(got - want):.2e}")
+    assert got == pytest.approx(want, abs=TOL)
+    assert 0 < want < 1 and want != 0.5  # the two models differ
+    assert s["metrics"]["privleak_reference"]["value"] == pytest.approx(ou_privleak(got, 0.5),
+                                                                        abs=TOL)

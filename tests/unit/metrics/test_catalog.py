@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,7 +161,7 @@ def test_qa_evaluation_writes_every_catalog_metric(tmp_path, tiny_model_dir, qa_
     out = tmp_path / "qa"
     s = evaluate_model(str(tiny_model_dir), out, qa_files["forget"], qa_files["retain"],
                        {n: qa_files[n] for n in (*QA_EXTRA, "holdout")}, str(ref), task="qa",
-                       settings=FAST)
+                       settings=replace(FAST, mia_gradnorm=True))  # GradNorm too
     check_summary(s, QA, expected_names(QA, QA_EXTRA))
     assert all(m["value"] is not None for m in s["metrics"].values())  # all computable here
     check_samples(out, s, catalog.expand(QA, QA_EXTRA), QA_SAMPLE_KEYS)

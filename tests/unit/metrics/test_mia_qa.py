@@ -37,9 +37,9 @@ def ou_evaluate_probability(model, batch):
     return [{"avg_loss": a} for a in avg_losses.tolist()]
 
 
-def ou_tokenwise(model, batch, vocab: bool):
+def ou_tokenwise(model, batch, vocab: bool, grad: bool = False):
     """tokenwise_logprobs (``vocab`` False) / tokenwise_vocab_logprobs (True)."""
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad):
         output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     log_probs = torch.nn.functional.log_softmax(output.logits, dim=-1)[:, :-1, :]
     next_tokens = batch["input_ids"][:, 1:].unsqueeze(-1)
@@ -75,6 +75,23 @@ def ou_scores(model, tok, batch, k=0.4) -> dict[str, list[float]]:
     for all_probs, target_prob in zip(vocab, ou_tokenwise(model, batch, False)):
         out["min_k_plus_plus"].append(ou_min_k_plus_plus(target_prob, all_probs, k))
     return out
+
+
+def ou_gradnorm(model, batch, p=2):  # mia/gradnorm.py GradNormAttack.compute_batch_values
+    model.train()
+    batch_log_probs = ou_tokenwise(model, batch, False, grad=True)
+    batch_loss = [-torch.mean(lps) for lps in batch_log_probs]
+    batch_grad_norms = []
+    for sample_loss in batch_loss:
+        sample_grad_norms = []
+        model.zero_grad()
+        sample_loss.backward()
+        for param in model.parameters():
+            if param.grad is not None:
+                sample_grad_norms.append(param.grad.detach().norm(p=p))
+        batch_grad_norms.append(torch.stack(sample_grad_norms).mean())
+    model.eval()
+    return [float(g) for g in batch_grad_norms]  # compute_score: the norm itself
 
 
 def _batch(enc, rows):
@@ -130,3 +147,35 @@ def test_qa_attacks_without_a_holdout_set_say_so(tiny_model_dir, demo_dir):
     for name in NAMES.values():
         m = summary["metrics"][name]
         assert m["value"] is None and "no holdout set" in m["reason"], name
+
+
+def test_gradnorm_equals_open_unlearnings(tiny_model_dir, demo_dir):
+    """GradNorm (p = 2, one row per batch as OU's config has it) on QA answers, and the AUC
+    of the QA evaluation with it on; its cost: one forward and backward pass per row."""
+    from sga_core.evaluation.inputs import gradient_norms
+    from sga_core.evaluation.qa import evaluate_qa
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
+
+    model = load_model(str(tiny_model_dir)).double().eval()
+    enc = Encoder(load_tokenizer(str(tiny_model_dir)))
+    forget = read_jsonl(demo_dir / "forget.jsonl")[:5]
+    holdout = [{"question": r["question"], "answer": r["answer"]}
+               for r in read_jsonl(demo_dir / "retain.jsonl")[:5]]
+    ou = {n: [ou_gradnorm(model, _batch(enc, [r]))[0] for r in rows]
+          for n, rows in (("forget", forget), ("holdout", holdout))}
+    ours = gradient_norms(model, [enc.qa(r["question"], r["answer"], role="eval")
+                                  for r in forget], enc.pad_id, drop_last=True)
+    assert ours == pytest.approx(ou["forget"], rel=1e-6)
+    assert all(q.grad is None for q in model.parameters())  # nothing left behind
+    summary, _ = evaluate_qa(model, enc, forget, forget[:1], {"holdout": holdout}, None,
+                             max_new_tokens=1, options={"mia_gradnorm": True})
+    want = ou_auc(ou["forget"], ou["holdout"])
+    got = summary["metrics"]["mia_gradnorm_auc"]["value"]
+    print(f"|GradNorm AUC - OU's| = {abs(got - want):.2e}, max rel. norm difference "
+          f"{max(abs(a - b) / b for a, b in zip(ours, ou['forget'])):.2e}")
+    assert got == pytest.approx(want, abs=TOL)
+    off, _ = evaluate_qa(model, enc, forget, forget[:1], {"holdout": holdout}, None,
+                         max_new_tokens=1)  # off by default: it costs a backward pass per row
+    assert off["metrics"]["mia_gradnorm_auc"]["value"] is None
+    assert "eval.mia_gradnorm" in off["metrics"]["mia_gradnorm_auc"]["reason"]
