@@ -12,7 +12,7 @@ from pathlib import Path
 from sga_core.metrics.catalog import sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
 from sga_core.report.collapse import collapse_rows, mark_collapse
-from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS
+from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, optional_column
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
@@ -180,7 +180,10 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         # tasks (lm_<task>: one column each)
         extra = [_Column(n) for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
         row["lm_columns"] = [c.label for c in extra]
-        for col in table_columns(kind, [protocol]) + extra:
+        # the metrics shown on request (each attack's AUC and PrivLeak, prob_mean)
+        shown = [c for n in (summ.get("metrics") or {}) if (c := optional_column(n, kind))]
+        row["optional_metrics"] = [c.name for c in shown]
+        for col in table_columns(kind, [protocol]) + extra + shown:
             value, reason = metric_value(summ, col.name)
             if value is None and row["run"] == "Retained":
                 value = own_reference_value(summ, col.name)
