@@ -20,8 +20,11 @@ from sga_core.metrics.result import MetricResult, missing
 
 def sets_needing(instances: Sequence[Instance], sets: dict[str, SetData],
                  need: str) -> list[str]:
-    """The sets (with rows, in ``sets`` order) that a metric needing ``need`` reads."""
-    wanted = {s for i in instances if need in i.spec.needs for s in i.on}
+    """The sets (with rows, in ``sets`` order) that a metric needing ``need`` reads, of the
+    metrics whose every set has rows (one that cannot be computed needs no inputs: the
+    attacks of a QA project without a holdout set score no forget rows)."""
+    wanted = {s for i in instances if need in i.spec.needs
+              and all(o in sets and sets[o].rows for o in i.on) for s in i.on}
     return [n for n, d in sets.items() if n in wanted and d.rows]
 
 

@@ -143,10 +143,16 @@ def test_qa_attacks_without_a_holdout_set_say_so(tiny_model_dir, demo_dir):
     model = load_model(str(tiny_model_dir)).eval()
     enc = Encoder(load_tokenizer(str(tiny_model_dir)))
     rows = read_jsonl(demo_dir / "forget.jsonl")[:2]
-    summary, _ = evaluate_qa(model, enc, rows, rows, {}, None, max_new_tokens=1)
+    stages = set()
+    summary, _ = evaluate_qa(model, enc, rows, rows, {}, None, max_new_tokens=1,
+                             progress=lambda stage, done, total: stages.add(stage))
     for name in NAMES.values():
         m = summary["metrics"][name]
         assert m["value"] is None and "no holdout set" in m["reason"], name
+    assert "scoring answer tokens (MIA)" not in stages  # no forward for attacks that cannot run
+    evaluate_qa(model, enc, rows, rows, {"holdout": rows}, None, max_new_tokens=1,
+                progress=lambda stage, done, total: stages.add(stage))
+    assert "scoring answer tokens (MIA)" in stages
 
 
 def test_gradnorm_equals_open_unlearnings(tiny_model_dir, demo_dir):
