@@ -126,8 +126,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--task", choices=["auto", "qa", "text"], default="auto",
                    help="data kind for a model (default: from the forget data)")
     s.add_argument("--set", action="append", metavar="NAME=PATH",
-                   help="an extra evaluation set, repeatable (QA: real_authors, world_facts; "
-                        "text: holdout, forget_qa, retain_qa)")
+                   help="an extra evaluation set, repeatable (QA: real_authors, world_facts, "
+                        "holdout; text: holdout, forget_qa, retain_qa)")
     s.add_argument("--reference", help="retain-reference model or run folder (Forget "
                                        "Quality / PrivLeak)")
     s.add_argument("--out", help="output folder (required for a model; default for a run: "

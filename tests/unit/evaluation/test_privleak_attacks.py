@@ -153,3 +153,31 @@ def test_the_reference_attack_equals_open_unlearnings(tmp_path, tiny_model_dir,
     assert 0 < want < 1 and want != 0.5  # the two models differ
     assert s["metrics"]["privleak_reference"]["value"] == pytest.approx(ou_privleak(got, 0.5),
                                                                         abs=TOL)
+
+
+def test_the_command_line_turns_gradnorm_on(tmp_path, tiny_model_dir, reference_weights,
+                                            demo_dir):
+    """``eval --mia-gradnorm``: GradNorm's AUC and PrivLeak (the reference's GradNorm AUC
+    computed and cached with its other values); without the flag each says it is off."""
+    from sga_core.cli import main
+
+    forget, retain, sets = _files(tmp_path, demo_dir, "qa")
+    ref = shutil.copytree(reference_weights, tmp_path / "reference")
+    base = ["eval", str(tiny_model_dir), "--forget", forget, "--retain", retain, "--task",
+            "qa", "--set", f"holdout={sets['holdout']}", "--reference", str(ref),
+            "--max-new-tokens", "1", "--max-retain-rows", "2"]
+    assert main([*base, "--out", str(tmp_path / "on"), "--mia-gradnorm"]) == 0
+    on = read_json(tmp_path / "on" / "summary.json")
+    assert on["protocol"]["mia_gradnorm"] is True
+    assert set(on["reference"]["mia_aucs"]) == {*REFERENCE_ATTACKS, "gradnorm"}
+    for name in ("mia_gradnorm_auc", "privleak_gradnorm"):
+        assert on["metrics"][name]["value"] is not None, name
+    assert on["metrics"]["privleak_gradnorm"]["value"] == pytest.approx(ou_privleak(
+        on["metrics"]["mia_gradnorm_auc"]["value"], on["reference"]["mia_aucs"]["gradnorm"]),
+        abs=TOL)
+    assert main([*base, "--out", str(tmp_path / "off")]) == 0
+    off = read_json(tmp_path / "off" / "summary.json")
+    for name in ("mia_gradnorm_auc", "privleak_gradnorm"):
+        assert off["metrics"][name]["value"] is None
+        assert "eval.mia_gradnorm" in off["metrics"][name]["reason"], name
+    assert off["metrics"]["privleak_loss"]["value"] is not None
