@@ -246,7 +246,7 @@ def _sample_base(d: SetData, j: int) -> dict:
 
 
 def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
-                  sets: Mapping[str, Sequence[dict]] | None, reference_auc: float | None,
+                  sets: Mapping[str, Sequence[dict]] | None, reference_auc: float | dict | None,
                   max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
                   *, max_retain_rows: int = 0, device="cpu",
                   reference_reason: str | None = None,
