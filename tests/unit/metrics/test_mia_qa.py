@@ -185,3 +185,36 @@ def test_gradnorm_equals_open_unlearnings(tiny_model_dir, demo_dir):
                          max_new_tokens=1)  # off by default: it costs a backward pass per row
     assert off["metrics"]["mia_gradnorm_auc"]["value"] is None
     assert "eval.mia_gradnorm" in off["metrics"]["mia_gradnorm_auc"]["reason"]
+
+
+def test_gradnorm_on_texts_equals_open_unlearnings_with_the_eos_left_out(tmp_path,
+                                                                        tiny_model_dir,
+                                                                        demo_dir):
+    """Text rows score every token of the text and no EOS (as the text attacks do: spec
+    4.6); OU's GradNorm on the same text with its EOS labelled leaves that EOS out."""
+    from sga_core.evaluation import EvalSettings, evaluate_model
+    from sga_core.evaluation.inputs import gradient_norms
+    from sga_core.evaluation.text import full_text, text_scoring
+    from sga_core.model.encoding import Encoder
+    from sga_core.model.loading import load_model, load_tokenizer
+
+    model = load_model(str(tiny_model_dir)).eval()
+    enc = Encoder(load_tokenizer(str(tiny_model_dir)))
+    forget = read_jsonl(demo_dir / "text_forget.jsonl")[:4]
+    holdout = read_jsonl(demo_dir / "text_holdout.jsonl")[:4]
+    with_eos = {n: [ou_gradnorm(model, _text_batch(enc, full_text(r)))[0] for r in rows]
+                for n, rows in (("forget", forget), ("holdout", holdout))}
+    ours = gradient_norms(model, [text_scoring(enc)[0](r) for r in forget], enc.pad_id)
+    assert ours == pytest.approx(with_eos["forget"], rel=1e-5)
+    s = evaluate_model(str(tiny_model_dir), tmp_path / "eval", forget, holdout[:2],
+                       {"holdout": holdout}, task="text",
+                       settings=EvalSettings(max_new_tokens=1, batch_size=8, mia_gradnorm=True))
+    assert s["metrics"]["mia_gradnorm_auc"]["value"] == pytest.approx(
+        ou_auc(with_eos["forget"], with_eos["holdout"]), abs=TOL)
+
+
+def _text_batch(enc, text):
+    from sga_core.model.encoding import collate
+
+    return collate([enc.text("", text, role="eval")], enc.pad_id)  # its EOS labelled
+
