@@ -14,7 +14,7 @@ from ui.context import project_note, require_project
 from ui.damaged import unless_damaged, warn_damaged
 from ui.measurable import show_verdict, verdict
 from ui.paper_table import show_paper_table
-from ui.results_table import show_results_table
+from ui.results_table import show_results_table, shown_columns
 from ui.run_detail import not_a_number_note
 from ui.show import plain
 from ui.stress_table import show_stress_table
@@ -41,6 +41,8 @@ else:
     measured = verdict(rows, root)
     show_verdict(measured)
     rank, skip = wb.can_rank(measured), wb.unranked(measured)
+    specs += shown_columns(project.name, rows, kind)  # attacks, prob_mean: on request
+    columns = [c.label for c in specs] + wb.extra_columns(rows)
     show_results_table(rows, specs, kind, wb.extra_columns(rows), rank, skip, root)
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
                         for c in specs))

@@ -267,6 +267,12 @@ class EvalConfig:
                                               "(1 = memorised; MUSE's own published constant "
                                               "is 1 - this) instead of the retain "
                                               "reference's.", min=0.0, max=1.0, advanced=True)
+    mia_gradnorm: bool = param(False, "Also the GradNorm membership-inference attack "
+                                      "(open-unlearning mia/gradnorm.py): its AUC and "
+                                      "PrivLeak cost one forward and one backward pass per "
+                                      "forget and holdout row, with gradients as large as the "
+                                      "model (and the same for the retain reference, once).",
+                               advanced=True)
     batch_size: int = param(16, "Sequences per forward pass when scoring, prompts per "
                                 "batch when generating.", min=1, max=4096, advanced=True)
     layer_view: bool = param(True, "Write the layer view (eval/layers.jsonl): each forget "

@@ -201,8 +201,9 @@ register_role(SetRole("forget_eval", ("qa", "text"), "auto", replaces="forget",
                       what="a benchmark's own forget evaluation rows (MUSE: verbmem/forget)"))
 register_role(SetRole("retain_eval", ("qa", "text"), "auto", replaces="retain",
                       what="a benchmark's own retain evaluation rows (TOFU: retain_perturbed)"))
-register_role(SetRole("holdout", ("text",), "text",
-                      what="texts never trained on (MUSE: privleak/holdout)"))
+# holdout: text in a text project, QA in a QA project (a QA project's sets are all QA)
+register_role(SetRole("holdout", ("qa", "text"), "text",
+                      what="rows never trained on (MUSE: privleak/holdout; TOFU: holdout10)"))
 register_role(SetRole("forget_qa", ("text",), "qa",
                       what="questions about the forget documents (MUSE: knowmem/forget_qa)"))
 register_role(SetRole("retain_qa", ("text",), "qa",
@@ -245,6 +246,12 @@ DEVIATIONS: tuple[tuple[str, str, str, str], ...] = (
              "benchmark's tags (llama2: [INST] q [/INST]; question-answer: Question:/Answer:)",
      "the workbench fine-tunes with the chat template; the evaluation must ask the way the "
      "model was trained", "choose llama2 for TOFU's own Llama-2 checkpoints"),
+    ("tofu", "the GradNorm attack runs only when asked for (eval.mia_gradnorm), in eval mode; "
+             "open-unlearning's tofu_metrics/mia_gradnorm.yaml runs it when listed, switching "
+             "the model to train mode", "it costs a forward and backward pass per forget and "
+             "holdout row; eval mode keeps it deterministic", "none for Llama-family models "
+             "(no dropout): the gradient norms agree to 1e-6 (tests/unit/metrics/"
+             "test_mia_qa.py)"),
     ("muse", "Min-K% takes at least one token (open-unlearning: max(1, int(n * k))); MUSE's "
              "own code takes int(n * k) tokens, NaN for texts under 3 tokens",
      "a NaN score would drop the whole AUC", "none for MUSE-News texts (hundreds of tokens)"),

@@ -91,7 +91,7 @@ from sga_core.projects.uploads import import_uploaded_benchmark as import_benchm
 from sga_core.projects.workspace import clean_workspace, ensure_projects
 from sga_core.protocols import registered_protocols as protocols
 from sga_core.report.collapse import collapse_rule
-from sga_core.report.columns import extra_columns, row_columns
+from sga_core.report.columns import extra_columns, optional_columns, row_columns
 from sga_core.report.export import export_csv, export_rows
 from sga_core.report.layers import (
     attacked_layer_record,
@@ -226,7 +226,8 @@ __all__ = [
     "missing_data",
     "new_project", "normal_backend", "normal_backends", "not_a_number",
     "parse_seeds", "plural",
-    "normals_problems", "original_run_id", "paper_columns", "paper_groups", "paper_table",
+    "normals_problems", "optional_columns", "original_run_id", "paper_columns", "paper_groups",
+    "paper_table",
     "parse_r_values", "parse_sweep_values", "pending_model", "per_sample", "prepared_model",
     "prepared_reference", "prepare_plan",
     "preview", "printable", "probe", "probe_models", "progress", "project_runs", "protocol_note",

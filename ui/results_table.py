@@ -11,6 +11,7 @@ import html
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui import forms
 from ui.measurable import stamp
 
 BEST = "font-weight:bold;background:#d8f3dc"
@@ -126,3 +127,23 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
                "computed on an evenly spaced subset of the rows (eval.max_rows). ⚠ after a "
                "value: it does not mean what its column says here; hover it for why.")
     st.html(table_html(rows, specs, kind, extra, rank, skip, root))
+
+
+def shown_columns(project: str, rows: list[dict], kind: str) -> list:
+    """The columns a person chose to show beside the table's own (each attack's AUC and
+    PrivLeak, each set's prob_mean truth ratio: those some row has), kept per project
+    across page switches; none at first."""
+    options = {c.label: c for c in wb.optional_columns(rows, kind)}
+    if not options:
+        return []
+    key = f"results.shown.{project}"
+    forms.prepare(key)
+    if key not in st.session_state:  # a kept choice, less what these rows no longer have
+        st.session_state[key] = [x for x in forms.chosen(key) or [] if x in options]
+    picked = st.multiselect(
+        "more columns", list(options), key=key,
+        help="Show or hide each membership-inference attack's AUC and PrivLeak (LOSS, "
+             "ZLib, Min-K%, Min-K%++, Reference, GradNorm) and each set's prob_mean truth "
+             "ratio beside the table's columns (no best value is marked in them).")
+    forms.remember(key, list(picked))
+    return [options[label] for label in picked]

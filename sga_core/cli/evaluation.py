@@ -92,7 +92,8 @@ def _evaluate(args) -> int:
             protocol=ov.get("protocol") or "demo", prompt_format=ov.get("prompt_format"),
             lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ()),
             lm_eval_limit=ov.get("lm_eval_limit"), lm_eval_include=ov.get("lm_eval_include"),
-            retrained_auc=ov.get("retrained_auc"), layer_view=ov.get("layer_view", True))
+            retrained_auc=ov.get("retrained_auc"), layer_view=ov.get("layer_view", True),
+            mia_gradnorm=bool(ov.get("mia_gradnorm")))
         forget, retain = args.forget, args.retain
         if fmap:  # rows under the workbench's names (the files stay as they are)
             from sga_core.data import load_dataset
@@ -126,8 +127,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--task", choices=["auto", "qa", "text"], default="auto",
                    help="data kind for a model (default: from the forget data)")
     s.add_argument("--set", action="append", metavar="NAME=PATH",
-                   help="an extra evaluation set, repeatable (QA: real_authors, world_facts; "
-                        "text: holdout, forget_qa, retain_qa)")
+                   help="an extra evaluation set, repeatable (QA: real_authors, world_facts, "
+                        "holdout; text: holdout, forget_qa, retain_qa)")
     s.add_argument("--reference", help="retain-reference model or run folder, or a retain "
                                        "model's open-unlearning eval log (TOFU_EVAL.json, "
                                        "MUSE_EVAL.json) (Forget Quality / PrivLeak)")
@@ -164,5 +165,8 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                    help="skip the layer view (eval/layers.jsonl: each forget answer token at "
                         "every layer, the logit lens; costly for long text continuations on "
                         "a CPU)")
+    s.add_argument("--mia-gradnorm", action="store_true", default=None,
+                   help="also the GradNorm attack's AUC and PrivLeak (one forward and "
+                        "backward pass per forget and holdout row)")
     add_map_flag(s)
     s.set_defaults(func=cmd_eval)

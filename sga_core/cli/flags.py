@@ -146,7 +146,8 @@ def protocol_overrides(args) -> dict:
     ov = {"protocol": args.protocol, "prompt_format": args.prompt_format,
           "lm_eval_tasks": args.lm_eval_task, "lm_eval_limit": args.lm_eval_limit,
           "lm_eval_include": args.lm_eval_include, "retrained_auc": args.retrained_auc,
-          "layer_view": getattr(args, "layer_view", None)}
+          "layer_view": getattr(args, "layer_view", None),
+          "mia_gradnorm": getattr(args, "mia_gradnorm", None)}
     return {k: v for k, v in ov.items() if v is not None}
 
 

@@ -9,7 +9,10 @@ the ones the benchmarks' own code loads:
   ``configs/data/datasets/TOFU_*``): ``forget01/05/10_perturbed`` (the forget rows with
   their paraphrased and perturbed answers), the matching ``retain99/95/90``,
   ``retain_perturbed`` (the retain rows the evaluation scores), ``real_authors_perturbed``
-  and ``world_facts_perturbed``; every config has one split, ``train``.
+  and ``world_facts_perturbed``, and the optional ``holdout01/05/10`` (question + answer
+  rows about authors never trained on, the match of the forget split: open-unlearning
+  ``configs/data/datasets/TOFU_MIA.yaml``, the MIA attacks' non-members); every config has
+  one split, ``train``.
 - MUSE-News and MUSE-Books (``muse-bench/MUSE-News``, ``muse-bench/MUSE-Books``;
   open-unlearning ``configs/data/datasets/MUSE_*``; the authors' own JSON files, where
   ``raw`` and ``privleak`` are plain lists of strings): ``raw`` forget / retain1 (training),
@@ -159,7 +162,11 @@ class Benchmark:
             return [Part("forget", f"{split}_perturbed"), Part("retain", retain),
                     Part("retain_eval", "retain_perturbed"),
                     Part("real_authors", "real_authors_perturbed"),
-                    Part("world_facts", "world_facts_perturbed")]
+                    Part("world_facts", "world_facts_perturbed"),
+                    Part("holdout", f"holdout{split[-2:]}", optional=True,
+                         purpose="questions about authors never trained on (the match of "
+                                 "the forget split): the non-members of the MIA AUCs and "
+                                 "PrivLeak", lacking="no MIA AUC or PrivLeak")]
         return muse_parts()
 
 

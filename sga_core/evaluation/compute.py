@@ -20,8 +20,11 @@ from sga_core.metrics.result import MetricResult, missing
 
 def sets_needing(instances: Sequence[Instance], sets: dict[str, SetData],
                  need: str) -> list[str]:
-    """The sets (with rows, in ``sets`` order) that a metric needing ``need`` reads."""
-    wanted = {s for i in instances if need in i.spec.needs for s in i.on}
+    """The sets (with rows, in ``sets`` order) that a metric needing ``need`` reads, of the
+    metrics whose every set has rows (one that cannot be computed needs no inputs: the
+    attacks of a QA project without a holdout set score no forget rows)."""
+    wanted = {s for i in instances if need in i.spec.needs
+              and all(o in sets and sets[o].rows for o in i.on) for s in i.on}
     return [n for n, d in sets.items() if n in wanted and d.rows]
 
 
@@ -54,9 +57,11 @@ def compute_metrics(instances: Sequence[Instance], sets: dict[str, SetData],
                     absent: Callable[[str], str], *, reference=None,
                     reference_reason: str | None = None,
                     self_reference: bool = False,
-                    options: dict | None = None) -> dict[str, MetricResult]:
+                    options: dict | None = None, mia_reference: dict | None = None,
+                    mia_reference_reason: str | None = None) -> dict[str, MetricResult]:
     """Each metric instance, in order; a metric whose set has no rows gets ``absent(set)``
-    as its reason. ``options`` are the protocol's settings the metrics read."""
+    as its reason. ``options`` are the protocol's settings the metrics read;
+    ``mia_reference``: a QA evaluation's reference AUCs (PrivLeak)."""
     results: dict[str, MetricResult] = {}
     for inst in instances:
         gone = next((s for s in inst.on if s not in sets or not sets[s].rows), None)
@@ -65,7 +70,8 @@ def compute_metrics(instances: Sequence[Instance], sets: dict[str, SetData],
         else:
             res = inst.spec.compute(MetricInputs(inst.name, sets, inst.on, results, reference,
                                                  reference_reason, self_reference,
-                                                 dict(options or {})))
+                                                 dict(options or {}), mia_reference,
+                                                 mia_reference_reason))
         results[inst.name] = replace(res, name=inst.name)
     return results
 
@@ -126,7 +132,9 @@ def evaluate_catalog(kind: str, sets: dict[str, SetData], instances: Sequence[In
                      absent: Callable[[str], str], input_keys: Sequence[str],
                      base: Callable[[SetData, int], dict], *, retain_rows=None,
                      reference=None, reference_reason: str | None = None,
-                     self_reference: bool = False, options: dict | None = None
+                     self_reference: bool = False, options: dict | None = None,
+                     mia_reference: dict | None = None,
+                     mia_reference_reason: str | None = None
                      ) -> tuple[dict[str, MetricResult], dict, list[dict]]:
     """Evaluate the catalog's metrics on the sets: ``fill(sets, instances)`` computes the
     model-side inputs (and returns its timings), then every metric is computed.
@@ -138,7 +146,9 @@ def evaluate_catalog(kind: str, sets: dict[str, SetData], instances: Sequence[In
     timings = fill(sets, instances)
     results = compute_metrics(instances, sets, absent, reference=reference,
                               reference_reason=reference_reason,
-                              self_reference=self_reference, options=options)
+                              self_reference=self_reference, options=options,
+                              mia_reference=mia_reference,
+                              mia_reference_reason=mia_reference_reason)
     records = sample_records(sets, instances, results, tuple(input_keys) + sample_keys(kind),
                              base)
     timings[f"{kind}_total_s"] = round(time.time() - t0, 3)

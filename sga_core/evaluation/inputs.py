@@ -112,7 +112,7 @@ def score_qa_candidates(model, encoder, rows: Sequence[dict], device="cpu",
 # Text rows
 
 
-def _text_sequence(enc: Encoder, row, full_text: bool, include_eos: bool) -> TokSeq:
+def text_sequence(enc: Encoder, row, full_text: bool, include_eos: bool) -> TokSeq:
     if isinstance(row, str):
         seq = enc.text("", row, role="eval")
     elif full_text and isinstance(row.get("text"), str):
@@ -141,7 +141,7 @@ def text_token_logprobs(model, encoder: Encoder, rows: Sequence[dict | str], dev
     from sga_core.model.forward import sequence_logprobs
 
     enc = as_encoder(encoder)
-    seqs = [_text_sequence(enc, r, full_text, include_eos) for r in rows]
+    seqs = [text_sequence(enc, r, full_text, include_eos) for r in rows]
     return sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
                              on_batch=counter(progress, stage, len(seqs)))
 
@@ -155,9 +155,111 @@ def text_vocab_stats(model, encoder: Encoder, rows: Sequence[dict | str], device
     from sga_core.model.forward import sequence_vocab_stats
 
     enc = as_encoder(encoder)
-    seqs = [_text_sequence(enc, r, True, False) for r in rows]
+    seqs = [text_sequence(enc, r, True, False) for r in rows]
     return sequence_vocab_stats(model, seqs, enc.pad_id, device, batch_size,
                                 on_batch=counter(progress, stage, len(seqs)))
+
+
+def fill_token_inputs(model, enc: Encoder, sets, instances, sequence, text, *, device,
+                      batch_size: int, progress: Progress,
+                      stage: str = "scoring texts", grad_norms: bool = False,
+                      drop_last: bool = False) -> None:
+    """The token log-probs (and where a metric reads them, Min-K%++'s vocabulary
+    statistics) of every row of the sets whose metrics need them, in one forward per
+    batch: ``sequence(row)`` is the row's token sequence (its labelled tokens are scored),
+    ``text(row)`` the text the set's ``texts`` keep (ZLib compresses it). With
+    ``grad_norms``, also each row's :func:`gradient_norms` where a metric reads them
+    (``drop_last``: without the last scored token, a QA answer's EOS)."""
+    from sga_core.evaluation.compute import flat_rows, scatter, sets_needing
+    from sga_core.metrics.context import GRAD_NORMS, TOKEN_LOGPROBS, TOKEN_VOCAB_STATS
+    from sga_core.model.forward import sequence_logprobs, sequence_vocab_stats
+
+    for n in sets_needing(instances, sets, GRAD_NORMS) if grad_norms else []:
+        seqs = [sequence(r) for r in sets[n].rows]
+        sets[n].grad_norms = gradient_norms(model, seqs, enc.pad_id, device, drop_last,
+                                            on_row=counter(progress, f"GradNorm of {n}",
+                                                           len(seqs)))
+
+    with_stats = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
+    names = sets_needing(instances, sets, TOKEN_LOGPROBS)
+    names += [n for n in with_stats if n not in names]
+    rows = flat_rows(sets, names)
+    seqs = [sequence(r) for r in rows]
+    texts = [text(r) for r in rows]
+    count = counter(progress, stage, len(seqs)) if seqs else None
+    if with_stats:  # one forward gives every token's log-prob and Min-K%++'s statistics
+        stats = sequence_vocab_stats(model, seqs, enc.pad_id, device, batch_size,
+                                     on_batch=count)
+        lps = [s["logprobs"] for s in stats]
+        scatter(sets, names, stats, "vocab_stats")
+        for n in names:
+            if n not in with_stats:
+                sets[n].vocab_stats = None  # kept only where a metric reads them
+    else:
+        lps = sequence_logprobs(model, seqs, enc.pad_id, device, batch_size,
+                                on_batch=count) if seqs else []
+    scatter(sets, names, lps, "logprobs")
+    scatter(sets, names, texts, "texts")
+
+
+def gradient_norms(model, seqs: Sequence[TokSeq], pad_id: int, device="cpu",
+                   drop_last: bool = False, p: float = 2, on_row=None) -> list[float | None]:
+    """open-unlearning's GradNorm statistic (``mia/gradnorm.py``, batch size 1): per
+    sequence, the mean over the model's parameters of the ``p``-norm of each parameter's
+    gradient of the mean NLL of its scored tokens (``drop_last``: the last one left out, as
+    ``tokenwise_logprobs`` leaves out the EOS); None for a sequence without scored tokens.
+
+    Cost: one forward and one backward pass per sequence, and gradients as large as the
+    model (freed after each). The model stays in eval mode (OU switches to train mode,
+    which differs only where dropout is on; Llama-family models have none) and its
+    parameters are left as they were."""
+    import torch
+
+    from sga_core.model.encoding import collate
+
+    params = list(model.parameters())
+    wanted = [q.requires_grad for q in params]
+    was_training = model.training
+    model.eval()
+    out: list[float | None] = []
+    try:
+        for q in params:
+            q.requires_grad_(True)
+        for i, seq in enumerate(seqs):
+            batch = collate([seq], pad_id)
+            ids = batch["input_ids"].to(device)
+            scored = (batch["labels"][0] != IGNORE).nonzero()[:, 0]
+            scored = scored[:-1] if drop_last else scored
+            if len(scored) == 0 or int(scored[0]) == 0:
+                out.append(None)
+            else:
+                model.zero_grad(set_to_none=True)
+                with torch.enable_grad():
+                    logits = model(input_ids=ids,
+                                   attention_mask=batch["attention_mask"].to(device)).logits
+                    lg = logits[0, scored.to(device) - 1]
+                    logp = torch.log_softmax(lg.float() if lg.dtype in (torch.float16,
+                                                                        torch.bfloat16)
+                                             else lg, -1)
+                    lp = logp.gather(-1, ids[0, scored.to(device)].unsqueeze(-1))[:, 0]
+                    (-lp.mean()).backward()
+                norms = [q.grad.detach().norm(p=p) for q in params
+                         if q.grad is not None]
+                out.append(float(torch.stack(norms).mean()))
+                model.zero_grad(set_to_none=True)
+            if on_row is not None:
+                on_row([i])
+    finally:
+        for q, w in zip(params, wanted):
+            q.requires_grad_(w)
+        model.train(was_training)
+    return out
+
+
+def answer_text(enc: Encoder, seq: TokSeq) -> str:
+    """A sequence's labelled tokens decoded without special tokens (open-unlearning
+    utils.py extract_target_texts_from_processed_data: ZLib's text of a QA row)."""
+    return enc.tok.decode([t for t in seq.labels if t != IGNORE], skip_special_tokens=True)
 
 
 def counter(progress: Progress, stage: str, total: int):

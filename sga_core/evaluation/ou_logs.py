@@ -357,14 +357,41 @@ def logs_reference(ref, kind: str, options: Mapping, forget_rows: Sequence[dict]
             raise LogError("open-unlearning's logs hold no copyright-task completion scores: "
                            "use a retain model (a folder or hub id) as the reference")
         else:
-            why = _wrong_benchmark(logs, "text")
-            if why:
-                raise LogError(why)
-            holdout = list(set_rows.get("holdout") or [])
-            value = attack_auc(logs, "mia_auc", len(forget_rows), len(holdout),
-                               {s: row_ids[s] for s in ("forget", "holdout") if s in row_ids})
+            return logs_mia_reference(ref, kind, forget_rows, set_rows.get("holdout") or [],
+                                      row_ids)
     except LogError as exc:
         info["reason"] = f"the reference's eval log: {exc}"
         return info
     info.update(value=value, source=f"published eval log ({logs.name})")
+    return info
+
+
+def attack_of(name: str) -> str:
+    """The catalog's attack key of an AUC metric (``mia_auc`` -> ``min_k``, ``mia_loss_auc``
+    -> ``loss``)."""
+    return "min_k" if name == "mia_auc" else name[len("mia_"):-len("_auc")]
+
+
+def logs_mia_reference(ref, kind: str, forget_rows: Sequence[dict],
+                       holdout: Sequence[dict],
+                       row_ids: Mapping[str, Sequence[int]] | None = None) -> dict:
+    """The retain model's attack AUCs from its published log, as the reference's MIA value
+    (``{"aucs": {attack: AUC}}``, :func:`~sga_core.evaluation.task_reference.mia_reference`'s
+    shape: each attack's PrivLeak takes its own; Min-K%'s must be there), or why not."""
+    info: dict = {"value": None, "source": None, "reason": None, "path": ref.given,
+                  "model": None}
+    row_ids = row_ids or {}
+    try:
+        logs = read_logs(ref.logs)
+        why = _wrong_benchmark(logs, kind)
+        if why:
+            raise LogError(why)
+        ids = {s: row_ids[s] for s in ("forget", "holdout") if s in row_ids}
+        attack_auc(logs, "mia_auc", len(forget_rows), len(holdout), ids)  # names what lacks
+        aucs = {attack_of(n): v for n, v in
+                attack_aucs(logs, len(forget_rows), len(holdout), ids).items()}
+    except LogError as exc:
+        info["reason"] = f"the reference's eval log: {exc}"
+        return info
+    info.update(value={"aucs": aucs}, source=f"published eval log ({logs.name})")
     return info

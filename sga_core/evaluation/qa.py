@@ -29,10 +29,16 @@ from sga_core.evaluation.compute import (
     scatter,
     sets_needing,
 )
-from sga_core.evaluation.inputs import answer_token_hits, generate_answers, score_qa_candidates
+from sga_core.evaluation.inputs import (
+    answer_text,
+    answer_token_hits,
+    fill_token_inputs,
+    generate_answers,
+    score_qa_candidates,
+)
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
 from sga_core.metrics import tofu, utility_parts
-from sga_core.metrics.catalog import QA, UTILITY_SET, expand, sample_keys, spec_of
+from sga_core.metrics.catalog import QA, UTILITY_SET, expand, mia_losses, sample_keys, spec_of
 from sga_core.metrics.context import (
     CANDIDATE_NLLS,
     GREEDY_ANSWERS,
@@ -41,11 +47,15 @@ from sga_core.metrics.context import (
     SetData,
 )
 from sga_core.metrics.multiple_choice import PROTOCOL_SETS, is_mc_rows
+from sga_core.protocols import SET_ROLES
 
 QA_INPUT_KEYS = ("set", "index", "question", "answer", "generated", "nll_answer",
                  "nll_paraphrased", "nll_perturbed")
 QA_SAMPLE_KEYS = QA_INPUT_KEYS + sample_keys(QA)
 RESERVED = ("forget", "retain")
+#: the sets a QA project's evaluation reads by name (the role registry's QA roles that
+#: replace no rows: holdout, the MIA attacks' non-members): no per-set QA family runs on them
+QA_ROLE_SETS = tuple(n for n, r in SET_ROLES.items() if "qa" in r.kinds and not r.replaces)
 
 
 def qa_sets(forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
@@ -76,6 +86,8 @@ def absent(name: str) -> str:
     """Why a QA set's metrics cannot be computed when the set has no rows."""
     if name in PROTOCOL_SETS:
         return f"no {name} set (eval.sets.{name})"
+    if name in QA_ROLE_SETS:
+        return f"no {name} set (eval.sets.{name}; TOFU: holdout01/05/10)"
     return {"forget": "no forget rows",
             "retain": "no retain rows (data.retain)"}.get(name, f"eval set {name!r} is empty")
 
@@ -111,10 +123,26 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                                 for r in d.rows], device, batch_size,
                                    progress=progress, stage=f"scoring {n} tokens")
     timings["token_hits_s"] = round(time.time() - ts, 3)
+    ts = time.time()
+    fill_token_inputs(model, enc, sets, instances, *answer_scoring(enc), device=device,
+                      batch_size=batch_size, progress=progress,
+                      stage="scoring answer tokens (MIA)",
+                      grad_norms=bool((options or {}).get("mia_gradnorm")), drop_last=True)
+    timings["logprobs_s"] = round(time.time() - ts, 3)
     timings.update(fill_lm_eval(model, enc, sets, instances, options or {}, batch_size,
                                 progress))
     timings.update(fill_choices(model, enc, sets, instances, batch_size, device, progress))
     return timings
+
+
+def answer_scoring(enc) -> tuple:
+    """``(sequence, text)`` of a QA row for the MIA attacks (:func:`~sga_core.evaluation.
+    inputs.fill_token_inputs`): the answer and its EOS scored given the question, and the
+    answer decoded from those tokens."""
+    def sequence(r: dict):
+        return enc.qa(r["question"], r["answer"], role="eval")
+
+    return sequence, lambda r: answer_text(enc, sequence(r))
 
 
 def _sample_base(d: SetData, j: int) -> dict:
@@ -137,7 +165,9 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
                 reference_reason: str | None = None,
                 self_reference: bool = False,
                 options: dict | None = None,
-                row_ids: Mapping[str, list[int]] | None = None) -> tuple[dict, list[dict]]:
+                row_ids: Mapping[str, list[int]] | None = None,
+                mia_reference: dict | None = None,
+                mia_reference_reason: str | None = None) -> tuple[dict, list[dict]]:
     """TOFU-style metrics of a loaded model on QA rows.
 
     ``sets`` are the extra (real-world) QA sets, name -> rows; Model Utility uses
@@ -149,7 +179,9 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     catalog (``<set>_probability``, ``<set>_truth_ratio``, ``<set>_rouge``,
     ``model_utility``, ``forget_quality``) to ``{"name", "value", "reason"}``;
     ``summary["forget_truth_ratios"]`` is the raw per-row list (the values a later run
-    compares against when this model is its reference). ``options``: the evaluation
+    compares against when this model is its reference). ``mia_reference``: the retain
+    reference's AUC of each attack on the forget against the ``holdout`` rows (PrivLeak;
+    None with ``mia_reference_reason``). ``options``: the evaluation
     protocol's settings (:mod:`sga_core.protocols`; default: the demo's). ``row_ids``: the
     rows' own indices where only a subset of a set is given (``eval.max_rows``).
     """
@@ -158,14 +190,17 @@ def evaluate_qa(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[d
     data = qa_sets(forget_rows, retain_rows, sets, max_retain_rows, tasks, row_ids)
     mc_sets = [n for n, d in data.items() if n not in RESERVED and is_mc_rows(d.rows)]
     results, summary, per_sample = evaluate_catalog(
-        QA, data, expand(QA, qa_sets=[n for n in data if n not in RESERVED + (UTILITY_SET,)
+        QA, data, expand(QA, qa_sets=[n for n in data
+                                      if n not in RESERVED + QA_ROLE_SETS + (UTILITY_SET,)
                                       and n not in mc_sets],
                          lm_tasks=extra, protocol=options.get("name"), mc_sets=mc_sets),
         partial(fill_inputs, model, enc, max_new_tokens=max_new_tokens,
                 batch_size=batch_size, device=device, progress=progress, options=options),
         absent, QA_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
         reference=reference_tr, reference_reason=reference_reason,
-        self_reference=self_reference, options=options)
+        self_reference=self_reference, options=options, mia_reference=mia_reference,
+        mia_reference_reason=mia_reference_reason)
+    summary["mia_losses"] = finite(mia_losses(data))  # the Reference attack's, as a reference
     summary["forget_truth_ratios"] = finite([float(t) if t is not None else None
                                              for t in results["forget_truth_ratio"].per_sample])
     # MU's 9 components by name, and the lowest (sga_core.metrics.utility_parts)

@@ -1,7 +1,7 @@
 """The retain reference: where its model and values are, and its value cached once per
 reference and data.
 
-Forget Quality needs the reference's forget truth ratios, PrivLeak its Min-K% AUC, the
+Forget Quality needs the reference's forget truth ratios, PrivLeak its attacks' AUCs, the
 copyright task's FQ gap its completions' BLEU and ROUGE-L. Such a
 value is taken from the reference run's own ``eval/summary.json`` when it was computed on the
 same rows with the same settings, else from ``<reference>/eval/reference_cache.json`` (keyed
@@ -30,7 +30,7 @@ from sga_core.evaluation.common import (
     report,
 )
 from sga_core.fileio import atomic_write_json, now_iso, read_json
-from sga_core.metrics.catalog import MIN_K
+from sga_core.metrics.catalog import MIN_K, REFERENCE_ATTACKS, auc_name
 
 #: why Forget Quality (and PrivLeak) are missing when no retain reference is set
 NO_REFERENCE = ("no retain reference (the model trained on the retain rows only): prepare "
@@ -78,10 +78,13 @@ def completions_key(pairs: Sequence[tuple[str, str]], max_length: int,
                      {"max_length": max_length, "new_tokens": new_tokens})
 
 
-def mia_key(forget_texts: Sequence[str], holdout_texts: Sequence[str], max_length: int) -> str:
-    """Key of a Min-K% AUC: the forget and holdout texts + max_length and k."""
-    return _rows_key("mia_auc", [list(forget_texts), list(holdout_texts)],
-                     {"max_length": max_length, "k": MIN_K})
+def mia_key(forget_texts: Sequence, holdout_texts: Sequence, max_length: int,
+            **settings) -> str:
+    """Key of the attacks' AUCs and the rows' losses (kind ``mia_aucs``): the forget and
+    holdout texts (QA: each row's question and answer) + max_length, k and ``settings``
+    (the attacks computed; for QA the prompt's encoding)."""
+    return _rows_key("mia_aucs", [list(forget_texts), list(holdout_texts)],
+                     {"max_length": max_length, "k": MIN_K, **settings})
 
 
 def _is_run_dir(path: Path) -> bool:
@@ -170,10 +173,14 @@ def _cached_value(ref: Reference, kind: str, key: str) -> tuple[Any, str | None]
             if kind == "forget_truth_ratios" and summ.get("forget_truth_ratios"):
                 return summ["forget_truth_ratios"], "reference summary"
             metrics = summ.get("metrics") or {}
-            if kind == "mia_auc":
-                v = (metrics.get("mia_auc") or {}).get("value")
-                if v is not None:
-                    return v, "reference summary"
+            if kind == "mia_aucs" and summ.get("mia_losses"):
+                v = {a: (metrics.get(auc_name(a)) or {}).get("value")
+                     for a in (*REFERENCE_ATTACKS, "gradnorm")}
+                v["reference"] = 0.5  # the Reference attack of a model against itself
+                if v["gradnorm"] is None:  # not asked for (the key says whether it was)
+                    del v["gradnorm"]
+                if None not in v.values():
+                    return {"aucs": v, "losses": summ["mia_losses"]}, "reference summary"
             if kind == "copyright_scores":
                 v = {"bleu": (metrics.get("forget_bleu") or {}).get("value"),
                      "rouge": (metrics.get("forget_completion_rouge") or {}).get("value")}
@@ -204,7 +211,11 @@ def cached_value(ref: Reference | None, kind: str, key: str) -> Any:
             return None
         if kind == "forget_truth_ratios" and logs.truth_ratios and not logs.summary:
             return [logs.truth_ratios.get(i) for i in range(len(logs.truth_ratios))]
-        return logs.aucs.get(kind) if kind != "forget_truth_ratios" else None
+        if kind == "mia_aucs" and "mia_auc" in logs.aucs:  # every attack the log scored
+            from sga_core.evaluation.ou_logs import attack_of
+
+            return {"aucs": {attack_of(n): v for n, v in logs.aucs.items()}}
+        return None
     return _cached_value(ref, kind, key)[0]
 
 
@@ -229,8 +240,8 @@ def reference_value(ref: Reference | None, kind: str, key: str,
                     compute: Callable[[Any, Any], Any], *, load: Callable,
                     dtype: str = "float32", device: str = "cpu",
                     progress: Progress = None) -> dict:
-    """The reference's value for ``kind`` ('forget_truth_ratios', 'mia_auc' or
-    'copyright_scores'), cached once
+    """The reference's value for ``kind`` ('forget_truth_ratios', 'mia_aucs': ``{"aucs":
+    {attack: AUC}, "losses": {set: [...]}}``, or 'copyright_scores'), cached once
     per reference and data. Returns ``{"value", "source", "reason", "path", "model"}``;
     ``compute(model, tokenizer)`` runs only when neither the reference's own summary nor its
     cache has the value for ``key``, on the model ``load(spec, dtype=, device=)`` returns

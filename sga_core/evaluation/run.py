@@ -40,7 +40,12 @@ from sga_core.evaluation.inputs import counter
 from sga_core.evaluation.qa import evaluate_qa
 from sga_core.evaluation.rows import eval_rows, own_index
 from sga_core.evaluation.settings import EvalSettings, settings_from_config
-from sga_core.evaluation.task_reference import reference_kind, reference_meta, task_reference
+from sga_core.evaluation.task_reference import (
+    mia_reference,
+    reference_kind,
+    reference_meta,
+    task_reference,
+)
 from sga_core.evaluation.text import evaluate_text
 from sga_core.fileio import atomic_write_json, atomic_write_jsonl, now_iso
 from sga_core.metrics.catalog import MIN_K
@@ -102,6 +107,10 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                                              st, device, progress, options,
                                              load=load_model_and_tokenizer,
                                              row_ids=row_ids)
+    # a QA evaluation's PrivLeak: the reference's attack AUCs on the forget / holdout rows
+    mia_info, mia_cache_key = (mia_reference(kind, reference, model, forget_rows, set_rows, st,
+                                             device, progress, load=load_model_and_tokenizer)
+                               if kind == "qa" else (None, None))
     timings["reference_s"] = round(time.time() - ts, 3)
 
     ts = time.time()
@@ -116,7 +125,8 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
                 st.max_new_tokens, st.batch_size, progress, max_retain_rows=st.max_retain_rows,
                 device=device, reference_reason=ref_info["reason"], self_reference=self_ref,
-                options=options, row_ids=row_ids)
+                options=options, row_ids=row_ids, mia_reference=mia_info["value"],
+                mia_reference_reason=mia_info["reason"])
             # per-token probabilities of the forget answers (the Token probabilities page)
             from sga_core.model.forward import row_token_table
 
@@ -177,12 +187,13 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
         "elapsed_s": timings["total_s"],
         "metrics": summary.pop("metrics"),
         **summary,
-        "cache_keys": {reference_kind(kind, options): key},
+        "cache_keys": {reference_kind(kind, options): key,
+                       **({"mia_aucs": mia_cache_key} if mia_cache_key else {})},
         "protocol": {**proto.settings(), "prompt_format": st.prompt_format,
                      "description": proto.describe(),
                      "extra_lm_tasks": list(st.lm_eval_tasks or ()),
-                     "retrained_auc": st.retrained_auc},
-        "reference": reference_meta(kind, options, ref_info),
+                     "retrained_auc": st.retrained_auc, "mia_gradnorm": st.mia_gradnorm},
+        "reference": reference_meta(kind, options, ref_info, mia_info),
         "data": {"forget": data.forget_path, "retain": data.retain_path, "sets": data.set_paths},
         "settings": {"max_new_tokens": st.max_new_tokens,
                      "verbmem_new_tokens": proto.verbmem_new_tokens if kind == "text" else None,

@@ -39,6 +39,7 @@ class EvalSettings:
     lm_eval_include: str | None = None
     retrained_auc: float | None = None
     layer_view: bool = True  # write eval/layers.jsonl (the logit lens of the forget answers)
+    mia_gradnorm: bool = False  # the GradNorm attack (a backward pass per row)
 
     def resolve(self) -> tuple[Protocol, EvalSettings, dict]:
         """``(protocol, these settings with the protocol's values filled in, metric
@@ -57,7 +58,7 @@ class EvalSettings:
                    "zero_shot_tasks": [t for t in proto.lm_eval_tasks if t != WIKITEXT_TASK],
                    "extra_lm_tasks": list(self.lm_eval_tasks or ()),
                    "lm_eval_limit": self.lm_eval_limit, "lm_eval_include": self.lm_eval_include,
-                   "retrained_auc": self.retrained_auc}
+                   "retrained_auc": self.retrained_auc, "mia_gradnorm": bool(self.mia_gradnorm)}
         return proto, st, options
 
     def encoder(self, tok, model=None):
@@ -103,4 +104,6 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
         else ev.retrained_auc,
         layer_view=bool(ov["layer_view"] if ov.get("layer_view") is not None
                         else getattr(ev, "layer_view", True)),
+        mia_gradnorm=bool(ov["mia_gradnorm"] if ov.get("mia_gradnorm") is not None
+                          else getattr(ev, "mia_gradnorm", False)),
     )

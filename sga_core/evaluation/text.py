@@ -18,33 +18,30 @@ from sga_core.evaluation.choices import fill_choices, sample_fields
 from sga_core.evaluation.common import (
     EvalError,
     Progress,
+    finite,
     is_qa_rows,
     own_indices,
 )
 from sga_core.evaluation.compute import (
     evaluate_catalog,
-    flat_rows,
     retain_set,
-    scatter,
     sets_needing,
 )
 from sga_core.evaluation.inputs import (
     answer_token_hits,
     cut_at,
+    fill_token_inputs,
     first_tokens,
     generate_answers,
-    text_token_logprobs,
-    text_vocab_stats,
+    text_sequence,
 )
 from sga_core.evaluation.utility import fill_lm_eval, utility_tasks
-from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, sample_keys, spec_of
+from sga_core.metrics.catalog import TEXT, UTILITY_SET, expand, mia_losses, sample_keys, spec_of
 from sga_core.metrics.context import (
     COMPLETIONS,
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
     TOKEN_HITS,
-    TOKEN_LOGPROBS,
-    TOKEN_VOCAB_STATS,
     MetricInputs,
     SetData,
 )
@@ -56,7 +53,7 @@ VERBMEM_NEW_TOKENS = 128  # MUSE
 TEXT_PROMPT_WORDS = 15  # text rows without a prompt: split after this many words (the demo's)
 # the sets a text project's evaluation reads by name (the role registry's text-only roles:
 # holdout, forget_qa, retain_qa); <set>_icl: MUSE's few-shot examples for the QA set <set>
-TEXT_SETS = tuple(n for n, r in SET_ROLES.items() if r.kinds == ("text",))
+TEXT_SETS = tuple(n for n, r in SET_ROLES.items() if "text" in r.kinds and not r.replaces)
 # scored_tokens: the tokens a row's perplexity is over (perplexity is token-weighted, so its
 # bootstrap over rows needs them: sga_core/report/row_stats.py)
 TEXT_INPUT_KEYS = ("set", "index", "prompt", "reference", "generated", "scored_tokens")
@@ -222,23 +219,9 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
                                          stage="completions")
     timings["completions_s"] = round(time.time() - ts, 3)
     ts = time.time()
-    with_stats = sets_needing(instances, sets, TOKEN_VOCAB_STATS)
-    names = sets_needing(instances, sets, TOKEN_LOGPROBS)
-    names += [n for n in with_stats if n not in names]
-    texts = [full_text(r) for r in flat_rows(sets, names)]
-    if with_stats:  # one forward gives every token's log-prob and Min-K%++'s statistics
-        stats = text_vocab_stats(model, enc, texts, device=device, batch_size=batch_size,
-                                 progress=progress)
-        lps = [s["logprobs"] for s in stats]
-        scatter(sets, names, stats, "vocab_stats")
-        for n in names:
-            if n not in with_stats:
-                sets[n].vocab_stats = None  # kept only where a metric reads them
-    else:
-        lps = text_token_logprobs(model, enc, texts, device=device, batch_size=batch_size,
-                                  progress=progress) if texts else []
-    scatter(sets, names, lps, "logprobs")
-    scatter(sets, names, texts, "texts")
+    fill_token_inputs(model, enc, sets, instances, *text_scoring(enc), device=device,
+                      batch_size=batch_size, progress=progress,
+                      grad_norms=bool(opt.get("mia_gradnorm")))
     timings["logprobs_s"] = round(time.time() - ts, 3)
     ts = time.time()
     for n in sets_needing(instances, sets, TOKEN_HITS):
@@ -249,6 +232,12 @@ def fill_inputs(model, enc, sets: dict[str, SetData], instances, *, max_new_toke
     timings.update(fill_lm_eval(model, enc, sets, instances, opt, batch_size, progress))
     timings.update(fill_choices(model, enc, sets, instances, batch_size, device, progress))
     return timings
+
+
+def text_scoring(enc) -> tuple:
+    """``(sequence, text)`` of a text row for the token metrics (:func:`~sga_core.evaluation.
+    inputs.fill_token_inputs`): the whole text scored from a start token, its EOS left out."""
+    return lambda r: text_sequence(enc, full_text(r), True, False), full_text
 
 
 def _sample_base(d: SetData, j: int) -> dict:
@@ -264,7 +253,7 @@ def _sample_base(d: SetData, j: int) -> dict:
 
 
 def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence[dict] | None,
-                  sets: Mapping[str, Sequence[dict]] | None, reference_auc: float | None,
+                  sets: Mapping[str, Sequence[dict]] | None, reference_auc: float | dict | None,
                   max_new_tokens: int = 48, batch_size: int = 16, progress: Progress = None,
                   *, max_retain_rows: int = 0, device="cpu",
                   reference_reason: str | None = None,
@@ -277,8 +266,9 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
     ``sets``: ``holdout`` (text, never trained on: Min-K% AUC, PrivLeak, perplexity),
     ``forget_qa`` / ``retain_qa`` (QA about the forget / retain documents: KnowMem); other
     QA sets get ``<name>_knowmem``, other text sets ``<name>_perplexity``.
-    ``reference_auc`` is the retain reference's Min-K% AUC on the same forget / holdout texts
-    (``self_reference``: this model is the reference, its own AUC is used: PrivLeak 0).
+    ``reference_auc`` is the retain reference's AUC of each attack on the same forget /
+    holdout texts, by attack (``{"min_k": ..., "loss": ...}``; a number: Min-K%'s alone)
+    (``self_reference``: this model is the reference, its own AUCs are used: PrivLeak 0).
     Metrics: the catalog's text metrics (``forget_verbmem``, ``forget_knowmem``,
     ``retain_knowmem``, ``mia_auc``, ``privleak``, ``holdout_perplexity``,
     ``forget_perplexity``, ``retain_perplexity`` and the families; under the copyright
@@ -302,24 +292,10 @@ def evaluate_text(model, enc, forget_rows: Sequence[dict], retain_rows: Sequence
         absent, TEXT_INPUT_KEYS, _sample_base, retain_rows=retain_rows,
         reference=reference_auc, reference_reason=reference_reason,
         self_reference=self_reference, options=options)
+    summary["mia_losses"] = finite(mia_losses(data))  # the Reference attack's, as a reference
     summary["rows"] = {"forget": len(data["forget"].rows), "retain": len(data["retain"].rows),
                        **{n: len(list(r or [])) for n, r in (sets or {}).items()}}
     return summary, per_sample
-
-
-def reference_auc(model, enc, forget_rows: Sequence[dict], holdout: Sequence[dict],
-                  batch_size: int = 16, device="cpu", progress: Progress = None
-                  ) -> float | None:
-    """The Min-K% AUC of a (reference) model on the forget and holdout texts: the value of
-    its ``mia_auc`` metric."""
-    forget_rows, holdout = list(forget_rows), list(holdout)
-    lps = text_token_logprobs(model, enc, [full_text(r) for r in forget_rows + holdout],
-                              device=device, batch_size=batch_size, progress=progress,
-                              stage="reference: scoring texts")
-    data = {"forget": SetData("forget", forget_rows, logprobs=lps[:len(forget_rows)]),
-            "holdout": SetData("holdout", holdout, logprobs=lps[len(forget_rows):])}
-    spec = spec_of("mia_auc", TEXT)
-    return spec.compute(MetricInputs(spec.name, data, spec.on)).value
 
 
 def reference_completions(model, enc, forget_rows: Sequence[dict], batch_size: int = 16,

@@ -32,6 +32,7 @@ from .context import (
     CANDIDATE_NLLS,
     CHOICE_LOGLIKS,
     COMPLETIONS,
+    GRAD_NORMS,
     GREEDY_ANSWERS,
     GREEDY_CONTINUATIONS,
     INPUTS,
@@ -270,38 +271,192 @@ ATTACK_SCORES: dict[str, Callable[[SetData], list]] = {
 }
 
 
-def _attack_auc(attack: str) -> Callable[[MetricInputs], MetricResult]:
+#: the same attacks on QA rows, each answer scored given its question (open-unlearning's TOFU
+#: MIA, configs/eval/tofu_metrics/mia_*.yaml: QADataset labels are the answer and its EOS):
+#: LOSS and ZLib over every answer token (utils.py evaluate_probability ``avg_loss``; ZLib's
+#: text the answer decoded from its labels), Min-K% and Min-K%++ without the last scored
+#: token (utils.py tokenwise_logprobs drops the EOS prediction)
+QA_ATTACK_SCORES: dict[str, Callable[[SetData], list]] = {
+    **ATTACK_SCORES,
+    "min_k": lambda d: [muse.min_k_percent(lp[:-1], MIN_K) for lp in d.logprobs],
+    "min_k_plus_plus": lambda d: [mia.min_k_plus_plus_score(
+        v["logprobs"][:-1], v["mu"][:-1], v["var"][:-1], MIN_K) for v in d.vocab_stats],
+}
+
+
+def _attack_auc(attack: str, kind: str = TEXT) -> Callable[[MetricInputs], MetricResult]:
     """An attack's AUC of the first set (members) against the second; per sample, each
-    text's member score (the first set's texts, then the second's)."""
+    row's member score (the first set's rows, then the second's)."""
+    scorers = QA_ATTACK_SCORES if kind == QA else ATTACK_SCORES
+
     def compute(x: MetricInputs) -> MetricResult:
-        members, others = (mia.scores(ATTACK_SCORES[attack](x.sets[s]), x.name)
-                           for s in x.on)
+        members, others = (mia.scores(scorers[attack](x.sets[s]), x.name) for s in x.on)
         res = muse.auc(members, others)
         return MetricResult(x.name, res.value, members.per_sample + others.per_sample,
                             res.reason)
     return compute
 
 
-def _attack(attack: str, label: str, about: str, reference: str, needs: str) -> MetricSpec:
-    return MetricSpec(f"mia_{attack}_auc", TEXT, f"MIA AUC ({label})", LOWER,
-                      f"ROC-AUC of {about} separating forget from holdout texts (1 = "
+def _attack(attack: str, label: str, about: str, reference: str, needs: str,
+            kind: str = TEXT) -> MetricSpec:
+    rows = "texts" if kind == TEXT else "answers (given their questions)"
+    name = "mia_auc" if attack == "min_k" else f"mia_{attack}_auc"
+    return MetricSpec(name, kind, "MIA AUC" if attack == "min_k" else f"MIA AUC ({label})",
+                      LOWER, f"ROC-AUC of {about} separating forget from holdout {rows} (1 = "
                       "memorised; the retain reference's value is the target)",
-                      f"{OU_MIA}/{reference} (mia/utils.py mia_auc)", (needs,),
-                      _attack_auc(attack), on=("forget", "holdout"),
+                      f"{OU_MIA}/{reference} (mia/utils.py mia_auc"
+                      f"{'; configs/eval/tofu_metrics' if kind == QA else ''})", (needs,),
+                      _attack_auc(attack, kind), on=("forget", "holdout"),
+                      sample_key=f"{attack}_score" if attack == "min_k" else None,
                       protocols=MUSE_TEXT)
 
 
-def _privleak(x: MetricInputs) -> MetricResult:
-    mia = x.results["mia_auc"]
-    ref = mia.value if x.self_reference and mia.value is not None else x.reference
-    given = x.options.get("retrained_auc")
-    if given is not None:  # a retrained model's AUC given by the user (MUSE's AUC_RETRAIN)
-        ref = float(given)
-    if mia.value is None:
-        return missing(x.name, mia.reason or "no AUC")
-    if ref is None:
-        return missing(x.name, x.reference_reason or "no retain-reference AUC")
-    return muse.privleak(mia, ref)
+def _attacks(kind: str) -> list[MetricSpec]:
+    """The AUCs of the membership-inference attacks that need no second model (Min-K%,
+    LOSS, ZLib, Min-K%++) on the forget and holdout rows of a QA project (the text ones are
+    listed in the catalog below)."""
+    return [
+        _attack("min_k", "Min-K%", "Min-K% (k = 40%) scores", "min_k.py", TOKEN_LOGPROBS,
+                kind),
+        _attack("loss", "LOSS", "LOSS scores (the mean token NLL)", "loss.py", TOKEN_LOGPROBS,
+                kind),
+        _attack("zlib", "ZLib", "ZLib scores (the mean NLL over the answer's "
+                "zlib-compressed length)", "zlib.py", TOKEN_LOGPROBS, kind),
+        _attack("min_k_plus_plus", "Min-K%++", "Min-K%++ scores (k = 40%; token log-probs "
+                "normalised by the vocabulary's mean and spread)", "min_k_plus_plus.py",
+                TOKEN_VOCAB_STATS, kind),
+    ]
+
+
+#: the attacks whose AUC the retain reference's model gives for PrivLeak (kind ``mia_aucs``;
+#: GradNorm's too where it is on, eval.mia_gradnorm)
+REFERENCE_ATTACKS = ("min_k", "loss", "zlib", "min_k_plus_plus", "reference")
+ATTACK_LABELS = {"min_k": "Min-K%", "loss": "LOSS", "zlib": "ZLib",
+                 "min_k_plus_plus": "Min-K%++", "reference": "Reference",
+                 "gradnorm": "GradNorm"}
+#: why GradNorm is not computed unless asked for
+GRADNORM_OFF = ("GradNorm is off: it takes one forward and backward pass per forget and "
+                "holdout row (eval.mia_gradnorm, or --mia-gradnorm, turns it on)")
+
+
+def auc_name(attack: str) -> str:
+    """The summary key of an attack's AUC (Min-K%'s is ``mia_auc``, as it always was)."""
+    return "mia_auc" if attack == "min_k" else f"mia_{attack}_auc"
+
+
+def privleak_name(attack: str) -> str:
+    """The summary key of an attack's PrivLeak (Min-K%'s is ``privleak``, MUSE's)."""
+    return "privleak" if attack == "min_k" else f"privleak_{attack}"
+
+
+def row_losses(d: SetData) -> list[float | None]:
+    """Each row's mean token NLL (LOSS's; QA: the answer with its EOS)."""
+    return [mia.mean_loss(lp) for lp in d.logprobs or []]
+
+
+def mia_losses(sets: dict[str, SetData]) -> dict[str, list] | None:
+    """The forget and holdout rows' mean token NLLs (a summary's ``mia_losses``: what the
+    Reference attack reads of this model when it is another's retain reference)."""
+    if not all(s in sets and sets[s].logprobs is not None for s in ("forget", "holdout")):
+        return None
+    return {s: row_losses(sets[s]) for s in ("forget", "holdout")}
+
+
+def _mia_refs(x: MetricInputs) -> dict:
+    """The retain reference's MIA value: ``{"aucs": {attack: AUC}, "losses": {set:
+    [...]}}`` (a bare AUC, or a bare dict of AUCs, read as Min-K%'s / as the AUCs)."""
+    refs = x.mia_reference if x.mia_reference is not None else x.reference
+    if isinstance(refs, dict):
+        return refs if "aucs" in refs else {"aucs": refs}
+    return {"aucs": {"min_k": refs}} if isinstance(refs, (int, float)) else {}
+
+
+def _auc_of(x: MetricInputs, per_set: list[list]) -> MetricResult:
+    members, others = (mia.scores(v, x.name) for v in per_set)
+    res = muse.auc(members, others)
+    return MetricResult(x.name, res.value, members.per_sample + others.per_sample, res.reason)
+
+
+def _reference_auc(x: MetricInputs) -> MetricResult:
+    """Reference: the AUC of ``loss_ref - loss`` per row, the retain reference's losses on
+    the same rows (the evaluated model's own when it is the reference: AUC 0.5)."""
+    own = {s: row_losses(x.sets[s]) for s in x.on}
+    ref = own if x.self_reference else _mia_refs(x).get("losses")
+    if not ref:
+        return missing(x.name, x.mia_reference_reason or x.reference_reason
+                       or "no retain-reference losses")
+    for s in x.on:
+        if len(ref.get(s) or []) != len(own[s]):
+            return missing(x.name, f"the retain reference's {s} losses are of "
+                                   f"{len(ref.get(s) or [])} rows, not {len(own[s])}")
+    return _auc_of(x, [[mia.reference_score(t, r) for t, r in zip(own[s], ref[s])]
+                       for s in x.on])
+
+
+def _gradnorm_auc(x: MetricInputs) -> MetricResult:
+    """GradNorm: the AUC of ``-gradient norm`` per row (computed only when asked for)."""
+    if not x.options.get("mia_gradnorm"):
+        return missing(x.name, GRADNORM_OFF)
+    return _auc_of(x, [[mia.gradnorm_score(g) for g in x.sets[s].grad_norms or []]
+                       for s in x.on])
+
+
+def _model_attacks(kind: str) -> list[MetricSpec]:
+    """The attacks that need more than the target's token log-probs: Reference (the retain
+    reference's losses) and GradNorm (a backward pass per row, only when asked for)."""
+    rows = "texts" if kind == TEXT else "answers (given their questions)"
+    tofu = "; configs/eval/tofu_metrics" if kind == QA else ""
+    return [
+        MetricSpec("mia_reference_auc", kind, "MIA AUC (Reference)", LOWER,
+                   f"ROC-AUC of Reference scores (the retain reference's mean token NLL minus "
+                   f"the model's) separating forget from holdout {rows} (1 = memorised; the "
+                   "retain reference scores 0.5)", f"{OU_MIA}/reference.py (mia/utils.py "
+                   f"mia_auc{tofu}; the reference model: the retain reference)",
+                   (TOKEN_LOGPROBS, REFERENCE), _reference_auc, on=("forget", "holdout"),
+                   protocols=MUSE_TEXT),
+        MetricSpec("mia_gradnorm_auc", kind, "MIA AUC (GradNorm)", LOWER,
+                   f"ROC-AUC of GradNorm scores (the mean 2-norm of each parameter's gradient "
+                   f"of a row's mean NLL, negated) separating forget from holdout {rows} (1 = "
+                   "memorised); off unless eval.mia_gradnorm: one forward and backward pass "
+                   "per row", f"{OU_MIA}/gradnorm.py (p = 2, one row per batch; mia/utils.py "
+                   f"mia_auc{tofu})", (GRAD_NORMS,), _gradnorm_auc, on=("forget", "holdout"),
+                   protocols=MUSE_TEXT),
+    ]
+
+
+def _privleak_of(attack: str) -> Callable[[MetricInputs], MetricResult]:
+    """PrivLeak of one attack's AUC against the retain reference's AUC of the same attack
+    (:func:`_mia_refs`)."""
+    def compute(x: MetricInputs) -> MetricResult:
+        mia = x.results[auc_name(attack)]
+        ref = _mia_refs(x).get("aucs", {}).get(attack)
+        if x.self_reference and mia.value is not None:
+            ref = mia.value
+        given = x.options.get("retrained_auc")
+        if given is not None and attack == "min_k":  # MUSE's AUC_RETRAIN, given by the user
+            ref = float(given)
+        if mia.value is None:
+            return missing(x.name, mia.reason or "no AUC")
+        if ref is None:
+            return missing(x.name, x.mia_reference_reason or x.reference_reason
+                           or "no retain-reference AUC")
+        return muse.privleak(mia, ref)
+    return compute
+
+
+_privleak = _privleak_of("min_k")
+
+
+def _privleaks(kind: str) -> list[MetricSpec]:
+    """The PrivLeak of each attack but Min-K% (whose PrivLeak is ``privleak``)."""
+    labels = ATTACK_LABELS
+    return [MetricSpec(privleak_name(a), kind, f"PrivLeak ({labels[a]})", ZERO,
+                       f"PrivLeak of the {labels[a]} attack: (A - A_ref) / A_ref x 100 with "
+                       f"A = 1 - its AUC and A_ref the retain reference's",
+                       f"{MUSE} privleak with open-unlearning's {OU_MIA}/{a}.py (privacy.py "
+                       "privleak)", (TOKEN_LOGPROBS, REFERENCE), _privleak_of(a),
+                       on=("forget", "holdout"), after=(auc_name(a),),
+                       protocols=MUSE_TEXT) for a in (*REFERENCE_ATTACKS[1:], "gradnorm")]
 
 
 def _prob_mean(set_name: str, direction: str, on: str | None = None) -> MetricSpec:
@@ -448,6 +603,16 @@ CATALOG: tuple[MetricSpec, ...] = (
                _forget_quality, on=("forget",), after=("forget_truth_ratio",), column=1,
                keep_per_sample=True),
     *_memorization(QA, "open-unlearning configs/eval/tofu_metrics/extraction_strength.yaml"),
+    *_attacks(QA),
+    *_model_attacks(QA),
+    MetricSpec("privleak", QA, "PrivLeak", ZERO,
+               "PrivLeak of the Min-K% attack on the forget against the holdout answers: "
+               "(A - A_ref) / A_ref x 100 with A = 1 - MIA AUC (-100 = memorised, 0 = like "
+               "never trained on the forget set)",
+               "open-unlearning configs/eval/tofu_metrics/privleak.yaml (privacy.py "
+               "privleak over mia_min_k)", (TOKEN_LOGPROBS, REFERENCE), _privleak,
+               on=("forget", "holdout"), after=("mia_auc",), protocols=MUSE_TEXT),
+    *_privleaks(QA),
     _lm_eval_family(QA),
     *_choices(QA),
     # --- text (MUSE) ----------------------------------------------------------------------
@@ -481,6 +646,8 @@ CATALOG: tuple[MetricSpec, ...] = (
                (TOKEN_LOGPROBS, REFERENCE), _privleak,
                on=("forget", "holdout"), after=("mia_auc",), column=4,
                protocols=MUSE_TEXT),
+    *_model_attacks(TEXT),
+    *_privleaks(TEXT),
     _perplexity_of("holdout", "PPL", LOWER, "the holdout texts (never trained on): "
                    "fluency", column=5),
     _perplexity_of("forget", "forget PPL", HIGHER, "the forget texts (higher = less likely)"),

@@ -22,6 +22,7 @@ GREEDY_CONTINUATIONS = "greedy_continuations"
 TOKEN_LOGPROBS = "token_logprobs"
 TOKEN_HITS = "token_hits"
 TOKEN_VOCAB_STATS = "token_vocab_stats"
+GRAD_NORMS = "grad_norms"
 COMPLETIONS = "completions"
 LM_EVAL = "lm_eval"
 REFERENCE = "reference"
@@ -33,11 +34,16 @@ INPUTS = {
                     "gold answers",
     GREEDY_CONTINUATIONS: "greedy continuations of the forget texts' prefixes, compared with "
                           "the true continuations",
-    TOKEN_LOGPROBS: "the log-probability of each token of each whole text",
-    TOKEN_VOCAB_STATS: "per token of each whole text: its log-probability, and the mean and "
+    TOKEN_LOGPROBS: "the log-probability of each token of each whole text (QA: of each "
+                    "answer given its question, its EOS included)",
+    TOKEN_VOCAB_STATS: "per token of each whole text (QA: of each answer): its "
+                       "log-probability, and the mean and "
                        "variance of the log-probability over the vocabulary (Min-K%++)",
     TOKEN_HITS: "per answer token, whether the model's most likely next token is the true "
                 "one (exact memorization, extraction strength)",
+    GRAD_NORMS: "per row, the mean over the model's parameters of the 2-norm of the "
+                "gradient of its mean token NLL: one forward and backward pass per row "
+                "(GradNorm; only with eval.mia_gradnorm)",
     COMPLETIONS: "long greedy completions of the forget prompts (the copyright task), "
                  "compared with the true continuations",
     LM_EVAL: "lm-evaluation-harness task results of the loaded model (utility)",
@@ -60,9 +66,10 @@ class SetData:
     gold: list[str] | None = None  # what the generations are compared with
     generated: list[str] | None = None  # GREEDY_ANSWERS / GREEDY_CONTINUATIONS
     logprobs: list[list[float]] | None = None  # TOKEN_LOGPROBS
-    texts: list[str] | None = None  # TOKEN_LOGPROBS: the whole texts they score
+    texts: list[str] | None = None  # TOKEN_LOGPROBS: the whole texts (QA: answers) scored
     hits: list[list[bool]] | None = None  # TOKEN_HITS
     vocab_stats: list[dict] | None = None  # TOKEN_VOCAB_STATS: {"logprobs", "mu", "var"}
+    grad_norms: list[float | None] | None = None  # GRAD_NORMS
     completions: list[str] | None = None  # COMPLETIONS (gold: the true continuations)
     lm_eval: dict | None = None  # LM_EVAL: task -> {metric: value} or {"error": why}
     choice_lls: list[list[float]] | None = None  # CHOICE_LOGLIKS: per row, per choice
@@ -102,6 +109,9 @@ class MetricInputs:
     reference_reason: str | None = None
     self_reference: bool = False
     options: dict = field(default_factory=dict)  # the protocol's settings (epsilon, ...)
+    # a QA evaluation's second reference value: the attacks' AUCs by name (PrivLeak)
+    mia_reference: dict | None = None
+    mia_reference_reason: str | None = None
 
     @property
     def data(self) -> SetData:

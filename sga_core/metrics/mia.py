@@ -12,6 +12,12 @@ forget texts 0 and the holdout texts 1, and scores so that members score low).
   normalised by the mean ``mu`` and standard deviation ``sigma`` of the log-probability over
   the vocabulary there, ``(log p(x_t) - mu_t) / sigma_t`` (``sigma^2`` clamped at 1e-6), and
   the mean of the lowest ``k`` of them; member score that mean (OU stores its negation).
+- Reference (Carlini et al. 2022; ``mia/reference.py``): the target model's loss minus the
+  reference model's on the same row; member score its negation, ``loss_ref - loss``. The
+  workbench's reference model is the retain reference (the Retained model).
+- GradNorm (Wang et al. 2024; ``mia/gradnorm.py``): the mean over the model's parameters of
+  the p-norm (p = 2) of each parameter's gradient of the row's mean token NLL, one row per
+  backward pass; member score its negation (members have smaller gradients).
 
 Pure Python on per-text inputs; no torch here.
 """
@@ -61,6 +67,18 @@ def min_k_plus_plus_score(logprobs: Sequence[float], mu: Sequence[float],
         return None
     n_k = max(1, int(len(z) * k))
     return sum(z[:n_k]) / n_k
+
+
+def reference_score(loss: float | None, reference_loss: float | None) -> float | None:
+    """Reference: ``reference_loss - loss`` (higher = member; OU's score negated)."""
+    if loss is None or reference_loss is None:
+        return None
+    return reference_loss - loss
+
+
+def gradnorm_score(norm: float | None) -> float | None:
+    """GradNorm: ``-norm`` (higher = member; OU's score negated)."""
+    return None if norm is None else -norm
 
 
 def scores(per_text: Sequence[float | None], name: str) -> MetricResult:

@@ -256,6 +256,10 @@ class TofuImport(HubImport):
     split: str = param(TOFU_SPLITS[-1], "TOFU's forget split (with the matching retain "
                                         "split).", choices=TOFU_SPLITS[::-1],
                        label="forget split")
+    strict: bool = param(False, "Refuse the import when the optional holdout split "
+                                "(holdout01/05/10, the MIA attacks' non-members) is missing, "
+                                "instead of importing without it.",
+                         label="strict (every part required)")
 
 
 @register_importer("tofu", TofuImport, label="TOFU (locuslab/TOFU)",
@@ -266,7 +270,7 @@ def _import_tofu(name: str | None, config: TofuImport, *, root=None,
     """TOFU through Hugging Face ``datasets`` (the hub, the local cache or a folder)."""
     return import_benchmark("tofu", name, variant=config.split, folder=config.from_folder,
                             online=config.online, root=root, overwrite=overwrite,
-                            progress=progress)
+                            strict=config.strict, progress=progress)
 
 
 @dataclass

@@ -4,13 +4,52 @@ protocol's columns they were evaluated under, then their extra lm-eval tasks).""
 
 from __future__ import annotations
 
-from sga_core.metrics.catalog import table_columns
+import re
+from dataclasses import dataclass
+
+from sga_core.metrics.catalog import spec_of, table_columns
 
 #: the rows of the models unlearning is measured against: they are never "best", never
 #: collapsed, never a point of a sweep
 REFERENCE_ROWS = ("Original", "Retained")
 #: the prefix of an extra lm-eval task's metric (``lm_<task>``: one column each)
 LM_PREFIX = "lm_"
+
+
+#: the metrics Results shows on request, beside its columns: each membership-inference
+#: attack's AUC (``mia_auc``, ``mia_<attack>_auc``) and PrivLeak (``privleak``,
+#: ``privleak_<attack>``), and each QA set's ``<set>_truth_ratio_prob_mean``
+OPTIONAL_RE = re.compile(r"mia_(?:\w+_)?auc|privleak(?:_\w+)?|(\w+)_truth_ratio_prob_mean")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column Results shows on request: a catalog metric (a family's member named)."""
+
+    name: str
+    label: str
+    help: str
+    direction: str
+
+
+def optional_column(name: str, kind: str) -> Column | None:
+    """The column of a summary key that Results shows on request (:data:`OPTIONAL_RE`,
+    not a column already), else None."""
+    m = OPTIONAL_RE.fullmatch(name)
+    try:
+        spec = spec_of(name, kind) if m else None
+    except KeyError:  # a metric the catalog no longer has
+        return None
+    if spec is None or spec.column is not None:
+        return None
+    label = spec.label.format(set=m.group(1)) if spec.is_family else spec.label
+    return Column(name, label, spec.help, spec.direction)
+
+
+def optional_columns(rows: list[dict], kind: str = "qa") -> list[Column]:
+    """The columns some of these Results rows can show on request, in first-seen order."""
+    names = list(dict.fromkeys(n for r in rows for n in r.get("optional_metrics") or ()))
+    return [c for n in names if (c := optional_column(n, kind)) is not None]
 
 
 def row_columns(rows: list[dict], kind: str = "qa") -> list:

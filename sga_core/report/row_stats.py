@@ -123,13 +123,13 @@ def statistics(summary: dict | None) -> list[Statistic]:
     metrics = summary.get("metrics") or {}
     have = {k for k, v in metrics.items() if isinstance(v, dict) and v.get("value") is not None}
     out = []
+    mink = (lambda r: _number(r.get("min_k_score")))  # text and QA (TOFU's holdout)
+    if "mia_auc" in have:
+        out.append(Statistic("mia_auc", ("forget", "holdout"), mink, _auc))
+    ref = privleak_reference(summary)
+    if "privleak" in have and ref is not None:
+        out.append(Statistic("privleak", ("forget", "holdout"), mink, _privleak(ref)))
     if summary.get("task") == "text":
-        mink = (lambda r: _number(r.get("min_k_score")))
-        if "mia_auc" in have:
-            out.append(Statistic("mia_auc", ("forget", "holdout"), mink, _auc))
-        ref = privleak_reference(summary)
-        if "privleak" in have and ref is not None:
-            out.append(Statistic("privleak", ("forget", "holdout"), mink, _privleak(ref)))
         for name in sorted(have):
             if name.endswith("_perplexity") and name != "wikitext_perplexity":
                 out.append(Statistic(name, (name[:-len("_perplexity")],), _ppl_row,

@@ -12,7 +12,7 @@ from pathlib import Path
 from sga_core.metrics.catalog import sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
 from sga_core.report.collapse import collapse_rows, mark_collapse
-from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS
+from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, optional_column
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
@@ -60,10 +60,14 @@ def metric_value(summary: dict | None, name: str):
 
 def own_reference_value(summary: dict | None, name: str):
     """A Retained model's value of a metric computed against the retain reference, which it
-    is: PrivLeak 0 (its Min-K% AUC against itself) where its evaluation had its AUC but no
-    reference to compare it with; None for any other metric."""
-    if name == "privleak" and metric_value(summary, "mia_auc")[0] is not None:
-        return 0.0
+    is: PrivLeak 0 (an attack's AUC against itself; each attack's PrivLeak alike) where its
+    evaluation had the AUC but no reference to compare it with; None for any other
+    metric."""
+    if name.startswith("privleak"):  # privleak (Min-K%'s), privleak_<attack>
+        attack = name[len("privleak_"):] or "min_k"
+        auc = "mia_auc" if attack == "min_k" else f"mia_{attack}_auc"
+        if metric_value(summary, auc)[0] is not None:
+            return 0.0
     return None
 
 
@@ -77,7 +81,7 @@ def value_note(summary: dict | None, name: str, retained: bool) -> str | None:
     the Retained model (``retained``: this run is it), which saw neither the forget nor the
     holdout texts, still tells them apart (its Min-K% AUC within :data:`MIA_SET_SHIFT` of 0
     or 1): the two sets differ in kind, and the attack measures that, not memorisation."""
-    if name != "privleak":
+    if not name.startswith("privleak"):  # each attack's PrivLeak: the same two sets
         return None
     if retained:
         ref = metric_value(summary, "mia_auc")[0]
@@ -176,7 +180,10 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         # tasks (lm_<task>: one column each)
         extra = [_Column(n) for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
         row["lm_columns"] = [c.label for c in extra]
-        for col in table_columns(kind, [protocol]) + extra:
+        # the metrics shown on request (each attack's AUC and PrivLeak, prob_mean)
+        shown = [c for n in (summ.get("metrics") or {}) if (c := optional_column(n, kind))]
+        row["optional_metrics"] = [c.name for c in shown]
+        for col in table_columns(kind, [protocol]) + extra + shown:
             value, reason = metric_value(summ, col.name)
             if value is None and row["run"] == "Retained":
                 value = own_reference_value(summ, col.name)

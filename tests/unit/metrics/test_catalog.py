@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,11 @@ def write_rows(folder: Path, name: str, rows: list[dict]) -> str:
 def qa_files(tmp_path_factory, demo_dir) -> dict[str, str]:
     d = tmp_path_factory.mktemp("catalog-qa")
     sizes = {"forget": 3, "retain": 3, "real_authors": 2, "world_facts": 2}
-    return {n: write_rows(d, n, load_qa(demo_dir / f"{n}.jsonl")[:k]) for n, k in sizes.items()}
+    out = {n: write_rows(d, n, load_qa(demo_dir / f"{n}.jsonl")[:k]) for n, k in sizes.items()}
+    # the MIA attacks' non-members: question + answer rows, as TOFU's holdout10
+    out["holdout"] = write_rows(d, "holdout", [{"question": r["question"], "answer": r["answer"]}
+                                               for r in load_qa(demo_dir / "retain.jsonl")[3:6]])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +160,8 @@ def test_qa_evaluation_writes_every_catalog_metric(tmp_path, tiny_model_dir, qa_
     shutil.copytree(tiny_model_dir, ref)
     out = tmp_path / "qa"
     s = evaluate_model(str(tiny_model_dir), out, qa_files["forget"], qa_files["retain"],
-                       {n: qa_files[n] for n in QA_EXTRA}, str(ref), task="qa", settings=FAST)
+                       {n: qa_files[n] for n in (*QA_EXTRA, "holdout")}, str(ref), task="qa",
+                       settings=replace(FAST, mia_gradnorm=True))  # GradNorm too
     check_summary(s, QA, expected_names(QA, QA_EXTRA))
     assert all(m["value"] is not None for m in s["metrics"].values())  # all computable here
     check_samples(out, s, catalog.expand(QA, QA_EXTRA), QA_SAMPLE_KEYS)

@@ -119,7 +119,7 @@ def test_a_text_without_tokens_scores_none_and_is_left_out():
 def test_vocab_stats_are_the_full_distributions(tiny_model_dir):
     """Min-K%++'s inputs from the label-position head equal those of the full logits of
     every position (open-unlearning's ``tokenwise_vocab_logprobs``)."""
-    from sga_core.evaluation.inputs import _text_sequence, text_token_logprobs, text_vocab_stats
+    from sga_core.evaluation.inputs import text_sequence, text_token_logprobs, text_vocab_stats
     from sga_core.model.encoding import Encoder, collate
     from sga_core.model.loading import load_model, load_tokenizer
 
@@ -131,7 +131,7 @@ def test_vocab_stats_are_the_full_distributions(tiny_model_dir):
     for stats, lps in zip(ours, text_token_logprobs(model, enc, texts), strict=True):
         assert stats["logprobs"] == pytest.approx(lps, abs=1e-9)
     for text, stats in zip(texts, ours):
-        seq = _text_sequence(enc, text, True, False)
+        seq = text_sequence(enc, text, True, False)
         batch = collate([seq], enc.pad_id)
         with torch.no_grad():
             logp = torch.log_softmax(model(**{k: batch[k] for k in ("input_ids",

@@ -33,7 +33,9 @@ def test_every_registered_role_has_words_and_plain_names_have_none():
         for kind in role.kinds:
             assert role_words(kind, name, "demo"), (name, kind)
     assert role_words("text", "my_passages") is None
-    assert role_words("qa", "holdout") is None  # a text role only
+    assert role_words("qa", "my_questions") is None
+    # holdout is a role of QA projects too (TOFU's holdout split: the attacks' non-members)
+    assert role_words("qa", "holdout").startswith("holdout for MIA AUC")
 
 
 def passages(tmp_path, rows) -> str:

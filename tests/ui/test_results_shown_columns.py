@@ -1,0 +1,62 @@
+"""Results shows or hides each membership-inference attack's AUC and PrivLeak and each set's
+prob_mean truth ratio: none at first, a "more columns" choice of those the runs have, the
+chosen ones as columns (a run without one: "—"), the choice kept across page switches and
+per project."""
+
+from __future__ import annotations
+
+import pytest
+
+from sga_core.fileio import atomic_write_json, read_json
+from tests.helpers.own_data import fake_run, metrics, own_project, tofu_files
+from tests.helpers.ui import open_page, results_cells
+
+pytestmark = pytest.mark.slow
+KEY = "results.shown.mine"
+EXTRA = {"mia_loss_auc": 0.7, "privleak_loss": -40.0, "mia_reference_auc": 0.6,
+         "forget_truth_ratio_prob_mean": 0.55, "real_authors_truth_ratio_prob_mean": 0.8,
+         "mia_gradnorm_auc": None}
+
+
+@pytest.fixture()
+def mine(ui_env):
+    project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
+    runs = ui_env / "runs"
+    fake_run(runs, project, "sga-plain", r=0.4, metrics=metrics(fq=0.3))
+    run = fake_run(runs, project, "sga-attacks", r=-0.8, metrics=metrics(fq=0.2))
+    path = run / "eval" / "summary.json"
+    summary = read_json(path)
+    summary["metrics"].update({n: {"name": n, "value": v, "reason": None if v is not None
+                                   else "GradNorm is off"} for n, v in EXTRA.items()})
+    atomic_write_json(path, summary)
+    return project
+
+
+def test_each_attack_and_prob_mean_can_be_shown_and_hidden(mine):
+    at = open_page("app_pages/results.py", "mine")
+    choice = at.multiselect(key=KEY)
+    assert choice.value == []
+    assert set(choice.options) == {"MIA AUC (LOSS)", "PrivLeak (LOSS)", "MIA AUC (Reference)",
+                                   "forget TR (prob_mean)", "real_authors TR (prob_mean)",
+                                   "MIA AUC (GradNorm)"}
+    cells = results_cells(at)
+    assert "PrivLeak (LOSS)" not in cells["sga r=-0.8"]  # hidden at first
+    choice.set_value(["PrivLeak (LOSS)", "real_authors TR (prob_mean)",
+                      "MIA AUC (GradNorm)"]).run()
+    assert not at.exception, at.exception
+    cells = results_cells(at)
+    row, plain = cells["sga r=-0.8"], cells["sga r=0.4"]
+    assert row["PrivLeak (LOSS)"][0] == "-40"
+    assert row["real_authors TR (prob_mean)"][0] == "0.8"
+    assert row["MIA AUC (GradNorm)"][:2] == ["—", "GradNorm is off"]  # its reason on hover
+    assert plain["PrivLeak (LOSS)"][0] == "—"  # a run without it
+    assert "MIA AUC (LOSS)" not in row
+    # kept across a page switch
+    at.switch_page("app_pages/data.py").run()
+    at.switch_page("app_pages/results.py").run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key=KEY).value == ["PrivLeak (LOSS)", "real_authors TR (prob_mean)",
+                                             "MIA AUC (GradNorm)"]
+    assert "PrivLeak (LOSS)" in results_cells(at)["sga r=-0.8"]
+    at.multiselect(key=KEY).set_value([]).run()  # hidden again
+    assert "PrivLeak (LOSS)" not in results_cells(at)["sga r=-0.8"]
