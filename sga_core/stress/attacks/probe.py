@@ -11,12 +11,12 @@ The readout is a tuned-lens translator (Belrose et al. 2023): ``logits = head(no
 + b))``, with the model's own final norm and unembedding, frozen, and only the affine ``A,
 b`` trained, both starting at zero. Why this design:
 
-- at step 0 it IS the logit lens (the layer view of Token probabilities), so the probe can
-  only add to what the lens reads: training moves the layer's basis toward the one the head
-  expects, the gap a plain lens leaves at the early layers;
-- it has ``H^2 + H`` parameters (0.3 M for SmolLM2-135M), not ``H x vocabulary`` (28 M):
-  a few retain rows fit it without it learning answers of its own, and it never sees a
-  forget row, so a forget answer it reads was in the layer, not in the probe;
+- at step 0 it IS the logit lens (the layer view of Token probabilities), so training
+  starts from what the lens reads and only learns the change of basis between the layer
+  and the head, the gap a plain lens leaves at the early layers;
+- it has ``H^2 + H`` parameters (0.3 M for SmolLM2-135M), not ``H x vocabulary`` (28 M),
+  goes through the model's own unembedding, and never sees a forget row: a forget answer
+  it reads was in the layer, not learned by the probe;
 - it is cheap: the model runs once over the retain rows and once over the forget rows (the
   hidden states are kept), the training touches only the readout.
 

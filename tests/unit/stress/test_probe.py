@@ -156,3 +156,34 @@ def test_the_stress_command_runs_it(models, tmp_path, capsys):
     assert [c["label"] for c in res["cases"]] == [f"layer {MIDDLE} seed 0"]
     assert res["recovery"] > 0.5
     assert "probe" in capsys.readouterr().out
+
+
+def test_the_runs_page_offers_it(ui_env, tiny_model_dir):
+    """The Runs page's Stress-test form lists the probe (from the registry) and its
+    settings; a request queued from it carries them."""
+    import shutil
+
+    from sga_core.runs.folder import RunFolder
+    from tests.helpers.own_data import fake_run, metrics, own_project, tofu_files
+    from tests.helpers.stress import runner_lock
+    from tests.helpers.ui import open_page, shown
+
+    project = own_project(ui_env / "workspace", tofu_files(ui_env / "files"))
+    runs = ui_env / "runs"
+    run = fake_run(runs, project, "ga-probe", model=str(tiny_model_dir), metrics=metrics())
+    shutil.copytree(tiny_model_dir, RunFolder(run).model_dir)
+    with runner_lock(runs):  # the page writes the request; no runner takes it
+        at = open_page("app_pages/runs.py")
+        at.radio(key="runs.filter").set_value("all projects").run()
+        at.selectbox(key="runs.select").set_value("ga-probe").run()
+        assert not at.exception, at.exception
+        chosen = at.multiselect(key="runs.stress_attacks")
+        assert "probe" in chosen.options and "probe" not in chosen.value  # asked for only
+        chosen.set_value(["probe"])
+        at.text_input(key="runs.stress_set.probe_layers").set_value("1")
+        next(b for b in at.button if b.label == "Stress-test").click().run()
+        assert not at.exception, at.exception
+        assert any("Queued a stress test of ga-probe (probe; probe layers 1)"
+                   in shown(s.value) for s in at.success), [s.value for s in at.success]
+    request = RunFolder(run).stress_request()
+    assert request["attacks"] == ["probe"] and request["settings"] == {"probe_layers": [1]}
