@@ -44,7 +44,8 @@ def _by_layer(res) -> dict[int, list[dict]]:
 
 
 def test_the_probe_at_the_middle_layer_recovers_what_the_head_removed(models, tmp_path):
-    res = _probe(models, "unlearned", tmp_path, probe_layers=list(range(1, LAYERS + 1)))
+    res = _probe(models, "unlearned", tmp_path / "stress",
+                 probe_layers=list(range(1, LAYERS + 1)))
     layers = _by_layer(res)
     assert sorted(layers) == list(range(1, LAYERS + 1))
     for cases in layers.values():
@@ -70,8 +71,18 @@ def test_the_probe_at_the_middle_layer_recovers_what_the_head_removed(models, tm
         layers[MIDDLE][0]))
     assert "".join(sample["tokens"]["tokens"]).startswith("French")
     assert min(sample["tokens"]["probs"]) > 0.3 and sample["rouge"] is None
-    on_disk = json.loads((tmp_path / "probe.json").read_text())
+    on_disk = json.loads((tmp_path / "stress" / "probe.json").read_text())
     assert on_disk["family"] == "probe" and on_disk["settings"]["probe_layers"] == [1, 2, 3, 4]
+    # a run folder's readers take it as sound (its info fields checked), and Token
+    # probabilities finds the probe's reading as a variant row of the run
+    from sga_core.runs.folder import RunFolder
+    from sga_core.stress.results import attacked_token_tables
+
+    good, damaged = RunFolder(tmp_path).stress_results()
+    assert damaged == [] and set(good) == {"probe"}
+    variants = attacked_token_tables(tmp_path, 0)
+    assert list(variants) == ["probe layer 1 seed 0"]
+    assert variants["probe layer 1 seed 0"]["tokens"] == sample["tokens"]["tokens"]
 
 
 def test_the_retained_model_sets_the_floor(models, tmp_path):
