@@ -146,15 +146,16 @@ def _drawn(n: int, most: int, seed: int) -> list[int]:
 
 def _hidden(ctx, parts, layers: list[int], seqs, stage: str) -> list[dict]:
     """Per sequence: its scored tokens' ids (``targets``) and, per block of ``layers``, the
-    block's output at the positions that predict them (float32, ``[n, H]``): one forward of
-    the frozen model through the batched inference loop."""
+    block's output at the positions that predict them (``[n, H]``): one forward of
+    the frozen model through the batched inference loop. Kept in the model's dtype (a
+    bfloat16 model's take half the memory); the probe reads them in float32."""
     from sga_core.evaluation.inputs import counter
     from sga_core.model.forward import per_sequence
     from sga_core.model.lens import block_outputs
 
     def keep(box, res):
         rows = res.rows
-        picked = {L: box["h"][L - 1][:, :-1][res.mask.to(box["h"][L - 1].device)].float()
+        picked = {L: box["h"][L - 1][:, :-1][res.mask.to(box["h"][L - 1].device)]
                   for L in layers}
         return [{"targets": res.targets[rows == r],
                  **{L: picked[L][(rows == r).to(picked[L].device)] for L in layers}}
@@ -176,6 +177,7 @@ class _Translator:
         self.b = torch.zeros(width, device=device, requires_grad=True)
 
     def __call__(self, h):
+        h = h.float()
         return h + h @ self.A.T + self.b
 
 
@@ -244,8 +246,10 @@ def _score(ctx, parts, probe, forget: list[dict], layer: int) -> list[dict]:
         for t in forget:
             y, h = t["targets"], t[layer]
             n = int(y.numel())
-            res = LabelOutput(targets=y.to(h.device), rows=torch.zeros(n, dtype=torch.long),
-                              shape=(1, n), mask=torch.ones(1, n, dtype=torch.bool),
+            res = LabelOutput(targets=y.to(h.device),
+                              rows=torch.zeros(n, dtype=torch.long, device=h.device),
+                              shape=(1, n),
+                              mask=torch.ones(1, n, dtype=torch.bool, device=h.device),
                               hidden=h, head=Read())
             nll = _mean_nll(res)[0] if n else float("nan")
             rec = _records(ctx.enc, 5, res)[0]

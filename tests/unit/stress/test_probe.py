@@ -198,3 +198,14 @@ def test_the_runs_page_offers_it(ui_env, tiny_model_dir):
                    in shown(s.value) for s in at.success), [s.value for s in at.success]
     request = RunFolder(run).stress_request()
     assert request["attacks"] == ["probe"] and request["settings"] == {"probe_layers": [1]}
+
+
+def test_a_bfloat16_model_is_probed_too(models, tmp_path):
+    """The hidden states are kept in the model's dtype, the readout trains in float32."""
+    from sga_core.evaluation import EvalSettings
+
+    st = StressSettings(rouge=False, seeds=[0], probe_layers=[MIDDLE])
+    res = stress_model(models["unlearned"], tmp_path, [FACT], [RETAIN, OTHER],
+                       original=models["original"], attacks=["probe"], settings=st,
+                       eval_settings=EvalSettings(dtype="bfloat16"))["probe"]
+    assert res["settings"]["dtype"] == "bfloat16" and res["recovery"] > 0.5
