@@ -29,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 OTHER_MEANINGS = {
     ("sga_core/data/mapping.py", "paraphrase"): "a data column's name (TOFU-style field "
                                                 "aliases), not the attack",
+    ("sga_core/cli/report.py", "probe"): "the `probe` command (a run's token probabilities)",
+    ("sga_core/projects/probe_job.py", "probe"): "the before/after probe job's name",
+    ("sga_core/runs/jobs/probe.py", "probe"): "the before/after probe job's kind",
+    ("sga_core/workbench.py", "probe"): "the workbench's probe function, exported",
 }
 #: two names closer than this (characters between them) make a list
 NEAR = 40
