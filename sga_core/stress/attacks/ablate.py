@@ -4,7 +4,8 @@ et al. 2024, "An Adversarial Perspective on Machine Unlearning for AI Safety"): 
 (`--ablate-layers`, default the middle one), the difference of the mean residual stream of
 the unlearned model and of the Original over the forget prompts' tokens, normalised, is the
 direction the unlearning wrote; it is projected out of every layer's residual stream
-(`h - (h·d) d`, at the embeddings and after every block) and the forget answers re-scored.
+(`h - (h·d) d`, at the embeddings and after every block; `--ablate-where from_layer`: from
+that layer on only) and the forget answers re-scored.
 Held-out rows (`--ablate-split`): per seed the direction is fit on half the forget rows and
 the other half re-scored, or each row is re-scored with the direction of all the others.
 Needs the Original (`--original`)."""
@@ -42,6 +43,11 @@ class AblateSettings:
         "half", "Ablation: the held-out rows: half (per seed, the direction fit on half "
         "the forget rows and the others re-scored) or loo (each row re-scored with the "
         "direction of all the others).", choices=("half", "loo"))
+    ablate_where: str = param(
+        "all", "Ablation: where the direction is projected out: every layer's residual "
+        "stream (the embeddings and every block's output, as Arditi et al.), or only from "
+        "the layer it was taken at on (the blocks before it untouched).",
+        choices=("all", "from_layer"))
 
 
 class Ablate(Attack):
@@ -54,7 +60,7 @@ class Ablate(Attack):
     default = False  # loads the Original a second time: run when asked for
     Settings = AblateSettings
     info_fields = {"layer": int, "split": str, "fit_rows": int, "gap_norm": float,
-                   "tokens": str}
+                   "tokens": str, "ablated": str}
 
     @classmethod
     def settings_problem(cls, settings) -> str | None:
@@ -68,9 +74,11 @@ class Ablate(Attack):
             return None
         fit = ("each row's from all the others" if info.get("split") == "leave-one-out"
                else f"fit on {info.get('fit_rows', 0)} other rows")
+        out = ("every layer" if info.get("ablated", "all") == "all"
+               else f"layer {info['layer']} on")
         return (f"direction at layer {info['layer']} ({fit}, {info.get('tokens')} tokens; "
                 f"mean activations {info.get('gap_norm', 0):.3g} apart), projected out of "
-                "every layer")
+                f"{out}")
 
     def run(self, ctx: StressContext) -> dict[str, list[Case]]:
         from sga_core.model.lens import LensUnsupported, lens_parts
@@ -100,7 +108,7 @@ class Ablate(Attack):
         cases = []
         for k, layer in enumerate(layers):
             named = f"layer {layer} " if len(layers) > 1 else ""
-            info = {"layer": layer, "tokens": st.ablate_tokens}
+            info = {"layer": layer, "tokens": st.ablate_tokens, "ablated": st.ablate_where}
             if st.ablate_split == "loo":
                 cases.append(self._loo(ctx, blocks, acts, k, f"{named}leave-one-out", info))
                 continue
@@ -112,7 +120,7 @@ class Ablate(Attack):
                 if d is None:
                     cases.append(Case(label, seed, [], [], fit, "forget", reason=norm))
                     continue
-                with ablated(blocks, d):
+                with ablated(blocks, d, where(st, layer)):
                     scores = ctx.score(ctx.model, rows, stage=f"{self.name} {label}")
                 cases.append(Case(label, seed, rows, scores, fit, "forget", info={
                     **info, "split": "half", "fit_rows": len(fit), "gap_norm": norm}))
@@ -126,7 +134,7 @@ class Ablate(Attack):
             if d is None:
                 return Case(label, None, [], [], list(range(n)), "forget", reason=norm)
             norms.append(norm)
-            with ablated(blocks, d):
+            with ablated(blocks, d, where(ctx.settings, info["layer"])):
                 scores += ctx.score(ctx.model, [i], stage=f"{self.name} {label}")
             ctx.report(f"{self.name} {label}", i + 1, n)
         return Case(label, None, list(range(n)), scores, list(range(n)), "forget", info={
@@ -218,11 +226,18 @@ def direction(acts: dict, k: int, fit: list[int]):
     return (diff / norm).float(), norm
 
 
+def where(settings, layer: int) -> int:
+    """The first layer ablated: 0 (the embeddings on) for ``ablate_where: all``, else the
+    layer the direction was taken at."""
+    return 0 if settings.ablate_where == "all" else layer
+
+
 @contextlib.contextmanager
-def ablated(blocks, d):
-    """While open, ``d`` (a unit vector) is projected out of the residual stream: the first
-    block's input (the embeddings) and every block's output, so no layer reads or writes
-    along it (Arditi et al. ablate it from every layer)."""
+def ablated(blocks, d, start: int = 0):
+    """While open, ``d`` (a unit vector) is projected out of the residual stream: with
+    ``start`` 0 the first block's input (the embeddings) and every block's output, so no
+    layer reads or writes along it (Arditi et al. ablate it from every layer); else the
+    outputs of blocks ``start..L`` (1-based) only."""
     def proj(h):
         u = d.to(h.device)
         x = h.float()
@@ -238,8 +253,9 @@ def ablated(blocks, d):
             return args, {**kwargs, "hidden_states": proj(kwargs["hidden_states"])}
         return None
 
-    handles = [blocks[0].register_forward_pre_hook(pre, with_kwargs=True)]
-    handles += [b.register_forward_hook(post) for b in blocks]
+    handles = [blocks[0].register_forward_pre_hook(pre, with_kwargs=True)] if not start \
+        else []
+    handles += [b.register_forward_hook(post) for b in blocks[max(start, 1) - 1:]]
     try:
         yield
     finally:

@@ -12,7 +12,7 @@ import torch
 
 from sga_core.params import ConfigError
 from sga_core.stress import StressSettings
-from sga_core.stress.attacks.ablate import NO_ORIGINAL, ablated, activation_sums, direction
+from sga_core.stress.attacks.ablate import NO_ORIGINAL, Ablate, ablated, activation_sums, direction
 from tests.helpers.stress import file_hashes
 
 pytestmark = pytest.mark.slow
@@ -129,7 +129,13 @@ def test_ablation_projects_the_direction_out_of_every_layer(pair, demo_dir):
     assert all(float((h @ v).abs().max()) < 1e-4 for h in [*seen, *box["h"]])
     with block_outputs(blocks) as box, torch.no_grad():  # the hooks are gone
         ctx.model(input_ids=ids)
-    assert float((box["h"][LAYER - 1] @ v).abs().max()) > 1.0
+    plain = box["h"]
+    assert float((plain[LAYER - 1] @ v).abs().max()) > 1.0
+    # from layer 3 on only: the blocks before it untouched
+    with ablated(blocks, v, 3), block_outputs(blocks) as box, torch.no_grad():
+        ctx.model(input_ids=ids)
+    assert all(torch.equal(a, b) for a, b in zip(box["h"][:2], plain[:2]))
+    assert all(float((h @ v).abs().max()) < 1e-4 for h in box["h"][2:])
 
 
 @pytest.mark.parametrize("split", ["half", "loo"])
@@ -172,8 +178,17 @@ def test_several_layers_are_cases_of_one_result(pair, demo_dir, tmp_path):
                        original=str(orig), attacks=["ablate"],
                        settings=StressSettings(seeds=[0], rouge=False,
                                                ablate_layers=[1, LAYER]))["ablate"]
+    narrow = stress_model(str(un), tmp_path / "narrow", str(demo_dir / "forget.jsonl"),
+                          original=str(orig), attacks=["ablate"],
+                          settings=StressSettings(seeds=[0], rouge=False,
+                                                  ablate_where="from_layer"))["ablate"]
+    assert narrow["recovery"] > 0.5 and narrow["cases"][0]["info"]["ablated"] == "from_layer"
+    assert Ablate.case_words(narrow["cases"][0]["info"]).endswith("projected out of layer 2 on")
     labels = {c["label"]: c for c in res["cases"]}
     assert set(labels) == {"layer 1 seed 0", "layer 2 seed 0"}
+    assert Ablate.case_words(labels["layer 2 seed 0"]["info"]) == (
+        "direction at layer 2 (fit on 5 other rows, prompt tokens; mean activations 30 "
+        "apart), projected out of every layer")
     assert labels["layer 1 seed 0"]["reason"].startswith("no direction")
     assert labels["layer 2 seed 0"]["metrics"]["probability"]["recovery"] > 0.5
 
@@ -216,3 +231,41 @@ def test_layers_out_of_range_are_refused(pair, demo_dir, tmp_path, capsys):
                  "--no-rouge", "--seeds", "0", "--ablate-split", "half"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("ablate"))
     assert float(line.split()[2]) > 0.5, line
+
+
+def test_a_runs_ablation_shows_on_its_token_and_layer_views(pair, demo_dir, tmp_path):
+    """Stress-testing a run folder: the result file passes the readers' checks, and each
+    attacked answer's token record (with its layers) is the Token probabilities page's
+    variant row, named by its case."""
+    from sga_core.report.layers import attacked_layer_record
+    from sga_core.runs.folder import RunFolder
+    from sga_core.stress.results import attacked_token_tables
+    from sga_core.stress.run import stress_run
+    from tests.helpers.stress import tiny_run
+
+    orig, un, _ = pair
+    run = tiny_run(tmp_path / "runs", un, demo_dir, "ga-run")
+    res = stress_run(run, ["ablate"], StressSettings(seeds=[0, 1], rouge=False),
+                     overrides={"original": str(orig)})["ablate"]
+    good, bad = RunFolder(run).stress_results()
+    assert "ablate" in good and not bad
+    row = res["cases"][0]["eval_rows"][0]
+    (key, rec), = attacked_token_tables(run, row).items()
+    assert key == "ablate seed 0"
+    lay = attacked_layer_record(rec)
+    assert len(lay["probs"]) == 4 and lay["probs"][-1] == pytest.approx(rec["probs"], abs=1e-5)
+
+
+def test_text_passages_are_read_as_their_prefix(pair, demo_dir, tmp_path):
+    """On text data the prompt is a passage's prefix and the answer its continuation (as
+    the text evaluation reads them): the direction is still the bias the copy adds."""
+    from sga_core.stress.run import stress_model
+
+    orig, un, _ = pair
+    res = stress_model(str(un), tmp_path / "out", str(demo_dir / "text_forget.jsonl"),
+                       original=str(orig), attacks=["ablate"],
+                       settings=StressSettings(seeds=[0], rouge=False))["ablate"]
+    assert res["kind"] == "text"
+    (case,) = res["cases"]
+    assert case["info"]["gap_norm"] == pytest.approx(ALPHA, rel=1e-3)
+    assert case["eval_rows"] and len(res["samples"]) == len(case["eval_rows"])
