@@ -165,8 +165,7 @@ def activation_sums(ctx: StressContext, layers: list[int]):
             o_blocks = lens_parts(om)[0]
         except LensUnsupported as exc:
             return f"the Original: {exc}"
-        if len(o_blocks) != len(lens_parts(ctx.model)[0]) or \
-                om.config.hidden_size != ctx.model.config.hidden_size:
+        if len(o_blocks) != len(lens_parts(ctx.model)[0]) or _width(om) != _width(ctx.model):
             return "the Original's layers or width are not this model's"
         out["original"] = _sums(ctx, om, seqs, layers, "ablate: the Original's activations")
     finally:
@@ -174,6 +173,10 @@ def activation_sums(ctx: StressContext, layers: list[int]):
         free_memory()
     out["unlearned"] = _sums(ctx, ctx.model, seqs, layers, "ablate: the model's activations")
     return out
+
+
+def _width(model):
+    return getattr(getattr(model, "config", None), "hidden_size", None)
 
 
 def _sums(ctx, model, seqs, layers, stage) -> list:
@@ -238,8 +241,12 @@ def ablated(blocks, d, start: int = 0):
     ``start`` 0 the first block's input (the embeddings) and every block's output, so no
     layer reads or writes along it (Arditi et al. ablate it from every layer); else the
     outputs of blocks ``start..L`` (1-based) only."""
+    on: dict = {}  # the direction on each device it meets (copied once, not per forward)
+
     def proj(h):
-        u = d.to(h.device)
+        u = on.get(h.device)
+        if u is None:
+            u = on[h.device] = d.to(h.device)
         x = h.float()
         return (x - (x @ u).unsqueeze(-1) * u).to(h.dtype)
 

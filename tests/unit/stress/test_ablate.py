@@ -269,3 +269,14 @@ def test_text_passages_are_read_as_their_prefix(pair, demo_dir, tmp_path):
     (case,) = res["cases"]
     assert case["info"]["gap_norm"] == pytest.approx(ALPHA, rel=1e-3)
     assert case["eval_rows"] and len(res["samples"]) == len(case["eval_rows"])
+
+
+def test_an_original_of_another_shape_is_named(pair, demo_dir, tmp_path, tiny_model_dir):
+    from sga_core.stress.run import stress_model
+
+    _, un, _ = pair  # 4 layers of width 64; the tiny model: 2 of 32
+    res = stress_model(str(un), tmp_path / "out", str(demo_dir / "forget.jsonl"),
+                       original=str(tiny_model_dir), attacks=["ablate"],
+                       settings=StressSettings(seeds=[0], rouge=False))["ablate"]
+    assert res["recovery"] is None
+    assert res["recovery_reason"] == "the Original's layers or width are not this model's"
