@@ -27,6 +27,11 @@ class StressContext:
     #: cut to the VerbMem tokens (``answer``), its whole passage in ``text``
     #: (:func:`sga_core.stress.rows.text_rows`)
     kind: str = "qa"
+    #: the model the unlearned one came from (a folder, hub id or ``embedded:...``; None:
+    #: not given) and the dtype the models load in: an attack that reads the Original's
+    #: activations (ablate) loads it
+    original: str | None = None
+    dtype: str = "float32"
 
     def score(self, model, rows: Sequence[int], questions: Sequence[str] | None = None,
               stage: str = "scoring", layers: bool = True) -> list[dict]:

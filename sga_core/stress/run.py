@@ -125,7 +125,7 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                 retain_rows = text_retain(retain_rows)
             ctx = StressContext(m, es.encoder(tok, m), forget_rows, retain_rows, st, device,
                                 es.batch_size, new_tokens, train_lr, out / _kept(),
-                                progress, kind)
+                                progress, kind, original=original, dtype=es.dtype)
             t1 = time.time()
             _part(job, int(original_part))
             unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model",

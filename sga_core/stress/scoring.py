@@ -48,10 +48,7 @@ def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], dev
     from sga_core.model.forward import _mean_nll, _records, per_sequence
     from sga_core.model.lens import LensUnsupported, lens_reader
 
-    if kind == "text":
-        seqs = [_without_end(enc.text(q, a, role="eval")) for q, a in zip(questions, answers)]
-    else:
-        seqs = [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
+    seqs = scored_seqs(enc, questions, answers, kind)
     with contextlib.ExitStack() as stack:
         lens = None
         if layers:
@@ -76,6 +73,14 @@ def score_rows(model, enc, questions: Sequence[str], answers: Sequence[str], dev
     if progress is not None:
         progress(stage, len(seqs), len(seqs))
     return out
+
+
+def scored_seqs(enc, questions: Sequence[str], answers: Sequence[str], kind: str = "qa"):
+    """The token sequences :func:`score_rows` scores: each QA pair as the evaluation reads
+    it, or each text prefix and continuation as raw text (its end-of-text not scored)."""
+    if kind == "text":
+        return [_without_end(enc.text(q, a, role="eval")) for q, a in zip(questions, answers)]
+    return [enc.qa(q, a, role="eval") for q, a in zip(questions, answers)]
 
 
 def _without_end(seq):
