@@ -194,3 +194,31 @@ def test_privleak_from_a_muse_log_equals_ou_s(tmp_path):
 
     info = reference_value(ref, "mia_aucs", "k", lambda m, t: 1.0, load=no_load)
     assert info["value"] is None and "is an eval log without mia_aucs" in info["reason"]
+
+
+def test_a_logs_attacks_are_the_references_auc_for_each_privleak(tmp_path, tofu_log):
+    """A TOFU log with OU's attacks beside its truth ratios gives each attack's AUC as the
+    reference's MIA value (each PrivLeak takes its own; a QA project's too), and a log
+    without Min-K%'s says what it lacks."""
+    from sga_core.evaluation.ou_logs import logs_mia_reference
+
+    forget, holdout = token_lps(3, N, 0.0), token_lps(4, 25, 0.3)
+    mia_min_k = ou.mia_min_k(forget, holdout)
+    loss = {"agg_value": 0.61}  # OU's summary form of another attack
+    _, _, logs = tofu_log
+    eval_file, _ = ou.write_ou_logs(tmp_path / "tofu_with_mia", "TOFU",
+                                    {**logs, "mia_min_k": mia_min_k, "mia_loss": loss},
+                                    ["forget_quality", "mia_min_k", "mia_loss"])
+    ref = resolve_reference(str(eval_file))
+    holdout_rows = qa_rows(25)
+    got = logs_mia_reference(ref, "qa", qa_rows(), holdout_rows)
+    assert got["reason"] is None, got
+    assert got["value"] == {"aucs": {"min_k": pytest.approx(mia_min_k["auc"]),
+                                     "loss": pytest.approx(0.61)}}
+    assert cached_value(ref, "mia_aucs", "any key") == got["value"]
+    # a TOFU log for a text project, and a log without mia_min_k, say why
+    assert "TOFU_EVAL.json" in logs_mia_reference(ref, "text", qa_rows(), holdout_rows)[
+        "reason"]
+    bare, _ = ou.write_ou_logs(tmp_path / "tofu_bare", "TOFU", logs, ["forget_quality"])
+    why = logs_mia_reference(resolve_reference(str(bare)), "qa", qa_rows(), holdout_rows)
+    assert got["value"] is not None and "holds no mia_min_k" in why["reason"], why
