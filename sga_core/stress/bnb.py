@@ -66,12 +66,20 @@ class Int8Settings:
                                   max=1e4)
 
 
+def _bnb():
+    """bitsandbytes, imported without its note that an optional CPU kernel package
+    (``kernels``) is missing: the attacks do not use that kernel."""
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
+    import bitsandbytes
+
+    return bitsandbytes
+
+
 def library_problem() -> str | None:
     """Why bitsandbytes cannot quantize here (None: it can): not installed, or a release
     without the layers these attacks use."""
     try:
-        logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # its optional-kernel notes
-        import bitsandbytes as bnb
+        bnb = _bnb()
     except Exception as exc:  # ImportError, or a broken native library
         return (f"bitsandbytes cannot be imported ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else 'no message'}); install it with "
@@ -90,17 +98,27 @@ def quantize_bnb(model, mode: str, device: str = "cpu", *, blocksize: int = 64,
     :func:`~sga_core.stress.quantization.quantized_modules` lists them) for bitsandbytes'
     ``Linear4bit`` (``mode`` "nf4") or ``Linear8bitLt`` ("int8"), their weights quantized by
     the library on ``device``; returns the names of the layers swapped."""
-    import bitsandbytes as bnb
     import torch
 
     from sga_core.stress.quantization import quantized_modules
+
+    bnb = _bnb()
 
     if mode not in ("nf4", "int8"):
         raise ValueError(f"mode must be 'nf4' or 'int8', got {mode!r}")
     if blocksize not in BLOCKSIZES:
         raise ValueError(f"blocksize must be one of {list(BLOCKSIZES)}, got {blocksize}")
+    mods = quantized_modules(model)
+    if mode == "nf4" and str(device).startswith("cpu"):
+        odd = next(((n, m) for n, m in mods if m.in_features % blocksize), None)
+        if odd is not None:
+            raise ValueError(
+                f"bitsandbytes' CPU kernel dequantizes NF4 wrongly where a layer's input width "
+                f"is not a multiple of the block size: {odd[0]} has {odd[1].in_features} "
+                f"inputs, blocks of {blocksize} (run it on a GPU, or with an --nf4-blocksize "
+                f"that divides every width)")
     names = []
-    for name, lin in quantized_modules(model):
+    for name, lin in mods:
         w = lin.weight.detach()
         bias = lin.bias is not None
         if mode == "nf4":  # as replace_with_bnb_linear with BitsAndBytesConfig's defaults
@@ -134,9 +152,9 @@ def dequantized(module):
     """The float32 weight ``[out, in]`` a bitsandbytes layer made of
     :func:`quantize_bnb` holds, as the library dequantizes it (before its first forward: the
     CPU backend may repack the 4-bit weight then)."""
-    import bitsandbytes as bnb
     import torch
 
+    bnb = _bnb()
     w = module.weight
     if isinstance(w, bnb.nn.Params4bit):
         return bnb.functional.dequantize_4bit(w.data, w.quant_state).to(torch.float32)
@@ -190,7 +208,9 @@ class BitsAndBytesAttack(Attack):
             before = {n: m.weight.detach().clone() for n, m in quantized_modules(model)}
             try:
                 names = quantize_bnb(model, self.mode, ctx.device, **self.options(ctx.settings))
-            except (RuntimeError, NotImplementedError, ValueError) as exc:
+            except ValueError as exc:  # a model this quantizer cannot take here
+                return {self.name: [Case("", None, [], [], reason=f"{self.label}: {exc}")]}
+            except (RuntimeError, NotImplementedError) as exc:
                 return {self.name: [Case("", None, [], [], reason=(
                     f"bitsandbytes could not quantize on {ctx.device}: "
                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))]}
