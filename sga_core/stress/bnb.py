@@ -41,6 +41,10 @@ NF4_LEVELS = (-1.0, -0.6961928009986877, -0.5250730514526367, -0.394917488098144
               0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
               0.7229568362236023, 1.0)
 
+#: HF's name (``BitsAndBytesConfig.quantization_method()``) of 8-bit loading, LLM.int8; any
+#: other quant type is one of bitsandbytes' 4-bit formats (``bnb_4bit_quant_type``)
+LLM_INT8 = "llm_int8"
+
 #: the block sizes bitsandbytes' 4-bit quantizers take on every backend
 BLOCKSIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 
@@ -92,42 +96,47 @@ def library_problem() -> str | None:
     return None
 
 
-def quantize_bnb(model, mode: str, device: str = "cpu", *, blocksize: int = 64,
+def quantize_bnb(model, quant_type: str, device: str = "cpu", *, blocksize: int = 64,
                  double_quant: bool = False, threshold: float = 6.0) -> list[str]:
     """Swap ``model``'s Linear layers (all but the output head, as
     :func:`~sga_core.stress.quantization.quantized_modules` lists them) for bitsandbytes'
-    ``Linear4bit`` (``mode`` "nf4") or ``Linear8bitLt`` ("int8"), their weights quantized by
-    the library on ``device``; returns the names of the layers swapped."""
+    ``Linear4bit`` of the 4-bit format ``quant_type`` (its ``bnb_4bit_quant_type``: NF4 or
+    FP4) or, for :data:`LLM_INT8`, ``Linear8bitLt``, their weights quantized by the library
+    on ``device``; returns the names of the layers swapped."""
     import torch
 
     from sga_core.stress.quantization import quantized_modules
 
     bnb = _bnb()
-
-    if mode not in ("nf4", "int8"):
-        raise ValueError(f"mode must be 'nf4' or 'int8', got {mode!r}")
+    four_bit = quant_type != LLM_INT8
+    if four_bit:
+        try:
+            bnb.functional.get_4bit_type(quant_type, device="cpu")
+        except NotImplementedError:
+            raise ValueError(f"quant_type must be a 4-bit format of bitsandbytes or "
+                             f"{LLM_INT8!r}, got {quant_type!r}") from None
     if blocksize not in BLOCKSIZES:
         raise ValueError(f"blocksize must be one of {list(BLOCKSIZES)}, got {blocksize}")
     mods = quantized_modules(model)
-    if mode == "nf4" and str(device).startswith("cpu"):
+    if four_bit and str(device).startswith("cpu"):
         odd = next(((n, m) for n, m in mods if m.in_features % blocksize), None)
         if odd is not None:
             raise ValueError(
-                f"bitsandbytes' CPU kernel dequantizes NF4 wrongly where a layer's input width "
-                f"is not a multiple of the block size: {odd[0]} has {odd[1].in_features} "
-                f"inputs, blocks of {blocksize} (run it on a GPU, or with an --nf4-blocksize "
-                f"that divides every width)")
+                f"bitsandbytes' CPU kernel dequantizes {quant_type.upper()} wrongly where a "
+                f"layer's input width is not a multiple of the block size: {odd[0]} has "
+                f"{odd[1].in_features} inputs, blocks of {blocksize} (run it on a GPU, or with "
+                f"a block size that divides every width)")
     names = []
     for name, lin in mods:
         w = lin.weight.detach()
         bias = lin.bias is not None
-        if mode == "nf4":  # as replace_with_bnb_linear with BitsAndBytesConfig's defaults
+        if four_bit:  # as replace_with_bnb_linear with BitsAndBytesConfig's defaults
             new = bnb.nn.Linear4bit(lin.in_features, lin.out_features, bias, torch.float32,
-                                    compress_statistics=double_quant, quant_type="nf4",
+                                    compress_statistics=double_quant, quant_type=quant_type,
                                     quant_storage=torch.uint8, device="meta")
             new.weight = bnb.nn.Params4bit(w.clone(), requires_grad=False,
                                            blocksize=blocksize, compress_statistics=double_quant,
-                                           quant_type="nf4", quant_storage=torch.uint8,
+                                           quant_type=quant_type, quant_storage=torch.uint8,
                                            module=new).to(device)
             # the CPU backend's fused kernel (avx512bf16 machines) casts the inputs to
             # bfloat16; without it the forward is the library's dequantize + a float32
@@ -174,10 +183,10 @@ def changed_share(before: dict, model, names) -> float:
 
 
 class BitsAndBytesAttack(Attack):
-    """A real quantization attack: a copy's linear layers swapped for bitsandbytes' (``mode``),
-    then re-scored like any attacked model."""
+    """A real quantization attack: a copy's linear layers swapped for bitsandbytes' (its
+    ``quant_type``), then re-scored like any attacked model."""
 
-    mode = ""
+    quant_type = ""
     quantizer = ""  # how the case's info names it
     info_fields = {"quantizer": str, "layers_quantized": int, "weights_changed": float}
 
@@ -207,7 +216,8 @@ class BitsAndBytesAttack(Attack):
 
             before = {n: m.weight.detach().clone() for n, m in quantized_modules(model)}
             try:
-                names = quantize_bnb(model, self.mode, ctx.device, **self.options(ctx.settings))
+                names = quantize_bnb(model, self.quant_type, ctx.device,
+                                     **self.options(ctx.settings))
             except ValueError as exc:  # a model this quantizer cannot take here
                 return {self.name: [Case("", None, [], [], reason=f"{self.label}: {exc}")]}
             except (RuntimeError, NotImplementedError) as exc:

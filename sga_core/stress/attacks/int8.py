@@ -6,7 +6,7 @@ in 16 bits; the head left in full precision; then re-scored
 
 from __future__ import annotations
 
-from sga_core.stress.bnb import BitsAndBytesAttack, Int8Settings
+from sga_core.stress.bnb import LLM_INT8, BitsAndBytesAttack, Int8Settings
 
 
 class Int8(BitsAndBytesAttack):
@@ -16,7 +16,7 @@ class Int8(BitsAndBytesAttack):
                    "above 6 kept in 16 bits), then re-scored")
     rank = 33
     default = False  # run when asked for: it needs bitsandbytes
-    mode = "int8"
+    quant_type = LLM_INT8
     quantizer = "bitsandbytes LLM.int8"
     Settings = Int8Settings
 

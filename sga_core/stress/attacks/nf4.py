@@ -17,7 +17,7 @@ class Nf4(BitsAndBytesAttack):
                    "then re-scored")
     rank = 32
     default = False  # run when asked for: it needs bitsandbytes
-    mode = "nf4"
+    quant_type = "nf4"
     quantizer = "bitsandbytes NF4"
     Settings = Nf4Settings
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sga_core.stress import StressSettings
-from sga_core.stress.bnb import NF4_LEVELS, dequantized, library_problem, quantize_bnb
+from sga_core.stress.bnb import LLM_INT8, NF4_LEVELS, dequantized, library_problem, quantize_bnb
 from sga_core.stress.quantization import quantize_dequantize, quantized_modules
 
 bnb = pytest.importorskip("bitsandbytes")
@@ -92,7 +92,7 @@ def test_nf4_layers_are_the_librarys_and_dequantize_to_hand_nf4(wide_tiny_dir):
 def test_int8_layers_are_the_librarys_and_dequantize_to_hand_int8(wide_tiny_dir):
     model, _ = _tiny(wide_tiny_dir)
     q = copy.deepcopy(model).eval()
-    names = quantize_bnb(q, "int8")
+    names = quantize_bnb(q, LLM_INT8)
     for name in names:
         w = model.get_submodule(name).weight
         lin = q.get_submodule(name)
@@ -109,7 +109,7 @@ def test_int8_layers_are_the_librarys_and_dequantize_to_hand_int8(wide_tiny_dir)
 
 def test_bad_modes_and_block_sizes_are_refused(wide_tiny_dir):
     model, _ = _tiny(wide_tiny_dir)
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(ValueError, match="quant_type must be"):
         quantize_bnb(model, "nf3")
     with pytest.raises(ValueError, match="blocksize must be one of"):
         quantize_bnb(model, "nf4", blocksize=48)
@@ -132,7 +132,7 @@ def test_a_model_the_cpu_kernel_cannot_take_is_refused_in_words(tmp_path, tiny_m
         "NF4 (bitsandbytes): bitsandbytes' CPU kernel dequantizes NF4 wrongly where a "
         "layer's input width is not a multiple of the block size: "
         "model.layers.0.self_attn.q_proj has 32 inputs, blocks of 64 (run it on a GPU, or "
-        "with an --nf4-blocksize that divides every width)")
+        "with a block size that divides every width)")
     assert res["int8"]["cases"][0]["info"]["layers_quantized"] == 14  # int8 takes it
 
 
