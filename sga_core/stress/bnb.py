@@ -54,8 +54,8 @@ class Nf4Settings:
     """The NF4 attack's settings (BitsAndBytesConfig's, HF's defaults)."""
 
     nf4_blocksize: int = param(64, "NF4: weights per block sharing one absmax scale "
-                               "(bitsandbytes; HF's BitsAndBytesConfig uses 64).",
-                               choices=BLOCKSIZES)
+                               "(bitsandbytes; HF's BitsAndBytesConfig uses 64): 64, 128, "
+                               "256, 512, 1024, 2048 or 4096.", min=64, max=4096)
     nf4_double_quant: bool = param(False, "NF4: also quantize the block scales to 8 bits "
                                    "(bnb_4bit_use_double_quant).")
 

@@ -7,7 +7,7 @@ round-to-nearest (`quant4`)."""
 
 from __future__ import annotations
 
-from sga_core.stress.bnb import BitsAndBytesAttack, Nf4Settings
+from sga_core.stress.bnb import BLOCKSIZES, BitsAndBytesAttack, Nf4Settings
 
 
 class Nf4(BitsAndBytesAttack):
@@ -20,6 +20,13 @@ class Nf4(BitsAndBytesAttack):
     quant_type = "nf4"
     quantizer = "bitsandbytes NF4"
     Settings = Nf4Settings
+
+    @classmethod
+    def settings_problem(cls, settings) -> str | None:
+        if settings.nf4_blocksize not in BLOCKSIZES:
+            return (f"nf4_blocksize: {settings.nf4_blocksize} is not one of "
+                    f"{', '.join(map(str, BLOCKSIZES))}")
+        return None
 
     def options(self, st) -> dict:
         return {"blocksize": st.nf4_blocksize, "double_quant": st.nf4_double_quant}

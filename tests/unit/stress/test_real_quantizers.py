@@ -236,3 +236,29 @@ def test_without_bitsandbytes_the_attack_says_what_is_missing(monkeypatch, tmp_p
         reason = res[key]["recovery_reason"]
         assert "needs bitsandbytes" in reason and "cannot be imported" in reason
         assert "pip install bitsandbytes==0.50.2" in reason
+
+
+def test_the_real_quantizers_are_offered_where_every_attack_is():
+    from pathlib import Path
+
+    from sga_core import workbench as wb
+    from sga_core.cli import build_parser
+    from sga_core.cli.stress import settings_from_args
+
+    names = wb.attack_names()  # the Runs and Results pages' stress forms list these
+    assert names.index("nf4") == names.index("quant8") + 1 and "int8" in names
+    assert "nf4" not in wb.default_attacks()  # run when asked for
+    args = build_parser().parse_args(["stress", "m", "--attacks", "nf4,int8",
+                                      "--nf4-blocksize", "128", "--int8-threshold", "0"])
+    st = settings_from_args(args)
+    assert args.attacks == "nf4,int8" and (st.nf4_blocksize, st.int8_threshold) == (128, 0.0)
+    ref = (Path(__file__).parents[3] / "docs/reference/attacks.md").read_text()
+    assert "## `nf4`" in ref and "## `int8`" in ref
+
+
+def test_a_block_size_bitsandbytes_does_not_take_is_refused_before_any_model_loads():
+    from sga_core.params import ConfigError
+
+    with pytest.raises(ConfigError, match="nf4_blocksize: 100 is not one of 64, 128, 256"):
+        StressSettings(nf4_blocksize=100).check()
+    StressSettings(nf4_blocksize=4096).check()
