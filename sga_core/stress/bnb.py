@@ -97,12 +97,15 @@ def library_problem() -> str | None:
 
 
 def quantize_bnb(model, quant_type: str, device: str = "cpu", *, blocksize: int = 64,
-                 double_quant: bool = False, threshold: float = 6.0) -> list[str]:
+                 double_quant: bool = False, threshold: float = 6.0,
+                 tally: list | None = None) -> list[str]:
     """Swap ``model``'s Linear layers (all but the output head, as
     :func:`~sga_core.stress.quantization.quantized_modules` lists them) for bitsandbytes'
     ``Linear4bit`` of the 4-bit format ``quant_type`` (its ``bnb_4bit_quant_type``: NF4 or
     FP4) or, for :data:`LLM_INT8`, ``Linear8bitLt``, their weights quantized by the library
-    on ``device``; returns the names of the layers swapped."""
+    on ``device``; returns the names of the layers swapped. ``tally``: a list that gets, per
+    layer, how many of its weights the quantizer changed and how many it has (counted one
+    layer at a time, so no second copy of the weights is held)."""
     import torch
 
     from sga_core.stress.quantization import quantized_modules
@@ -152,6 +155,8 @@ def quantize_bnb(model, quant_type: str, device: str = "cpu", *, blocksize: int 
             new.bias = torch.nn.Parameter(lin.bias.detach().clone(), requires_grad=False)
         new.requires_grad_(False)
         new.train(lin.training)
+        if tally is not None:
+            tally.append((int((dequantized(new) != w.to(torch.float32)).sum()), w.numel()))
         model.set_submodule(name, new)
         names.append(name)
     return names
@@ -168,18 +173,6 @@ def dequantized(module):
     if isinstance(w, bnb.nn.Params4bit):
         return bnb.functional.dequantize_4bit(w.data, w.quant_state).to(torch.float32)
     return (w.CB.to(torch.float32) * w.SCB.to(torch.float32).unsqueeze(1) / 127)
-
-
-def changed_share(before: dict, model, names) -> float:
-    """The share of the swapped layers' weights that quantization changed: ``before`` maps
-    each layer name to its weight before, ``model`` holds the swapped layers."""
-    changed = total = 0
-    for n in names:
-        old = before[n].to("cpu").float()
-        new = dequantized(model.get_submodule(n)).to("cpu")
-        changed += int((new != old).sum())
-        total += old.numel()
-    return changed / total if total else 0.0
 
 
 class BitsAndBytesAttack(Attack):
@@ -212,11 +205,9 @@ class BitsAndBytesAttack(Attack):
         ctx.report(f"{self.name}: quantizing the weights ({self.quantizer})", 0, 1)
         model = copy.deepcopy(ctx.model)
         try:
-            from sga_core.stress.quantization import quantized_modules
-
-            before = {n: m.weight.detach().clone() for n, m in quantized_modules(model)}
+            tally: list[tuple[int, int]] = []
             try:
-                names = quantize_bnb(model, self.quant_type, ctx.device,
+                names = quantize_bnb(model, self.quant_type, ctx.device, tally=tally,
                                      **self.options(ctx.settings))
             except ValueError as exc:  # a model this quantizer cannot take here
                 return {self.name: [Case("", None, [], [], reason=f"{self.label}: {exc}")]}
@@ -224,8 +215,8 @@ class BitsAndBytesAttack(Attack):
                 return {self.name: [Case("", None, [], [], reason=(
                     f"bitsandbytes could not quantize on {ctx.device}: "
                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))]}
-            share = changed_share(before, model, names)
-            del before
+            total = sum(n for _, n in tally)
+            share = sum(c for c, _ in tally) / total if total else 0.0
             rows = list(range(len(ctx.forget_rows)))
             scores = ctx.score(model, rows, stage=self.name)
         finally:
