@@ -1,5 +1,5 @@
 """The layer view of one followed token across models: where an unlearned model still holds
-a forgotten answer token (issue 35's " French"). For the Original, the Retained model and
+a forgotten answer token (the demo's " French"). For the Original, the Retained model and
 each run given, the forget row's answer is read at every layer by the logit lens (the same
 code as the evaluation's ``eval/layers.jsonl``: :func:`sga_core.model.lens.row_layer_table`)
 and the followed token's output probability and rank, its first top-1 layer, and its rank at
