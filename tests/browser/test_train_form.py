@@ -65,9 +65,10 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
         expect(evaluate).not_to_be_checked(timeout=30000)
         # the box reads unchecked before the page's run that keeps it has ended: reload
         # once the values are kept (a reload ends the session, and a run under way with it)
-        wait_for(lambda: saved(project, "train.f.m.sga.r", "train.f.t.max_steps",
-                               "train.f.t.batch_size", "train.eval") == (-1.3, 3, 2, False),
-                 60, "the form's values on disk")
+        keys = ("train.f.m.sga.r", "train.f.t.max_steps", "train.f.t.batch_size", "train.eval")
+        wait_for(lambda: saved(project, *keys) == (-1.3, 3, 2, False), 60,
+                 lambda: f"the form's values on disk (r, max steps, batch size, evaluate: "
+                         f"{saved(project, *keys)})")
 
         page.reload()
         page.get_by_role("heading", name="Train").first.wait_for(timeout=60000)
