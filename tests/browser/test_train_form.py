@@ -66,7 +66,7 @@ def test_train_form_values_survive_a_reload_and_launch_uses_them(tmp_path, tiny_
         # the box reads unchecked before the page's run that keeps it has ended: reload
         # once the values are kept (a reload ends the session, and a run under way with it)
         keys = ("train.f.m.sga.r", "train.f.t.max_steps", "train.f.t.batch_size", "train.eval")
-        wait_for(lambda: saved(project, *keys) == (-1.3, 3, 2, False), 60,
+        wait_for(lambda: saved(project, *keys) == (-1.3, 3, 2, False), 120,
                  lambda: f"the form's values on disk (r, max steps, batch size, evaluate: "
                          f"{saved(project, *keys)})")
 
