@@ -112,17 +112,6 @@ eval_rows = eval_rows_input(project)  # a row limit for every evaluation set (QA
 run_id = kept(st.text_input, "train.run_id", "", label="run id (empty = automatic)")
 backend = backend_choice()  # this machine's queue, or the SLURM cluster
 
-# the form's values, kept on disk per project as soon as they are drawn (not after the
-# buttons and the sweep panel below): a reload or a new session starts from them
-form_now = forms.values("train.")
-if st.session_state.get("train.form_saved") != form_now:
-    try:
-        wb.save_train_form(project, form_now)
-        st.session_state["train.form_saved"] = form_now
-    except OSError as exc:
-        st.warning(plain(f"The form's values are not kept on disk ({exc}); they last while "
-                         "this browser tab is open."))
-
 
 def make_cfg(run_id_value: str, sweep=None, value=None):
     args = dict(method_args)
@@ -182,3 +171,13 @@ if c2.button("Launch" if n_seeds <= 1 else f"Launch {n_seeds} runs (one per seed
 
 if cls.sweep_param:
     sweep_panel(method, cls.sweep_param, make_cfg, root, backend)
+
+# the form's values, kept on disk per project: a reload or a new session starts from them
+form_now = forms.values("train.")
+if st.session_state.get("train.form_saved") != form_now:
+    try:
+        wb.save_train_form(project, form_now)
+        st.session_state["train.form_saved"] = form_now
+    except OSError as exc:
+        st.warning(plain(f"The form's values are not kept on disk ({exc}); they last while "
+                         "this browser tab is open."))
