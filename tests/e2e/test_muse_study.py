@@ -32,18 +32,25 @@ def distance(a: dict, b: dict) -> float:
     return sum(float((a[k].float() - b[k].float()).pow(2).sum()) for k in a) ** 0.5
 
 
-def test_a_two_request_sustainability_study(tmp_path, tiny_model_dir, capsys):
-    ws, runs = tmp_path / "ws", tmp_path / "runs"
+def two_request_study(ws, runs, tmp_path, tiny_model_dir, backend: str):
+    """The fixture MUSE-News imported with its study splits into ``ws``, and a 2-request
+    sustainability study ``chain`` of GA (2 steps a request) sent to ``backend``; the two
+    requests' run folders."""
     folder = write_folder(tmp_path / "news", {**published_files(), **study_files()})
     assert main(["import", "muse-news", "--from-folder", str(folder), "--study-splits",
                  "--workspace", str(ws)]) == 0
-    done = sga_cli("sustain", "--project", "muse-news", "--workspace", str(ws), "--runs-dir",
+    sent = sga_cli("sustain", "--project", "muse-news", "--workspace", str(ws), "--runs-dir",
                    str(runs), "--model", str(tiny_model_dir), "--method", "ga",
                    "--name", "chain", "--requests", "2", "--max-steps", "2",
                    "--batch-size", "2", "--lr", "1e-3", "--device", "cpu", "--max-rows", "2",
-                   "--backend", "local", timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    r1, r2 = RunFolder(runs / "chain-r1"), RunFolder(runs / "chain-r2")
+                   "--backend", backend, timeout=600)
+    assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-3000:]
+    return RunFolder(runs / "chain-r1"), RunFolder(runs / "chain-r2")
+
+
+def test_a_two_request_sustainability_study(tmp_path, tiny_model_dir, capsys):
+    ws, runs = tmp_path / "ws", tmp_path / "runs"
+    r1, r2 = two_request_study(ws, runs, tmp_path, tiny_model_dir, "local")
     # each request trains on its own fold ...
     for run, k in ((r1, 1), (r2, 2)):
         snapshot = run.data_dir / "forget.jsonl"

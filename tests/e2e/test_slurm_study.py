@@ -8,15 +8,11 @@ import json
 
 import pytest
 
-from sga_core.cli import main
 from sga_core.runs import status as run_status
-from sga_core.runs.folder import RunFolder
 from sga_core.runs.slurm.client import TABLE
 from sga_core.runs.slurm.profile import ClusterProfile, save_profile
-from tests.e2e.test_muse_study import distance, weights
-from tests.helpers.cli import sga_cli
-from tests.helpers.hostile_corpus import write_folder
-from tests.helpers.muse_files import published_files, study_files, sust_fold
+from tests.e2e.test_muse_study import distance, two_request_study, weights
+from tests.helpers.muse_files import sust_fold
 from tests.helpers.slurm import wait_for
 
 pytestmark = pytest.mark.slow
@@ -29,16 +25,7 @@ def test_a_sustainability_study_on_slurm_chains_its_jobs(slurm, tmp_path, tiny_m
     ws, runs = tmp_path / "ws", tmp_path / "runs"
     monkeypatch.setenv("SGA_WORKSPACE", str(ws))
     save_profile(ClusterProfile(cpus=1, time_limit="15", max_jobs=2), ws)
-    folder = write_folder(tmp_path / "news", {**published_files(), **study_files()})
-    assert main(["import", "muse-news", "--from-folder", str(folder), "--study-splits",
-                 "--workspace", str(ws)]) == 0
-    sent = sga_cli("sustain", "--project", "muse-news", "--workspace", str(ws), "--runs-dir",
-                   str(runs), "--model", str(tiny_model_dir), "--method", "ga",
-                   "--name", "chain", "--requests", "2", "--max-steps", "2",
-                   "--batch-size", "2", "--lr", "1e-3", "--device", "cpu", "--max-rows", "2",
-                   "--backend", "slurm", timeout=600)
-    assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-3000:]
-    r1, r2 = RunFolder(runs / "chain-r1"), RunFolder(runs / "chain-r2")
+    r1, r2 = two_request_study(ws, runs, tmp_path, tiny_model_dir, "slurm")
     jobs = [run_status.read_run(r.path).get("slurm_job_id") for r in (r1, r2)]
     assert all(jobs), jobs  # each request is a SLURM job of its own
 
