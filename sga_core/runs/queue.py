@@ -41,17 +41,40 @@ def queued_runs(root: Path) -> list[Path]:
 
 
 def runner_alive(root: Path) -> bool:
-    """True while some runner holds the queue lock."""
+    """True while some runner holds the queue lock. The probe takes the lock shared, so two
+    probes (two pages, a page and the CLI) never see each other as a runner; a runner
+    starting while a probe holds it waits the probe out (:func:`take_runner_lock`)."""
     lock = Path(root) / RUNNER_LOCK
     if not lock.exists():
         return False
     with open(lock, "a") as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
         fcntl.flock(fh, fcntl.LOCK_UN)
         return False
+
+
+#: how long a starting runner tries for the queue lock: a probe holds it for an instant,
+#: another runner for as long as it serves the folder
+LOCK_WAIT_S = 5.0
+
+
+def take_runner_lock(fh, wait_s: float = LOCK_WAIT_S, poll_s: float = 0.05) -> bool:
+    """Take the queue lock (``fh``, the open ``.runner.lock``) exclusively: True once held;
+    False when it is still taken after ``wait_s`` seconds (another runner serves the
+    folder). The retries let a probe of :func:`runner_alive` pass, which would otherwise make
+    a runner started in that instant exit and leave the queue with none."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
 
 
 def awaiting_evaluation(runs: list[dict], root: str | os.PathLike | None = None) -> bool:
@@ -575,6 +598,7 @@ __all__ = ["CANCEL_FILE", "awaiting_evaluation", "cancel", "cancel_eval", "cance
            "cancel_training", "delete", "job_backend",
            "ensure_runner", "eval_refusal", "eval_requested", "live_jobs", "prepared_role",
            "preview", "queued_runs", "replace_run", "request_eval", "rerun", "resume",
+           "take_runner_lock",
            "runner_alive", "runner_info", "submit", "wait_reason", "wait_until",
            "cancel_stress", "check_stress", "default_attacks", "queue_stress_tests",
            "request_stress", "stress_candidates", "stress_originals", "stress_refusal",

@@ -37,6 +37,7 @@ from sga_core.runs.queue import (
     RUNNER_LOCK,
     queued_runs,
     runner_info,
+    take_runner_lock,
 )
 
 #: the kinds of job the runner holds, by what a slot and a cancel call them
@@ -403,6 +404,15 @@ class Runner:
             return
         self.log(f"{run_dir.name}: cannot start: {why}")
 
+    def work_waiting(self) -> bool:
+        """Whether work came in since the last look: a queued run not seen then, or a job
+        requested of a completed run (an idle runner had started every one it saw)."""
+        if any(d.name not in self.queue_seen for d in queued_runs(self.root)):
+            return True
+        asked = [k for k in run_kinds() if k.request]
+        return any(k.requested(Path(r["path"])) for r in list_runs(self.root)
+                   if r["state"] == "completed" for k in asked)
+
     def run(self) -> int:
         idle_since = time.time()
         while not self.stop:
@@ -435,9 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.runs_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     lock = open(root / RUNNER_LOCK, "a")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    if not take_runner_lock(lock):
         print("another runner is already serving this runs folder", file=sys.stderr)
         return 0
     atomic_write_json(root / RUNNER_INFO, {"pid": os.getpid(), "started_at": now_iso(),
@@ -454,7 +462,22 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     runner.log(f"runner for {root} (max parallel {args.max_parallel})")
-    return runner.run()
+    return serve(runner, lock)
+
+
+def serve(runner: Runner, lock) -> int:
+    """Run ``runner`` while it has work; idle, it gives the queue lock up and looks once
+    more: a run queued in the instant it decided to exit found it alive and started no
+    runner, so it serves again (unless another runner took the folder meanwhile)."""
+    while True:
+        runner.run()
+        if runner.stop:
+            return 0
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        if not runner.work_waiting() or not take_runner_lock(lock):
+            runner.log("idle: the runner exits")
+            return 0
+        runner.log("work came in as the runner went idle: it serves again")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ def test_published_models_replace_prepare(project, tiny_model_dir, tmp_path):
     from sga_core.runs.launch import run_foreground
 
     runs = tmp_path / "runs"
-    retained = shutil.copytree(tiny_model_dir, tmp_path / "published" / "retain")
+    # the session's tiny model may carry other tests' reference caches (eval/): leave them
+    retained = shutil.copytree(tiny_model_dir, tmp_path / "published" / "retain",
+                               ignore=shutil.ignore_patterns("eval"))
     set_published(project, original=str(tiny_model_dir), retained=str(retained))
     original = prepared_model(project, runs)
     assert original == tiny_model_dir.resolve()

@@ -21,6 +21,7 @@ class Press:
     errors: list[str] = field(default_factory=list)  # st.error shown after it
     exception: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)  # processes it started (``after``)
+    said: list[str] = field(default_factory=list)  # success, info and warning shown after it
 
 
 def name(button) -> str:
@@ -88,6 +89,8 @@ def press_all(page: str, variants, *, project: str | None = None, each_variant=(
             button.click().run()
             press.exception = [str(e.value) for e in at.exception]
             press.errors = [str(e.value) for e in at.error if str(e.value) not in errors]
+            press.said = [str(e.value) for kind in ("success", "info", "warning")
+                          for e in getattr(at, kind)]
             reveals.setdefault(press.button, set()).update({name(b) for b in at.button} - shown)
             mine.add(press.button)
             done.add(press.button)
