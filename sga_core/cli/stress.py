@@ -76,8 +76,9 @@ def _stress(args) -> int:
         if args.forget or args.retain:
             raise ConfigError("--forget/--retain: a run folder is stress-tested on its own "
                               "data; give a model folder to use other data")
-        overrides = {"original": args.original, "max_new_tokens": args.max_new_tokens,
-                     "batch_size": args.batch_size, "device": args.device}
+        overrides = {"original": args.original, "retained": args.retained,
+                     "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size,
+                     "device": args.device}
         results = stress_run(target, attacks, settings, overrides=overrides,
                              out_dir=args.out, progress=progress)
         from sga_core.runs.folder import STRESS_DIR
@@ -91,7 +92,7 @@ def _stress(args) -> int:
                           device=args.device or "auto", dtype=args.dtype)
         results = stress_model(args.target, args.out, args.forget, args.retain,
                                original=args.original, attacks=attacks, settings=settings,
-                               eval_settings=es, progress=progress)
+                               eval_settings=es, progress=progress, retained=args.retained)
         out = Path(args.out)
     print(format_results(results))
     print(f"wrote {len(results)} file(s) to {out}")
@@ -138,8 +139,9 @@ def _queue_or_cancel(args) -> int:
         return 0
     settings = {k[len(PREFIX):]: v for k, v in vars(args).items()
                 if k.startswith(PREFIX) and v is not None}
-    options = {"original": args.original, "max_new_tokens": args.max_new_tokens,
-               "batch_size": args.batch_size, "device": args.device}
+    options = {"original": args.original, "retained": args.retained,
+               "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size,
+               "device": args.device}
     # as Results' "Stress-test runs" offers them (evaluated, with a model, none in
     # progress): a stress test of a run Results does not list would never be shown
     ok, refused = queue.stress_candidates([{"run_id": d.name, "path": str(d)} for d in runs])
@@ -202,6 +204,9 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                         f"all (default: {default})")
     s.add_argument("--original", help="the model before unlearning (default for a run: its "
                                       "config's model); the recovery's far end")
+    s.add_argument("--retained", help="the Retained model, trained without the forget set "
+                                      "(default for a run: its eval.reference); the "
+                                      "probe's floor")
     s.add_argument("--forget", help="forget data, QA or text (a model only)")
     s.add_argument("--retain", help="retain data, QA or text (a model only: for the attacks "
                                     "that train on retain rows or take examples from them)")

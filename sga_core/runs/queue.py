@@ -546,7 +546,9 @@ def queue_stress_tests(run_dirs, attacks=None, settings: dict | None = None,
         d = Path(d)
         own = (originals or {}).get(d.name)
         try:
-            request_stress(d, names, settings, {**(options or {}), "original": own}
+            # the Retained model is measured against the Original, and is its own floor
+            request_stress(d, names, settings, {**(options or {}), "original": own,
+                                                "retained": str(RunFolder(d).model_dir)}
                            if own else options, root)
         except Exception as exc:  # noqa: BLE001 - one run's problem never stops the others
             msg = str(exc)

@@ -599,6 +599,7 @@ STRESS_SAMPLE = {
 STRESS_RESULT_FIELDS = {
     "version": opt(integer(0)), "attack": text, "family": STAMP, "label": STAMP,
     "description": STAMP, "model": STAMP, "original": STAMP, "run_id": STAMP,
+    "baselines": STAMP,
     "ended_at": STAMP, "metric": STAMP, "recovery": NUM, "recovery_reason": STAMP,
     "summary": opt(map_of(STRESS_METRIC)),
     "cases": opt(list_of(lambda v: fields(v, STRESS_CASE))),

@@ -93,6 +93,11 @@ class Case:
     questions: list[str] | None = None  # None: the plain questions
     reason: str | None = None  # why the case could not be run (scores empty)
     info: dict | None = None  # what else a reader needs (where the questions came from)
+    #: the recovery's two ends when they are not the unlearned model's and the Original's
+    #: plain scores (the probe: its readings of the Retained model and the Original):
+    #: ``{"unlearned": [score per eval row] or None, "original": ..., "reason": why
+    #: one is missing or None}``
+    baselines: dict | None = None
 
 
 class Attack:

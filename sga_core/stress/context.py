@@ -32,6 +32,9 @@ class StressContext:
     #: activations (ablate) loads it
     original: str | None = None
     dtype: str = "float32"
+    #: the Retained model (trained without the forget set; None: not known): the floor of
+    #: an attack whose recovery is measured between two control models (probe)
+    retained: str | None = None
 
     def score(self, model, rows: Sequence[int], questions: Sequence[str] | None = None,
               stage: str = "scoring", layers: bool = True) -> list[dict]:

@@ -75,14 +75,15 @@ def writer_lock(out_dir: Path) -> Iterator[None]:
 
 def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                  original: str | None = None, attacks: Sequence[str] | None = None,
-                 settings=None, eval_settings=None,
+                 settings=None, eval_settings=None, retained: str | None = None,
                  progress=None, run_id: str | None = None, train_lr: float | None = None,
                  original_scores: list[dict] | None = None,
                  meta: Mapping[str, Any] | None = None, job=None) -> dict[str, dict]:
     """Stress-test ``model`` (a folder, hub id or ``embedded:...``) on ``forget`` /
     ``retain`` rows (files or lists; QA pairs, or text passages as
     :mod:`sga_core.stress.rows` reads them); ``original`` is the model it was unlearned
-    from (the recovery's far end; None leaves every recovery undefined).
+    from (the recovery's far end; None leaves every recovery undefined); ``retained`` the
+    Retained model (the probe's floor: :mod:`sga_core.stress.attacks.probe`).
     ``original_scores``: the
     Original's plain scores of every forget row, already computed (a sweep scores it once).
     ``attacks``: names (None: the default ones); ``settings``: a StressSettings
@@ -125,7 +126,8 @@ def stress_model(model: str, out_dir: str | os.PathLike, forget, retain=None, *,
                 retain_rows = text_retain(retain_rows)
             ctx = StressContext(m, es.encoder(tok, m), forget_rows, retain_rows, st, device,
                                 es.batch_size, new_tokens, train_lr, out / _kept(),
-                                progress, kind, original=original, dtype=es.dtype)
+                                progress, kind, original=original, dtype=es.dtype,
+                                retained=retained)
             t1 = time.time()
             _part(job, int(original_part))
             unlearned = ctx.score(m, list(range(len(forget_rows))), stage="unlearned model",
@@ -269,7 +271,14 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
             continue
         base_u = [unlearned[i] for i in c.eval_rows]
         base_o = [original[i] for i in c.eval_rows] if original is not None else None
+        if c.baselines is not None:  # the attack's own ends (the probe's controls)
+            base_u = c.baselines.get("unlearned") or [{} for _ in c.eval_rows]
+            base_o = c.baselines.get("original")
         metrics = case_metrics(c.scores, base_u, base_o)
+        if c.baselines is not None and c.baselines.get("reason"):
+            for m in metrics.values():
+                m["recovery"], m["reason"] = None, m["reason"] or c.baselines["reason"]
+            metrics["probability"]["reason"] = c.baselines["reason"]
         case_out.append({"label": c.label, "seed": c.seed, "eval_rows": c.eval_rows,
                          "attack_rows": c.attack_rows, "attack_set": c.attack_set,
                          "metrics": metrics, "reason": None, **_info(c)})
@@ -280,10 +289,10 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
                             "prob": s.get("prob"), "rouge": s.get("rouge"),
                             "tokens": s.get("tokens"),
                             "generated": s.get("generated"),
-                            "prob_unlearned": unlearned[i].get("prob"),
-                            "rouge_unlearned": unlearned[i].get("rouge"),
-                            "prob_original": original[i].get("prob") if original else None,
-                            "rouge_original": original[i].get("rouge") if original else None})
+                            "prob_unlearned": base_u[j].get("prob"),
+                            "rouge_unlearned": base_u[j].get("rouge"),
+                            "prob_original": base_o[j].get("prob") if base_o else None,
+                            "rouge_original": base_o[j].get("rouge") if base_o else None})
     run_cases = [c["metrics"] for c in case_out if c.get("metrics")]
     summary = summarise(run_cases) if run_cases else None
     head = (summary or {}).get("probability") or {}
@@ -301,6 +310,7 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
         "recovery": head.get("recovery", {}).get("mean") if summary else None,
         "recovery_reason": reason,
         "summary": summary, "cases": case_out,
+        **({"baselines": cls.baselines} if getattr(cls, "baselines", None) else {}),
         "settings": {**asdict(st), "max_new_tokens": es.max_new_tokens if st.rouge else 0,
                      "batch_size": es.batch_size, "max_length": es.max_length,
                      "prompt_format": es.prompt_format, "dtype": es.dtype},
@@ -316,6 +326,15 @@ def _write(out: Path, key: str, res: dict) -> None:
     from sga_core.fileio import atomic_write_json
 
     atomic_write_json(out / f"{key}.json", res)
+
+
+def retained_model(given) -> str | None:
+    """The Retained model's spec from a run's ``eval.reference`` or ``--retained`` (a run
+    folder, a model folder, a hub id); None when it names no model (an eval log, nothing)."""
+    from sga_core.evaluation.reference import resolve_reference
+
+    ref = resolve_reference(str(given)) if given else None
+    return ref.model if ref is not None and not ref.problem else None
 
 
 def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None, *,
@@ -345,6 +364,8 @@ def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None
             else original
     forget = cfg.resolve(cfg.data.forget)
     retain = cfg.resolve(cfg.data.retain)
+    retained = retained_model(ov.get("retained") or (
+        cfg.resolve(cfg.eval.reference) if cfg.eval.reference else None))
     out = Path(out_dir) if out_dir is not None else run.stress_dir
     # the run's own stress folder: the run's stress_status.json follows this test
     job = JobRecord(run_dir, parse_attacks(attacks)) \
@@ -352,7 +373,7 @@ def stress_run(run_dir: str | os.PathLike, attacks: Sequence[str], settings=None
     try:
         results = stress_model(
             str(model_dir), out, str(forget), str(retain) if retain else None,
-            original=original, attacks=attacks, settings=settings,
+            original=original, attacks=attacks, settings=settings, retained=retained,
             eval_settings=settings_from_config(cfg, ov), progress=progress,
             run_id=cfg.run_id or run_dir.name, train_lr=cfg.training.lr,
             original_scores=original_scores, job=job,

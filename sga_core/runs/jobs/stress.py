@@ -10,7 +10,7 @@ from pathlib import Path
 from sga_core.runs.jobs.base import JobKind
 
 #: the stress command's options besides the attacks' settings that a request may carry
-OPTIONS = ("original", "max_new_tokens", "batch_size", "device")
+OPTIONS = ("original", "retained", "max_new_tokens", "batch_size", "device")
 
 
 def flags(values: dict) -> list[str]:

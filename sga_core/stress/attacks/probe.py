@@ -20,10 +20,14 @@ b`` trained, both starting at zero. Why this design:
 - it is cheap: the model runs once over the retain rows and once over the forget rows (the
   hidden states are kept), the training touches only the readout.
 
-The control is the Retained model (``stress RETAIN_MODEL --original ORIGINAL --attacks
-probe``): a probe on a model that never saw the forget set sets the floor. One case per
-layer and seed (``layer 8 seed 0``): the mean recovery over them with its interval, and the
-worst case (the layer that reads most). No ROUGE-L: a layer's reading generates nothing.
+The recovery is the probe's own: the same probe (layer, seed, retain rows) is trained on the
+Retained model and on the Original, and a case's recovery is ``(p_run - p_retained) /
+(p_original - p_retained)`` of the forget answers' reading: 0 reads no more than a model
+that never saw the forget set, 1 as much as the model that learned it. The two controls'
+readings are cached beside their models once per rows and settings (the Retained model is
+the run's ``eval.reference``, or ``--retained``). One case per layer and seed (``layer 8
+seed 0``): the mean recovery over them with its interval, and the worst case (the layer
+that reads most). No ROUGE-L: a layer's reading generates nothing.
 QA and text data alike (a text row: its retain passage's tokens, its forget continuation).
 """
 
@@ -64,6 +68,9 @@ class Probe(Attack):
                    "model frozen); the forget answers read through it")
     rank = 45
     default = False  # run when asked for
+    #: what its cases' recovery runs between (a result's ``baselines``)
+    baselines = ("the same probe (layer, seed, retain rows) read on the Retained model (0: "
+                 "the floor, a model that never saw the forget set) and on the Original (1)")
     Settings = ProbeSettings
     info_fields = {"layer": int, "depth": int, "retain_rows": int, "retain_tokens": int,
                    "lens_prob": float, "train_loss": float}
@@ -101,30 +108,106 @@ class Probe(Attack):
             return {self.name: [Case("", None, [], [], reason=(
                 "no retain rows: the probe is trained on the retain set's answers"))]}
         rows = list(range(len(ctx.forget_rows)))
-        forget = _hidden(ctx, parts, layers, [_forget_seq(ctx, i) for i in rows],
-                         "probe: reading the forget rows")
         drawn = {s: _drawn(len(ctx.retain_rows), st.probe_rows, s) for s in st.seeds}
-        used = sorted(set().union(*drawn.values()))
-        retain = dict(zip(used, _hidden(ctx, parts, layers,
-                                        [ctx.train_seq(ctx.retain_rows[i]) for i in used],
-                                        "probe: reading the retain rows")))
-        cases, total, done = [], len(layers) * len(st.seeds), 0
+        # the floor and the ceiling: the same probes on the Retained model and the Original
+        controls = {role: _control(ctx, spec, layers, drawn, role)
+                    for role, spec in (("retained", ctx.retained), ("original", ctx.original))}
+        read = _read(ctx, ctx.model, parts, layers, drawn, "probe")
+        cases = []
         for layer in layers:
-            lens = _score(ctx, parts, None, forget, layer)
-            lens_prob = sum(s["prob"] for s in lens) / max(1, len(lens))
             for seed in st.seeds:
-                train = [retain[i] for i in drawn[seed]]
-                n_tok = sum(int(t["targets"].numel()) for t in train)
-                probe, loss = _train(ctx, parts, train, layer, seed)
-                scores = _score(ctx, parts, probe, forget, layer)
-                done += 1
-                ctx.report("probe: training", done, total)
+                scores, info = read[(layer, seed)]
+                base = {role: [{"prob": p} for p in c["value"][f"{layer}/{seed}"]]
+                        for role, c in controls.items() if c["value"] is not None}
                 cases.append(Case(
                     f"layer {layer} seed {seed}", seed, rows, scores, drawn[seed], "retain",
-                    info={"layer": layer, "depth": depth, "retain_rows": len(drawn[seed]),
-                          "retain_tokens": n_tok, "lens_prob": float(lens_prob),
-                          "train_loss": float(loss)}))
+                    info={**info, "depth": depth},
+                    baselines={"unlearned": base.get("retained"),
+                               "original": base.get("original"),
+                               "reason": _missing(controls)}))
         return {self.name: cases}
+
+
+def _missing(controls: dict) -> str | None:
+    """Why the probe's recovery is undefined (a control model missing), or None."""
+    said = []
+    for role, c in controls.items():
+        if c["value"] is None:
+            name = "Retained model" if role == "retained" else "Original"
+            flag = "--retained" if role == "retained" else "--original"
+            said.append(f"no probe reading of the {name} ({c['reason'] or f'give {flag}'})")
+    return "; ".join(said) or None
+
+
+def _read(ctx, model, parts, layers: list[int], drawn: dict, stage: str) -> dict:
+    """``(layer, seed)`` -> (per forget row its score through a probe trained on ``model``'s
+    retain rows ``drawn[seed]`` at ``layer``, the case's info)."""
+    rows = list(range(len(ctx.forget_rows)))
+    forget = _hidden(ctx, model, parts, layers, [_forget_seq(ctx, i) for i in rows],
+                     f"{stage}: reading the forget rows")
+    used = sorted(set().union(*drawn.values()))
+    retain = dict(zip(used, _hidden(ctx, model, parts, layers,
+                                    [ctx.train_seq(ctx.retain_rows[i]) for i in used],
+                                    f"{stage}: reading the retain rows")))
+    out, total = {}, len(layers) * len(drawn)
+    for layer in layers:
+        lens = _score(ctx, parts, None, forget, layer)
+        lens_prob = sum(s["prob"] for s in lens) / max(1, len(lens))
+        for seed, picked in drawn.items():
+            train = [retain[i] for i in picked]
+            probe, loss = _train(ctx, parts, train, layer, seed)
+            out[(layer, seed)] = (_score(ctx, parts, probe, forget, layer), {
+                "layer": layer, "retain_rows": len(picked),
+                "retain_tokens": sum(int(t["targets"].numel()) for t in train),
+                "lens_prob": float(lens_prob), "train_loss": float(loss)})
+            ctx.report(f"{stage}: training", len(out), total)
+    return out
+
+
+def _control(ctx, spec: str | None, layers: list[int], drawn: dict, role: str) -> dict:
+    """The probe's readings of a control model (``role``: "retained" or "original"):
+    ``{"value": {"<layer>/<seed>": [prob per forget row]} or None, "reason"}``, cached
+    beside that model once per rows, settings and encoding
+    (:func:`sga_core.evaluation.reference.reference_value`)."""
+    import hashlib
+    import json
+
+    from sga_core.evaluation.reference import reference_value, resolve_reference
+    from sga_core.evaluation.run import load_model_and_tokenizer
+
+    if not spec:
+        return {"value": None, "reason": None}
+    ref = resolve_reference(spec)
+    st = ctx.settings
+    seqs = [_forget_seq(ctx, i) for i in range(len(ctx.forget_rows))] + \
+        [ctx.train_seq(ctx.retain_rows[i]) for i in sorted(set().union(*drawn.values()))]
+    digest = hashlib.sha256(json.dumps([[q.input_ids, q.labels] for q in seqs]).encode())
+    key = "probe-" + hashlib.sha256(json.dumps({
+        "layers": layers, "drawn": {str(k): v for k, v in drawn.items()},
+        "steps": st.probe_steps, "lr": st.probe_lr, "batch": st.probe_batch,
+        "dtype": ctx.dtype, "device": ctx.device, "seqs": digest.hexdigest()},
+        sort_keys=True).encode()).hexdigest()[:24]
+
+    def compute(model, tok):
+        from sga_core.model.lens import LensUnsupported, lens_parts
+
+        if tok.get_vocab() != ctx.enc.tok.get_vocab():
+            return None
+        try:
+            parts = lens_parts(model)
+        except LensUnsupported:
+            return None
+        if len(parts[0]) < layers[-1]:
+            return None
+        read = _read(ctx, model, parts, layers, drawn, f"probe: the {role} model")
+        return {f"{layer}/{seed}": [s["prob"] for s in scores]
+                for (layer, seed), (scores, _) in read.items()}
+
+    got = reference_value(ref, "probe_readings", key, compute, load=load_model_and_tokenizer,
+                          dtype=ctx.dtype, device=ctx.device)
+    if got["value"] is None and not got["reason"]:
+        got["reason"] = f"the {role} model's tokenizer or layers are not this model's"
+    return got
 
 
 def _forget_seq(ctx, i: int):
@@ -144,7 +227,7 @@ def _drawn(n: int, most: int, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(n), min(n, most)))
 
 
-def _hidden(ctx, parts, layers: list[int], seqs, stage: str) -> list[dict]:
+def _hidden(ctx, model, parts, layers: list[int], seqs, stage: str) -> list[dict]:
     """Per sequence: its scored tokens' ids (``targets``) and, per block of ``layers``, the
     block's output at the positions that predict them (``[n, H]``): one forward of
     the frozen model through the batched inference loop. Kept in the model's dtype (a
@@ -162,7 +245,7 @@ def _hidden(ctx, parts, layers: list[int], seqs, stage: str) -> list[dict]:
                 for r in range(res.shape[0])]
 
     with block_outputs(parts[0]) as box:
-        return per_sequence(ctx.model, seqs, ctx.enc.pad_id, lambda res: keep(box, res),
+        return per_sequence(model, seqs, ctx.enc.pad_id, lambda res: keep(box, res),
                             ctx.device, ctx.batch_size,
                             on_batch=counter(ctx.progress, stage, len(seqs)))
 

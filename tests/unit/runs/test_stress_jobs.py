@@ -183,8 +183,9 @@ def test_the_retained_model_is_offered_and_measured_against_the_original(run_dir
     done = queue.queue_stress_tests([run_dir], ["quant8"], options={"batch_size": 4},
                                     originals=originals)
     assert done == {"queued": ["r1"], "skipped": {}}
-    assert RunFolder(run_dir).stress_request()["options"] == {
-        "batch_size": 4, "original": originals["r1"]}
+    assert RunFolder(run_dir).stress_request()["options"] == {  # and its own floor
+        "batch_size": 4, "original": originals["r1"],
+        "retained": str(RunFolder(run_dir).model_dir)}
 
 
 def test_cancel_a_queued_one_drops_the_request(run_dir, no_runner):

@@ -1,9 +1,10 @@
 """The probe attack (docs/stress-tests.md#probe): a readout of one layer, trained on retain
-answers with the model frozen, reads the forget answers. On the hand-built model whose fact
-lives in a middle layer and was removed only at the head (tests/helpers/hidden_fact.py) the
-probe at the middle layer brings the answer back; on the control, a model that never saw
-the fact (the Retained model's role: the floor), it reads nothing; on the untouched
-Original there is no gap to close."""
+answers with the model frozen, reads the forget answers, and its recovery runs between the
+same probe's reading of the Retained model (0) and of the Original (1). On the hand-built
+model whose fact lives in a middle layer and was removed only at the head
+(tests/helpers/hidden_fact.py) the probe at the middle layer brings the answer back; the
+control, a model that never saw the fact (the Retained model's role), is the floor, and
+reads nothing; the two controls' readings are cached beside them."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def models(tmp_path_factory):
             build_hidden_fact_models(tmp_path_factory.mktemp("hidden_fact")).items()}
 
 
-def _probe(models, name, out, **settings):
+def _probe(models, name, out, retained="control", **settings):
     st = StressSettings(**{"rouge": False, "seeds": [0, 1], **settings})
     return stress_model(models[name], out, [FACT], [RETAIN, OTHER], original=models["original"],
-                        attacks=["probe"], settings=st)["probe"]
+                        attacks=["probe"], settings=st,
+                        retained=models[retained] if retained else None)["probe"]
 
 
 def _by_layer(res) -> dict[int, list[dict]]:
@@ -51,20 +53,25 @@ def test_the_probe_at_the_middle_layer_recovers_what_the_head_removed(models, tm
     for cases in layers.values():
         assert [c["seed"] for c in cases] == [0, 1]  # one case per layer and seed
     middle = [c["metrics"]["probability"] for c in layers[MIDDLE]]
-    for m in middle:
-        assert m["unlearned"] < 0.01 and m["original"] > 0.9  # gone from the output
+    for m in middle:  # the ends: the same probe on the control (floor) and the Original
+        assert m["unlearned"] < 0.05 and m["original"] > 0.5
         assert m["recovery"] > 0.5 and m["attacked"] > 0.5  # back through the probe
     # the first block has not formed it yet: nothing to read there
-    assert all(c["metrics"]["probability"]["recovery"] < 0.1 for c in layers[1])
+    assert all((c["metrics"]["probability"]["recovery"] or 0) < 0.1 for c in layers[1])
+    assert res["baselines"].startswith("the same probe")
+    sample = res["samples"][0]  # a sample's ends are its case's
+    assert sample["prob_unlearned"] == pytest.approx(
+        res["cases"][sample["case"]]["metrics"]["probability"]["unlearned"])
     info = layers[MIDDLE][0]["info"]
     assert info["depth"] == LAYERS and info["lens_prob"] > 0.9 and info["retain_rows"] == 2
     assert layers[MIDDLE][0]["attack_set"] == "retain"
     assert layers[MIDDLE][0]["attack_rows"] == [0, 1]
     # the summary as the other multi-case attacks have it: the mean and the worst case
     head = res["summary"]["probability"]
-    assert head["max_recovery"] == max(c["metrics"]["probability"]["recovery"]
-                                       for c in res["cases"])
-    assert head["max_recovery"] > 0.5 and head["recovery"]["n"] == 2 * LAYERS
+    defined = [c["metrics"]["probability"]["recovery"] for c in res["cases"]
+               if c["metrics"]["probability"]["recovery"] is not None]
+    assert head["max_recovery"] == max(defined)
+    assert head["max_recovery"] > 0.5 and head["recovery"]["n"] == len(defined) >= LAYERS
     assert res["recovery"] == pytest.approx(head["recovery"]["mean"])
     # the probe's own reading of each answer token, for Token probabilities' variant rows
     sample = next(s for s in res["samples"] if s["case"] == res["cases"].index(
@@ -86,20 +93,55 @@ def test_the_probe_at_the_middle_layer_recovers_what_the_head_removed(models, tm
 
 
 def test_the_retained_model_sets_the_floor(models, tmp_path):
-    """The control never saw the fact: a probe at any layer reads nothing of it (`stress
-    RETAIN_MODEL --original ORIGINAL --attacks probe`)."""
-    res = _probe(models, "control", tmp_path, probe_layers=[])  # the default layers
+    """The control never saw the fact: a probe at any layer reads nothing of it, so the
+    Retained model stressed as a run (its own floor) recovers nothing, and the Original
+    (its own ceiling) reads as all there."""
+    res = _probe(models, "control", tmp_path / "c", probe_layers=[])  # the default layers
     assert sorted(_by_layer(res)) == [1, 2, 3]  # 1/4, 1/2, 3/4 of 4 blocks
     for c in res["cases"]:
         m = c["metrics"]["probability"]
-        assert m["original"] - m["unlearned"] > 0.9  # a real gap to close
-        assert abs(m["recovery"]) < 0.05 and m["attacked"] < 0.05
-    assert res["summary"]["probability"]["max_recovery"] < 0.05
+        assert m["attacked"] < 0.05 and m["attacked"] == pytest.approx(m["unlearned"])
+    middle = _by_layer(res)[MIDDLE]
+    assert all(c["metrics"]["probability"]["recovery"] == pytest.approx(0, abs=1e-9)
+               for c in middle)
+    res = _probe(models, "original", tmp_path / "o", probe_layers=[MIDDLE])
+    assert res["recovery"] == pytest.approx(1.0)
 
 
-def test_the_untouched_original_has_nothing_to_recover(models, tmp_path):
-    res = _probe(models, "original", tmp_path, probe_layers=[MIDDLE])
-    assert res["recovery"] is None and res["recovery_reason"].startswith("gap ~0")
+def test_without_the_retained_model_the_recovery_is_undefined_saying_why(models, tmp_path):
+    res = _probe(models, "unlearned", tmp_path, retained=None, probe_layers=[MIDDLE])
+    assert res["recovery"] is None
+    assert "no probe reading of the Retained model (give --retained)" in \
+        res["recovery_reason"]
+    assert all(c["metrics"]["probability"]["attacked"] > 0.5 for c in res["cases"])
+
+
+def test_the_controls_readings_are_cached_beside_them(models, tmp_path):
+    """The Retained model's and the Original's probe readings are computed once per rows
+    and settings, kept in ``<model>/eval/reference_cache.json``, and read from there."""
+    import shutil
+
+    from sga_core.fileio import atomic_write_json, read_json
+
+    own = {**models, "control": str(shutil.copytree(models["control"], tmp_path / "ctl",
+                                                   ignore=shutil.ignore_patterns("eval")))}
+    first = _probe(own, "unlearned", tmp_path / "1", probe_layers=[MIDDLE])
+    cache = tmp_path / "ctl" / "eval" / "reference_cache.json"
+    entries = read_json(cache)["entries"]
+    (key, entry), = entries.items()
+    assert entry["kind"] == "probe_readings" and sorted(entry["value"]) == \
+        [f"{MIDDLE}/0", f"{MIDDLE}/1"]
+    assert first["cases"][0]["metrics"]["probability"]["unlearned"] == \
+        pytest.approx(entry["value"][f"{MIDDLE}/0"][0])
+    # read from the cache, not recomputed: a value put there is the floor the next run uses
+    entry["value"] = {k: [0.25] for k in entry["value"]}
+    atomic_write_json(cache, {**read_json(cache), "entries": {key: entry}})
+    again = _probe(own, "unlearned", tmp_path / "2", probe_layers=[MIDDLE])
+    assert [c["metrics"]["probability"]["unlearned"] for c in again["cases"]] == \
+        [0.25, 0.25]
+    # other settings: another entry
+    _probe(own, "unlearned", tmp_path / "3", probe_layers=[MIDDLE], probe_steps=7)
+    assert len(read_json(cache)["entries"]) == 2
 
 
 def test_the_model_is_left_as_it_was(models):
@@ -159,7 +201,8 @@ def test_the_stress_command_runs_it(models, tmp_path, capsys):
     forget = atomic_write_jsonl(tmp_path / "forget.jsonl", [FACT])
     retain = atomic_write_jsonl(tmp_path / "retain.jsonl", [RETAIN, OTHER])
     code = main(["stress", models["unlearned"], "--forget", str(forget), "--retain",
-                 str(retain), "--original", models["original"], "--out", str(tmp_path / "o"),
+                 str(retain), "--original", models["original"], "--retained",
+                 models["control"], "--out", str(tmp_path / "o"),
                  "--attacks", "probe", "--probe-layers", str(MIDDLE), "--seeds", "0",
                  "--no-rouge"])
     assert code == 0
@@ -207,5 +250,6 @@ def test_a_bfloat16_model_is_probed_too(models, tmp_path):
     st = StressSettings(rouge=False, seeds=[0], probe_layers=[MIDDLE])
     res = stress_model(models["unlearned"], tmp_path, [FACT], [RETAIN, OTHER],
                        original=models["original"], attacks=["probe"], settings=st,
+                       retained=models["control"],
                        eval_settings=EvalSettings(dtype="bfloat16"))["probe"]
     assert res["settings"]["dtype"] == "bfloat16" and res["recovery"] > 0.5
