@@ -84,19 +84,27 @@ def recovery_detail(res: dict, digits: int = 3) -> str:
 
 def attacked_token_tables(run_dir: str | os.PathLike, row: int) -> dict[str, dict]:
     """Per result key that re-scored forget row ``row``: the attacked model's token record
-    of that row's answer (``tokens``, ``probs``, ``top``), from the first case that
-    evaluated it; a case other than the only one is named in the key ("<key> seed 0")."""
+    of that row's answer (``tokens``, ``probs``, ``top``). Of an attack over seeds, the
+    first seed's cases that evaluated the row: every layer the probe read or every
+    template of role-play (those differ in kind), not every seed of the same attack (those
+    differ by chance). A case other than the only one is named in the key ("<key> layer 8
+    seed 0")."""
     out: dict[str, dict] = {}
     for key, res in read_results(run_dir).items():
         cases = res.get("cases") or []
+        seeds: list = []  # the seed of the first case shown
         for s in res.get("samples") or []:
             rec = s.get("tokens")
             if s.get("index") != row or not drawable(rec):
                 continue
             ci = s.get("case")
-            label = cases[ci].get("label") if isinstance(ci, int) and ci < len(cases) else ""
-            out[f"{key} {label}".strip() if len(cases) > 1 else key] = rec
-            break
+            case = cases[ci] if isinstance(ci, int) and 0 <= ci < len(cases) else {}
+            seed = case.get("seed") if isinstance(case, dict) else None
+            if seeds and seed != seeds[0]:
+                continue
+            seeds[:1] = [seed]
+            name = f"{key} {case.get('label') or ''}".strip() if len(cases) > 1 else key
+            out.setdefault(name, rec)
     return out
 
 

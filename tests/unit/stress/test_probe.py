@@ -87,9 +87,12 @@ def test_the_probe_at_the_middle_layer_recovers_what_the_head_removed(models, tm
 
     good, damaged = RunFolder(tmp_path).stress_results()
     assert damaged == [] and set(good) == {"probe"}
-    variants = attacked_token_tables(tmp_path, 0)
-    assert list(variants) == ["probe layer 1 seed 0"]
+    variants = attacked_token_tables(tmp_path, 0)  # every layer read, of the first seed
+    assert list(variants) == [f"probe layer {n} seed 0" for n in range(1, LAYERS + 1)]
     assert variants["probe layer 1 seed 0"]["tokens"] == sample["tokens"]["tokens"]
+    middle = res["cases"].index(layers[MIDDLE][0])
+    assert variants[f"probe layer {MIDDLE} seed 0"]["probs"] == next(
+        s for s in res["samples"] if s["case"] == middle)["tokens"]["probs"]
 
 
 def test_the_retained_model_sets_the_floor(models, tmp_path):
