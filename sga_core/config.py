@@ -281,6 +281,11 @@ class EvalConfig:
                                    "to every answer token (on a CPU, text projects' long "
                                    "continuations make it costly); false = skip it.",
                              advanced=True)
+    tuned_lens: str | None = param(None, "A tuned lens for the layer view instead of the "
+                                         "logit lens: a folder as the tuned-lens package "
+                                         "saves or publishes one (config.json and params.pt "
+                                         "or params.safetensors) for this model's size; "
+                                         "blank = the logit lens.", advanced=True)
     in_process: bool = param(True, "Evaluate inside the training process, with the model "
                                    "already loaded (one process per run); false = a separate "
                                    "`python -m sga_core eval` process afterwards (runs over "
@@ -416,6 +421,10 @@ class TrainConfig:
         ev.reference = ref
         if ev.lm_eval_include:
             ev.lm_eval_include = str(os.path.abspath(self.resolve(ev.lm_eval_include)))
+        if (ev.tuned_lens or "").strip():
+            ev.tuned_lens = str(os.path.abspath(self.resolve(ev.tuned_lens.strip())))
+        else:
+            ev.tuned_lens = None
 
     def to_dict(self) -> dict:
         d = to_dict(self)

@@ -30,7 +30,7 @@ def layer_rows(root, tables: dict[str, dict], row: int, position: int,
             if at is None:
                 missing[run_id] = why or "the followed token is not in its layer table"
             else:
-                facts[run_id] = wb.layer_facts(rec, at)
+                facts[run_id] = {**wb.layer_facts(rec, at), "lens": rec.get("lens") or "logit"}
     return facts, missing
 
 
@@ -67,7 +67,8 @@ def layer_heatmap(facts: dict[str, dict], names: dict, token: str) -> go.Figure:
                                colorscale="RdYlGn", zmin=0, zmax=1,
                                colorbar=dict(title="p")))
     fig.update_yaxes(autorange="reversed")  # the Original on top, as above
-    fig.update_xaxes(title=f"layer (logit lens; layer {depth} is the output)", dtick=1)
+    lenses = " and ".join(sorted({f.get("lens") or "logit" for f in facts.values()}))
+    fig.update_xaxes(title=f"layer ({lenses} lens; layer {depth} is the output)", dtick=1)
     fig.update_layout(height=140 + 40 * len(labels), margin=dict(l=10, r=10, t=40, b=10),
                       title=f"p({html.escape(repr(token))}) at every layer (cells: its rank; "
                             "hover: the lens's top-1)")
@@ -85,6 +86,7 @@ def show_layer_view(root, tables: dict[str, dict], names: dict, row: int, positi
         st.table({"model": [names.get(k, k) for k in facts],
                   "first top-1 layer": [str(f["first_top1"] or "none") for f in facts.values()],
                   "rank at the last layer": [f["last_rank"] for f in facts.values()],
+                  "lens": [f["lens"] for f in facts.values()],
                   "layers": [f["layers"] for f in facts.values()]})
         for run_id, f in facts.items():
             st.markdown(f"**{plain(names.get(run_id, run_id))}**: {plain(wb.layer_words(f))}")

@@ -93,6 +93,7 @@ def _evaluate(args) -> int:
             lm_eval_tasks=tuple(ov.get("lm_eval_tasks") or ()),
             lm_eval_limit=ov.get("lm_eval_limit"), lm_eval_include=ov.get("lm_eval_include"),
             retrained_auc=ov.get("retrained_auc"), layer_view=ov.get("layer_view", True),
+            tuned_lens=ov.get("tuned_lens"),
             mia_gradnorm=bool(ov.get("mia_gradnorm")))
         forget, retain = args.forget, args.retain
         if fmap:  # rows under the workbench's names (the files stay as they are)
@@ -165,6 +166,9 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                    help="skip the layer view (eval/layers.jsonl: each forget answer token at "
                         "every layer, the logit lens; costly for long text continuations on "
                         "a CPU)")
+    s.add_argument("--tuned-lens", help="read the layer view through this tuned lens (a "
+                                        "folder as the tuned-lens package saves one: "
+                                        "config.json, params.pt) instead of the logit lens")
     s.add_argument("--mia-gradnorm", action="store_true", default=None,
                    help="also the GradNorm attack's AUC and PrivLeak (one forward and "
                         "backward pass per forget and holdout row)")

@@ -147,6 +147,7 @@ def protocol_overrides(args) -> dict:
           "lm_eval_tasks": args.lm_eval_task, "lm_eval_limit": args.lm_eval_limit,
           "lm_eval_include": args.lm_eval_include, "retrained_auc": args.retrained_auc,
           "layer_view": getattr(args, "layer_view", None),
+          "tuned_lens": getattr(args, "tuned_lens", None),
           "mia_gradnorm": getattr(args, "mia_gradnorm", None)}
     return {k: v for k, v in ov.items() if v is not None}
 

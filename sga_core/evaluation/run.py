@@ -136,7 +136,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
                                                        len(forget_rows))), row_ids)
             summary.setdefault("timings", {})["tokens_s"] = round(time.time() - ts_tok, 3)
             layers = _layer_table(m, enc, forget_rows, "qa", device, progress, row_ids,
-                                  summary, st.layer_view)
+                                  summary, st.layer_view, st.tuned_lens)
         else:
             summary, per_sample = evaluate_text(
                 m, enc, forget_rows, retain_rows, set_rows, ref_info["value"],
@@ -157,7 +157,7 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
             timings["tokens_s"] = round(time.time() - ts_tok, 3)
             layers = [{**t, "prompt": r["prompt"]} for t, r in zip(
                 _layer_table(m, enc, rows, "text", device, progress, row_ids, summary,
-                             st.layer_view), rows)]
+                             st.layer_view, st.tuned_lens), rows)]
     finally:
         del m
         free_memory()
@@ -218,28 +218,39 @@ def evaluate_model(model: str, out_dir: str | os.PathLike, forget, retain=None,
 
 
 def _layer_table(m, enc, rows: list[dict], kind: str, device: str, progress: Progress,
-                 row_ids, summary: dict, on: bool = True) -> list[dict]:
+                 row_ids, summary: dict, on: bool = True, tuned: str | None = None
+                 ) -> list[dict]:
     """The per-layer table of the forget rows (the logit lens,
     :func:`sga_core.model.lens.row_layer_table`; text: without the end-of-text token, as the
     token table), its time in ``summary["timings"]["layers_s"]`` and what was read in
     ``summary["layer_view"]``; [] with the reason there for a model the lens cannot read,
     or when it is switched off (``on``: :attr:`EvalSettings.layer_view`)."""
-    from sga_core.model.lens import LENS, LensUnsupported, row_layer_table
+    from sga_core.model.lens import LensUnsupported, row_layer_table
+    from sga_core.model.tuned_lens import TunedLensError, translators
 
     if not on:
         summary["layer_view"] = {"lens": None, "reason": "switched off (eval.layer_view: false)"}
         return []
     ts = time.time()
+    view: dict = {}
     try:
+        translate = None
+        if tuned:  # refused (wrong size, damaged): the logit lens, saying why
+            try:
+                translate = translators(tuned, m)
+                view["tuned_lens"] = str(tuned)
+            except TunedLensError as exc:
+                view["reason"] = f"the tuned lens was not used: {exc}"
         table = own_index(row_layer_table(m, enc, rows, kind, "forget", device,
                                           counter(progress, LAYER_STAGE, len(rows)),
-                                          drop_last=kind == "text"), row_ids)
+                                          drop_last=kind == "text", translate=translate),
+                          row_ids)
     except LensUnsupported as exc:
         summary["layer_view"] = {"lens": None, "reason": f"the logit lens cannot read {exc}"}
         return []
     summary.setdefault("timings", {})["layers_s"] = round(time.time() - ts, 3)
-    summary["layer_view"] = {"lens": LENS,
-                             "layers": len(table[0]["probs"]) if table else 0}
+    summary["layer_view"] = {"lens": table[0]["lens"] if table else None,
+                             "layers": len(table[0]["probs"]) if table else 0, **view}
     return table
 
 

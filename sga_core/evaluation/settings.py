@@ -39,6 +39,7 @@ class EvalSettings:
     lm_eval_include: str | None = None
     retrained_auc: float | None = None
     layer_view: bool = True  # write eval/layers.jsonl (the logit lens of the forget answers)
+    tuned_lens: str | None = None  # a tuned-lens folder read instead of the logit lens
     mia_gradnorm: bool = False  # the GradNorm attack (a backward pass per row)
 
     def resolve(self) -> tuple[Protocol, EvalSettings, dict]:
@@ -106,4 +107,5 @@ def settings_from_config(cfg, overrides: Mapping[str, Any] | None = None) -> Eva
                         else getattr(ev, "layer_view", True)),
         mia_gradnorm=bool(ov["mia_gradnorm"] if ov.get("mia_gradnorm") is not None
                           else getattr(ev, "mia_gradnorm", False)),
+        tuned_lens=ov.get("tuned_lens") or getattr(ev, "tuned_lens", None),
     )

@@ -26,7 +26,8 @@ from sga_core.model.forward import OnBatch, per_sequence
 #: Llama-style (Llama, SmolLM2, Mistral, Qwen, Gemma, OLMo, Phi-3), GPT-2 / Falcon, GPT-NeoX
 PARTS = (("model.layers", "model.norm"), ("transformer.h", "transformer.ln_f"),
          ("gpt_neox.layers", "gpt_neox.final_layer_norm"))
-LENS = "logit"  # the lens written (a tuned lens is not implemented)
+LENS = "logit"  # the lens written without a tuned lens (sga_core.model.tuned_lens)
+TUNED = "tuned"
 
 
 class LensUnsupported(ValueError):
@@ -79,9 +80,10 @@ def block_outputs(blocks):
             h.remove()
 
 
-def _read(parts, box, decode, res) -> list[dict]:
+def _read(parts, box, decode, translate, res) -> list[dict]:
     """Per sequence of the batch ``res``: each layer's probability, rank and top-1 token of
-    every scored token (layers outer, tokens inner)."""
+    every scored token (layers outer, tokens inner); ``translate``: 0-based block -> the
+    tuned lens's translator applied before the norm (a block without one: the logit lens)."""
     import torch
 
     from sga_core.model.labelhead import CHUNK_ELEMENTS
@@ -90,11 +92,13 @@ def _read(parts, box, decode, res) -> list[dict]:
     targets = res.targets
     step = max(1, CHUNK_ELEMENTS // max(1, int(head.weight.shape[0])))
     probs, ranks, tops = [], [], []
-    for h in box["h"]:
+    for i, h in enumerate(box["h"]):
         picked = h[:, :-1][res.mask.to(h.device)]  # row-major: the targets' order
+        tr = (translate or {}).get(i)
         p_l, r_l, t_l = [], [], []
         for s in range(0, picked.shape[0], step):
-            x = norm(picked[s:s + step])
+            chunk = picked[s:s + step]
+            x = norm(tr(chunk).to(chunk.dtype) if tr is not None else chunk)
             w = head.weight
             logits = head(x if x.dtype == w.dtype else x.to(w.dtype)).float()
             if softcap:
@@ -123,12 +127,13 @@ def _read(parts, box, decode, res) -> list[dict]:
 
 
 @contextlib.contextmanager
-def lens_reader(model, enc: Encoder):
+def lens_reader(model, enc: Encoder, translate: dict | None = None):
     """While open, yields ``read(res)``: for the batch of the latest forward of ``model``
     (``res``, its :class:`~sga_core.model.labelhead.LabelOutput`) one layer record per
     sequence (as :func:`layer_records`), so another reduction of the same forward can add
-    the layer view (the stress tests' scoring). :class:`LensUnsupported` for a model the
-    lens cannot read."""
+    the layer view (the stress tests' scoring). ``translate``: a tuned lens's translators
+    (:func:`sga_core.model.tuned_lens.translators`). :class:`LensUnsupported` for a model
+    the lens cannot read."""
     parts = lens_parts(model)
     names: dict[int, str] = {}
 
@@ -138,30 +143,33 @@ def lens_reader(model, enc: Encoder):
         return names[i]
 
     with block_outputs(parts[0]) as box:
-        yield partial(_read, parts, box, decode)
+        yield partial(_read, parts, box, decode, translate)
 
 
 def layer_records(model, enc: Encoder, seqs, device="cpu", batch_size: int = 16,
-                  on_batch: OnBatch = None) -> list[dict]:
+                  on_batch: OnBatch = None, translate: dict | None = None) -> list[dict]:
     """One record per sequence: ``tokens``, ``token_ids`` and, per block (outer lists, first
     block first), each scored token's ``probs``, ``ranks`` and ``top1`` under the logit
-    lens. :class:`LensUnsupported` for a model the lens cannot read."""
-    with lens_reader(model, enc) as read:
+    lens (or the tuned lens ``translate``). :class:`LensUnsupported` for a model the lens
+    cannot read."""
+    with lens_reader(model, enc, translate) as read:
         return per_sequence(model, seqs, enc.pad_id, read, device, batch_size,
                             on_batch=on_batch)
 
 
 def row_layer_table(model, enc: Encoder, rows: list[dict], kind: str = "qa",
                     set_name: str = "forget", device="cpu", on_batch: OnBatch = None,
-                    drop_last: bool = False) -> list[dict]:
+                    drop_last: bool = False, translate: dict | None = None) -> list[dict]:
     """:func:`layer_records` of each row's own answer, tagged with set and row index (as
-    :func:`sga_core.model.forward.row_token_table`); ``drop_last``: without the last token
-    (the end-of-text token a text evaluation's token table leaves out)."""
+    :func:`sga_core.model.forward.row_token_table`) and the lens read (``logit``, or
+    ``tuned`` with ``translate``); ``drop_last``: without the last token (the end-of-text
+    token a text evaluation's token table leaves out)."""
     recs = layer_records(model, enc, [enc.row(r, kind) for r in rows], device,
-                         on_batch=on_batch)
+                         on_batch=on_batch, translate=translate)
     if drop_last:
         recs = [without_last(r) for r in recs]
-    return [{"set": set_name, "index": i, "lens": LENS, **rec} for i, rec in enumerate(recs)]
+    lens = TUNED if translate else LENS
+    return [{"set": set_name, "index": i, "lens": lens, **rec} for i, rec in enumerate(recs)]
 
 
 def without_last(rec: dict) -> dict:
