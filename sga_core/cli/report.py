@@ -63,7 +63,7 @@ def chosen_project(name: str | None, workspace: str | None):
 
 
 def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
-                  root=None) -> list[str]:
+                  root=None, more: list | None = None) -> list[str]:
     """The Results table as text: whether forgetting can be measured (``verdict``: the
     Results page's :func:`~sga_core.report.measurable.table_verdict`, in its words), run,
     method, r, K, collapsed, every metric column (the best value of each among runs that
@@ -72,7 +72,10 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
     says forgetting cannot be measured;
     "(3 of 10 rows)" after a value computed on a row subset, ``eval.max_rows``), the extra
     lm-eval columns; then what could not be computed and why, the collapse rule,
-    and the table pooled over seeds when a configuration has several."""
+    and the table pooled over seeds when a configuration has several. ``more``: the
+    columns shown on request (:func:`~sga_core.report.columns.optional_columns`: each
+    attack's AUC and PrivLeak, prob_mean truth ratios) after the table's own, never
+    starred (as on the page)."""
     from sga_core.report.collapse import collapse_rule
     from sga_core.report.columns import REFERENCE_ROWS, extra_columns, row_columns
     from sga_core.report.measurable import can_rank, unranked, verdict_text
@@ -80,7 +83,7 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
     from sga_core.report.seeds import group_display, has_seed_groups
     from sga_core.report.table import protocol_note
 
-    specs = row_columns(rows, kind)
+    specs = row_columns(rows, kind) + list(more or [])
     extra = extra_columns(rows)
     metrics = [c.label for c in specs] + extra
     rank, skip = can_rank(verdict), unranked(verdict)
@@ -159,8 +162,29 @@ def cmd_results(args) -> int:
         return 0
     from sga_core.report.measurable import table_verdict
 
-    _print_lines(results_lines(rows, project.kind, table_verdict(rows, root), root))
+    more = chosen_columns(rows, project.kind, args.columns)
+    _print_lines(results_lines(rows, project.kind, table_verdict(rows, root), root, more))
     return 0
+
+
+def chosen_columns(rows: list[dict], kind: str, asked: str | None) -> list:
+    """``--columns``: the optional columns named (metric names or labels, or ``all``), of
+    those these rows have; a name they do not have is an error listing the ones they do."""
+    from sga_core.report.columns import optional_columns
+
+    if not asked:
+        return []
+    have = optional_columns(rows, kind)
+    names = [n.strip() for n in asked.split(",") if n.strip()]
+    if names == ["all"]:
+        return have
+    by = {**{c.name: c for c in have}, **{c.label: c for c in have}}
+    unknown = [n for n in names if n not in by]
+    if unknown:
+        offered = ", ".join(c.name for c in have) or "none (no run has them yet)"
+        raise ConfigError(f"--columns {', '.join(unknown)}: not a column these runs have; "
+                          f"they have: {offered}, or all")
+    return list(dict.fromkeys(by[n] for n in names))
 
 
 # --- compare -------------------------------------------------------------------------------
@@ -372,6 +396,10 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--workspace", help="projects folder (default $SGA_WORKSPACE or "
                                        "./workspace)")
     s.add_argument("--runs-dir", help="runs folder (default $SGA_RUNS_DIR or ./runs)")
+    s.add_argument("--columns", help="more columns after the table's own, as the page's "
+                                     "\"more columns\": metric names (privleak_loss, "
+                                     "mia_zlib_auc, forget_truth_ratio_prob_mean, ...) or "
+                                     "all (the table format)")
     s.set_defaults(func=cmd_results)
 
     s = sub.add_parser(

@@ -60,3 +60,23 @@ def test_each_attack_and_prob_mean_can_be_shown_and_hidden(mine):
     assert "PrivLeak (LOSS)" in results_cells(at)["sga r=-0.8"]
     at.multiselect(key=KEY).set_value([]).run()  # hidden again
     assert "PrivLeak (LOSS)" not in results_cells(at)["sga r=-0.8"]
+
+
+def test_the_results_command_shows_them_when_asked(mine, ui_env, capsys):
+    from sga_core.cli import main
+
+    where = ["--project", "mine", "--workspace", str(ui_env / "workspace"), "--runs-dir",
+             str(ui_env / "runs")]
+    assert main(["results", *where]) == 0
+    assert "PrivLeak (LOSS)" not in capsys.readouterr().out  # hidden at first, as on the page
+    assert main(["results", *where, "--columns", "privleak_loss,forget TR (prob_mean)"]) == 0
+    out = capsys.readouterr().out
+    head = next(ln for ln in out.splitlines() if "PrivLeak (LOSS)" in ln)
+    assert "forget TR (prob_mean)" in head and "MIA AUC (LOSS)" not in head
+    row = next(ln for ln in out.splitlines() if ln.startswith("sga r=-0.8"))
+    assert "-40" in row and "0.55" in row
+    assert main(["results", *where, "--columns", "all"]) == 0
+    assert "MIA AUC (GradNorm)" in capsys.readouterr().out
+    assert main(["results", *where, "--columns", "privleak_zlib"]) != 0
+    assert "--columns privleak_zlib: not a column these runs have; they have: mia_loss_auc, " \
+           "privleak_loss" in capsys.readouterr().err
