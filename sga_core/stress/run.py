@@ -19,7 +19,7 @@ from typing import Any
 
 from sga_core.stress.attacks import attack_names, default_attacks, get_attack
 from sga_core.stress.context import StressContext
-from sga_core.stress.scoring import case_metrics, summarise
+from sga_core.stress.scoring import MIN_GAP, case_metrics, summarise
 from sga_core.stress.settings import settings_class
 
 RESULT_VERSION = 1
@@ -279,6 +279,13 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
             for m in metrics.values():
                 m["recovery"], m["reason"] = None, m["reason"] or c.baselines["reason"]
             metrics["probability"]["reason"] = c.baselines["reason"]
+        elif c.baselines is not None and (metrics["probability"]["reason"] or "").startswith(
+                "gap ~0"):  # the controls read alike: the attack cannot tell them apart
+            m = metrics["probability"]
+            m["reason"] = (f"it reads the Original ({m['original']:.3g}) and the Retained "
+                           f"model ({m['unlearned']:.3g}) alike (a gap under {MIN_GAP}): it "
+                           "cannot tell a model that learned these answers from one that "
+                           "never saw them")
         case_out.append({"label": c.label, "seed": c.seed, "eval_rows": c.eval_rows,
                          "attack_rows": c.attack_rows, "attack_set": c.attack_set,
                          "metrics": metrics, "reason": None, **_info(c)})

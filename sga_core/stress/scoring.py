@@ -160,6 +160,14 @@ def case_metrics(scores: Sequence[dict], unlearned: Sequence[dict],
     return out
 
 
+def _reasons(reasons: list[str]) -> str | None:
+    """The cases' distinct reasons in one line: two at most, then how many more (each case
+    keeps its own)."""
+    if len(reasons) <= 2:
+        return "; ".join(reasons) or None
+    return f"{reasons[0]}; and {len(reasons) - 1} other cases' reasons alike (each case says)"
+
+
 def summarise(case_results: Sequence[dict]) -> dict:
     """Per metric over the cases (seeds or templates): the mean attacked value and recovery
     with their Student-t 95% intervals (an interval only with 2 cases or more), the largest
@@ -178,7 +186,7 @@ def summarise(case_results: Sequence[dict]) -> dict:
                   "unlearned": _mean([c[m]["unlearned"] for c in case_results]),
                   "original": _mean([c[m]["original"] for c in case_results]),
                   "undefined": len(recs) - len(defined),
-                  "reason": "; ".join(reasons) or None}
+                  "reason": _reasons(reasons)}
     return out
 
 

@@ -56,8 +56,12 @@ def test_the_probe_at_the_middle_layer_recovers_what_the_head_removed(models, tm
     for m in middle:  # the ends: the same probe on the control (floor) and the Original
         assert m["unlearned"] < 0.05 and m["original"] > 0.5
         assert m["recovery"] > 0.5 and m["attacked"] > 0.5  # back through the probe
-    # the first block has not formed it yet: nothing to read there
-    assert all((c["metrics"]["probability"]["recovery"] or 0) < 0.1 for c in layers[1])
+    # the first block has not formed it yet: the Original and the control read alike there,
+    # and the case says so rather than divide by noise
+    for c in layers[1]:
+        m = c["metrics"]["probability"]
+        assert m["recovery"] is None and abs(m["original"] - m["unlearned"]) < 0.01
+        assert m["reason"].startswith("it reads the Original (") and "alike" in m["reason"]
     assert res["baselines"].startswith("the same probe")
     sample = res["samples"][0]  # a sample's ends are its case's
     assert sample["prob_unlearned"] == pytest.approx(
