@@ -67,6 +67,7 @@ def show_stress_table(rows: list[dict], root, kind: str | None = None) -> None:
                "interval over seeds and the probabilities it is made of: with a small gap "
                "(an Original that never learned the facts) the ratio is noise. Collapsed "
                "runs are greyed: forgetting that \"holds\" in a destroyed model means "
-               "nothing.")
+               "nothing. The probe's ends are its own: the same probe read on the Retained "
+               "model (0) and on the Original (1), not the models' outputs.")
     st.html(table_html(table, columns))
     runs_form(rows, root, kind)
