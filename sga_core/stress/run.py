@@ -19,7 +19,7 @@ from typing import Any
 
 from sga_core.stress.attacks import attack_names, default_attacks, get_attack
 from sga_core.stress.context import StressContext
-from sga_core.stress.scoring import MIN_GAP, case_metrics, summarise
+from sga_core.stress.scoring import case_metrics, summarise
 from sga_core.stress.settings import settings_class
 
 RESULT_VERSION = 1
@@ -280,12 +280,17 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
                 m["recovery"], m["reason"] = None, m["reason"] or c.baselines["reason"]
             metrics["probability"]["reason"] = c.baselines["reason"]
         elif c.baselines is not None and (metrics["probability"]["reason"] or "").startswith(
-                "gap ~0"):  # the controls read alike: the attack cannot tell them apart
+                "gap ~0"):  # its own ends: a gap relative to their size, not MIN_GAP
             m = metrics["probability"]
-            m["reason"] = (f"it reads the Original ({m['original']:.3g}) and the Retained "
-                           f"model ({m['unlearned']:.3g}) alike (a gap under {MIN_GAP}): it "
-                           "cannot tell a model that learned these answers from one that "
-                           "never saw them")
+            gap = m["original"] - m["unlearned"]
+            if abs(gap) >= REL_GAP * max(abs(m["original"]), abs(m["unlearned"])) > 0:
+                m["recovery"], m["reason"] = (m["attacked"] - m["unlearned"]) / gap, None
+            else:  # the controls read alike: the attack cannot tell them apart
+                m["reason"] = (
+                    f"it reads the Original ({m['original']:.3g}) and the Retained model "
+                    f"({m['unlearned']:.3g}) alike (within {REL_GAP:.0%} of each other): it "
+                    "cannot tell a model that learned these answers from one that never saw "
+                    "them")
         case_out.append({"label": c.label, "seed": c.seed, "eval_rows": c.eval_rows,
                          "attack_rows": c.attack_rows, "attack_set": c.attack_set,
                          "metrics": metrics, "reason": None, **_info(c)})
@@ -323,6 +328,13 @@ def _result(key, family, cases, unlearned, original, st, es, model, original_spe
                      "prompt_format": es.prompt_format, "dtype": es.dtype},
         "timings": {"attack_s": round(elapsed, 3)},
         "samples": samples, **(meta or {})})
+
+
+#: an attack with its own ends (the probe: two control models read alike) measures a
+#: recovery when they differ by this share of the larger: its readings can be far below
+#: the outputs' MIN_GAP (a probe of a small model reads answers at 0.001-0.01) and still
+#: tell the Original from the Retained model apart
+REL_GAP = 0.1
 
 
 def _info(case) -> dict:

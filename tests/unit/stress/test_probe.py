@@ -260,3 +260,28 @@ def test_a_bfloat16_model_is_probed_too(models, tmp_path):
                        retained=models["control"],
                        eval_settings=EvalSettings(dtype="bfloat16"))["probe"]
     assert res["settings"]["dtype"] == "bfloat16" and res["recovery"] > 0.5
+
+
+def test_small_readings_that_differ_give_a_recovery_alike_ones_do_not():
+    """The probe's ends are its own readings, often far below the outputs' 0.01 gap rule:
+    they count as a gap when they differ by a tenth of the larger, else the case says the
+    probe reads the two alike."""
+    from sga_core.evaluation import EvalSettings
+    from sga_core.stress.base import Case
+    from sga_core.stress.run import _result
+
+    def case(attacked, retained, original):
+        return Case("layer 22 seed 0", 0, [0], [{"prob": attacked}], [0], "retain",
+                    baselines={"unlearned": [{"prob": retained}],
+                               "original": [{"prob": original}], "reason": None})
+
+    es = EvalSettings().resolve()[1]
+    res = _result("probe", "probe", [case(0.0068, 0.0055, 0.0070), case(0.003, 0.0030,
+                                                                        0.0031)],
+                  [{"prob": 0.1}], [{"prob": 0.9}], StressSettings(rouge=False), es, "m",
+                  "o", None, 1.0, None)
+    defined, alike = (c["metrics"]["probability"] for c in res["cases"])
+    assert defined["recovery"] == pytest.approx((0.0068 - 0.0055) / (0.0070 - 0.0055))
+    assert defined["reason"] is None
+    assert alike["recovery"] is None and "alike (within 10% of each other)" in alike["reason"]
+    assert res["samples"][0]["prob_unlearned"] == 0.0055  # the case's own ends
