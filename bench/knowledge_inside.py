@@ -6,8 +6,13 @@ attack's time; then the probe's readings per layer (the Original and the Retaine
 the probe's two ends, beside each method), since on a small model the probe may read the two
 ends alike and leave its recovery undefined.
 
-    python -m sga_core stress RUN --attacks quant4,nf4,probe,ablate --no-rouge  # each run
-    python bench/knowledge_inside.py --group paper-table-20261128-022545 --methods ga,sga
+    python -m sga_core stress RUN --attacks ATTACKS --no-rouge  # each run
+    python bench/knowledge_inside.py --group paper-table-20261128-022545 --methods ga,sga \
+        --attacks ATTACKS
+
+(the attacks measured are in bench/README.md). An attack whose recovery runs between its own
+readings of two control models (a result with ``baselines``: the probe) also gets the
+per-layer table.
 
 It reads the runs' ``stress/<attack>.json`` and writes nothing. Last line:
 ``runs=<n> attacks=<k>``.
@@ -41,7 +46,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--group", required=True, help="bench/paper_table.py's group")
     p.add_argument("--methods", default="ga,sga")
-    p.add_argument("--attacks", default="quant4,nf4,probe,ablate")
+    p.add_argument("--attacks", required=True, help="comma-separated attack result keys")
     args = p.parse_args(argv)
     from sga_core.report.stats import t_interval
     from sga_core.runs.folder import RunFolder, runs_root
@@ -69,7 +74,7 @@ def main(argv=None) -> int:
                 "unlearned": _mean(m["unlearned"] for m in probs),
                 "original": _mean(m["original"] for m in probs),
                 "s": (res.get("timings") or {}).get("attack_s")})
-            if attack == "probe":
+            if res.get("baselines"):  # its own two ends, read per layer
                 for c in cases:
                     layer, m = (c.get("info") or {}).get("layer"), c["metrics"]["probability"]
                     probe_layers.setdefault((r["method"], layer), []).append(m["attacked"])
@@ -93,7 +98,7 @@ def main(argv=None) -> int:
                   f"{ends} | {_mean(g['s'] for g in got):.0f} |")
     layers = sorted({k[1] for k in probe_layers if k[1] is not None})
     if layers:
-        print("\nThe probe's reading of the forget answers per layer (mean over runs and "
+        print("\nThe per-layer reading of the forget answers (mean over runs and "
               "seeds; the Retained model and the Original: the same probes, its two ends):\n")
         print("| model | " + " | ".join(f"layer {n}" for n in layers) + " |")
         print("|---|" + "---|" * len(layers))
