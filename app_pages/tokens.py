@@ -24,7 +24,7 @@ forget = project.forget()
 everything = wb.project_runs(project, root)
 warn_damaged(everything)
 runs = [r for r in everything if wb.RunFolder(r["path"]).tokens_path.exists()]
-original = root / wb.original_run_id(project)
+original = root / (wb.reference_row_id(project, "original", root) or "")  # Prepare's or published
 without = [r["run_id"] for r in everything if r["run_id"] not in {x["run_id"] for x in runs}
            and wb.RunFolder(r["path"]).summary_path.exists()]
 if without:  # evaluated before text evaluations wrote token tables

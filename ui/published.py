@@ -31,6 +31,26 @@ def published_section(project, root) -> None:
     if st.session_state.get(DONE):
         st.success(plain(st.session_state.pop(DONE)))
     named = wb.published_names(project)
+    evaluations = {label: state for role, label in (("original", "Original"),
+                                                    ("retained", "Retained"))
+                   if (state := wb.evaluation_state(project, role, root)) is not None}
+    if evaluations:  # the Results rows of the published models
+        st.markdown(as_list([f"published {label}: {state}"
+                             for label, state in evaluations.items()]))
+        if st.button("Evaluate the published models", key="data.published_eval",
+                     help="Queue the evaluation of each published model on the project's "
+                          "data and settings (the Retained model's first), as Prepare's are: "
+                          "they become the Original and Retained rows of Results, and the "
+                          "collapse flags and measurability compare with them. Nothing is "
+                          "trained or copied: each run folder links to the model."):
+            try:
+                queued = wb.evaluate_published(project, root)
+            except (wb.ConfigError, ValueError, OSError) as exc:
+                show_error(exc, "Nothing was queued")
+            else:
+                st.session_state[DONE] = "Queued: " + ", ".join(p.name for p in queued) + \
+                    " (the Runs page follows them)."
+                st.rerun()
     with panel("Published models and eval logs", "data.published_open"):
         st.caption("Take the Original and the Retained model from published checkpoints "
                    "(a hub id found in the local Hugging Face cache, or a folder) instead "

@@ -15,6 +15,11 @@ from ui.show import show_error
 def rerun_button(container, run_dir: Path, root: Path, selected: str) -> None:
     """Draw the button (and, for a prepared model, its confirmation) in ``container``, and
     queue the re-run when it is pressed."""
+    if wb.RunFolder(run_dir).published_path.exists():  # nothing was trained in it
+        container.button("Re-run with the same config", key="runs.rerun", disabled=True,
+                         help="this folder is the evaluation of a published model: nothing "
+                              "was trained in it; evaluate it again instead")
+        return
     role = wb.prepared_role(run_dir)
     replace = False
     if role:

@@ -173,6 +173,13 @@ def cmd_project(args) -> int:
         elif args.action == "set-models" and not chosen:
             raise ConfigError("project set-models needs --original, --retained or "
                               "--reference-logs (the word 'prepared' unsets one)")
+        elif args.action == "evaluate-published":
+            from sga_core.projects.published_eval import evaluate_published, evaluated_model
+
+            for run_dir in evaluate_published(project, max_rows=args.max_rows or 0):
+                what = evaluated_model(run_dir) or {}
+                print(f"queued the evaluation of {run_dir.name} ({what.get('source')}); "
+                      f"follow it: python -m sga_core runs show {run_dir.name}")
         elif args.action == "set-protocol":
             if not args.protocol:
                 raise ConfigError("project set-protocol needs --protocol NAME")
@@ -207,6 +214,11 @@ def cmd_project(args) -> int:
 
     for line in in_use_lines(project):
         print(f"  {line}")
+    from sga_core.projects.published_eval import LABELS, evaluation_state
+
+    for role, label in LABELS.items():
+        if (state := evaluation_state(project, role)) is not None:
+            print(f"  published {label}: {state}")
     for warning in project.data_warnings():
         print(f"  warning: {warning}")
     if not project.eval_sets() and project.kind == "qa":
@@ -313,9 +325,11 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
                                    "runs evaluated under another); `set-models NAME --original "
                                    "ID --retained ID --reference-logs TOFU_EVAL.json` takes "
                                    "published checkpoints and eval logs instead of Prepare's; "
+                                   "`evaluate-published NAME` queues their evaluation (the "
+                                   "Original and Retained rows of Results); "
                                    "`show NAME` lists the sets, roles and models in use.")
     s.add_argument("action", choices=["create", "add-set", "set-protocol", "set-models",
-                                      "show", "list"])
+                                      "evaluate-published", "show", "list"])
     s.add_argument("name", nargs="?")
     s.add_argument("--forget")
     s.add_argument("--retain")
@@ -347,6 +361,9 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--online", action="store_true",
                    help="create, set-models: download a hub id missing from the local HF "
                         "cache (default: the cache only)")
+    s.add_argument("--max-rows", type=int, metavar="N",
+                   help="evaluate-published: evaluate at most N rows of each set, evenly "
+                        "spaced (default 0: all)")
     s.add_argument("--reevaluate", action="store_true",
                    help="set-protocol / show: queue the evaluation of the runs evaluated "
                         "under another protocol, under the project's")

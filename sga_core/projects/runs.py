@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sga_core.projects.listing import list_projects, load_project
 from sga_core.projects.project import Project, ProjectError
+from sga_core.projects.published_eval import row_id
 from sga_core.projects.training import original_run_id, prepared_model
 from sga_core.report.table import project_runs, summary_of
 from sga_core.runs.folder import RunFolder, runs_root
@@ -89,8 +90,9 @@ def probe_models(project: Project, root=None) -> dict[str, str]:
     original = prepared_model(project, root)
     if original:
         out["Original"] = str(original)
+    same = {original_run_id(project), row_id(project, "original", root)}  # the Original's
     for r in project_runs(project, root):
         run = RunFolder.of(r["run_id"], root)
-        if r["run_id"] != original_run_id(project) and run.has_model():
+        if r["run_id"] not in same and run.has_model():
             out[r["run_id"]] = str(run.model_dir)
     return out

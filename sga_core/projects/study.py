@@ -27,6 +27,7 @@ from sga_core.config import TrainConfig
 from sga_core.fileio import atomic_write_json, now_iso, read_json
 from sga_core.params import ConfigError
 from sga_core.projects.project import Project
+from sga_core.projects.published_eval import row_id
 from sga_core.runs.folder import RunFolder, runs_root
 
 #: mode -> (the parts it reads, what it is)
@@ -134,17 +135,17 @@ def start_model(project: Project, model: str | None, root=None) -> tuple[str, st
     """The model request 1 starts from and the prepared Original's run id when it is that
     model: ``model`` when given, else the project's Original (prepared, or being prepared);
     ConfigError when there is neither."""
-    from sga_core.projects.training import original_run_id, pending_model, prepared_model
+    from sga_core.projects.training import pending_model, prepared_model
 
     original = prepared_model(project, root) or pending_model(project, root)
     if model:
         same = original is not None and Path(model).expanduser().resolve() == original.resolve()
-        return model, original_run_id(project) if same else None
+        return model, row_id(project, "original", root) if same else None
     if original is None:
         raise ConfigError(f"project {project.name} has no Original to start the study from: "
                           "prepare it first (Train page, or `python -m sga_core prepare`), "
                           "or give the model (--model)")
-    return str(original), original_run_id(project)
+    return str(original), row_id(project, "original", root)
 
 
 def study_configs(project: Project, mode: str, *, method: str, method_args: dict | None = None,
@@ -182,7 +183,7 @@ def forget_study(project: Project, name: str) -> None:
 def _configs(project, mode, cls, name, method, method_args, training, launch, model,
              requests, max_rows, root) -> tuple[Study, list[TrainConfig]]:
     from sga_core.params import parse_seeds
-    from sga_core.projects.training import build_config, default_eval, reference_run_id
+    from sga_core.projects.training import build_config, default_eval
 
     training = dict(training or {})
     if len(parse_seeds(training.get("seeds"), training.get("seed", 0))) > 1:
@@ -203,7 +204,8 @@ def _configs(project, mode, cls, name, method, method_args, training, launch, mo
         raise ConfigError(f"run {taken[0]} already exists: choose another study name")
     first, original_run = start_model(project, model, root)
     ev = {**default_eval(project, root), **({"max_rows": int(max_rows)} if max_rows else {})}
-    ref = reference_run_id(project) if (root / reference_run_id(project)).exists() else None
+    ref = row_id(project, "retained", root)  # the Retained row: Prepare's or a published one
+    ref = ref if ref and (root / ref).exists() else None
     cfgs = []
     for k, ((part, path), run_id) in enumerate(zip(files, ids), 1):
         normals = None

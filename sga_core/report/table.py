@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sga_core.metrics.catalog import sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
+from sga_core.projects.published_eval import not_in_use, reference_labels
 from sga_core.report.collapse import collapse_rows, mark_collapse
 from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, optional_column
 from sga_core.report.settings import differing_settings, run_settings, show_setting
@@ -18,7 +19,11 @@ from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
 from sga_core.runs.folder import RunFolder
 from sga_core.runs.listing import list_runs
-from sga_core.runs.prepared_ids import original_id, reference_id
+
+
+def _root_of(runs: list[dict]) -> Path | None:
+    """The runs folder of these listed runs (None: no run, the default folder)."""
+    return Path(runs[0]["path"]).parent if runs and runs[0].get("path") else None
 
 
 def _forget_file(run_dir: Path) -> Path | None:
@@ -95,13 +100,15 @@ def value_note(summary: dict | None, name: str, retained: bool) -> str | None:
             "memorisation; it is not ranked. Use a holdout set drawn like the forget set.")
 
 
-def run_label(r: dict, project=None) -> str:
-    """A readable name: "Original", "Retained", or the method with its r ("sga r=-0.8");
-    the run id when the method is unknown. :func:`display_names` makes them unique."""
-    if project is not None and r["run_id"] == original_id(project.name):
-        return "Original"
-    if project is not None and r["run_id"] == reference_id(project.name):
-        return "Retained"
+def run_label(r: dict, project=None, refs: dict | None = None) -> str:
+    """A readable name: "Original", "Retained" (``refs``, else the project's
+    :func:`~sga_core.projects.published_eval.reference_labels`), or the method with its r
+    ("sga r=-0.8"); the run id when the method is unknown. :func:`display_names` makes them
+    unique."""
+    if refs is None and project is not None:
+        refs = reference_labels(project, Path(r["path"]).parent if r.get("path") else None)
+    if refs and r["run_id"] in refs:  # "Original", "Retained", "... (not in use)"
+        return refs[r["run_id"]]
     method = r.get("method")
     if not method:
         return r["run_id"]
@@ -120,9 +127,10 @@ def display_names(runs: list[dict], project=None) -> dict[str, str]:
     between these runs (:func:`differing_settings`: "sga r=-0.8 · 20 steps · lr 1e-05");
     runs that would still share a name get the time of their run id
     ("sga r=-0.8 · 01:06:15")."""
-    labels = {r["run_id"]: run_label(r, project) for r in runs}
+    refs = reference_labels(project, _root_of(runs)) if project is not None else None
+    labels = {r["run_id"]: run_label(r, project, refs) for r in runs}
     settings = {r["run_id"]: run_settings(r["path"]) if r.get("path") else {} for r in runs
-                if labels[r["run_id"]] not in REFERENCE_ROWS}
+                if labels[r["run_id"]] not in REFERENCE_ROWS and r["run_id"] not in (refs or {})}
     methods = {r["run_id"]: r.get("method") for r in runs}
     # a run of a seed group already says its seed (run_label)
     seeded = {r["run_id"] for r in runs if r.get("group") and r.get("seed") is not None}
@@ -165,6 +173,10 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     rows, counts = [], {}
     runs = project_runs(project, root)
     names = display_names(runs, project)
+    # the reference models the project does not use now (Prepare's, where it takes a
+    # published one; a published one it no longer names) are no rows
+    skip = not_in_use(reference_labels(project, _root_of(runs)))
+    runs = [r for r in runs if r["run_id"] not in skip]
     for r in runs:
         summ = summary_of(r["path"])
         if summ is None:

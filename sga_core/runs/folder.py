@@ -32,6 +32,9 @@ DATA_DIR = "data"  # the snapshot of the data used
 MANIFEST_FILE = "manifest.json"  # in data/: each file's row count and rows hash
 EVAL_SETS_DIR = "eval_sets"  # in data/: the snapshot of the evaluation sets (eval.sets)
 MODEL_DIR = "model"
+# the evaluation of a published model (sga_core.projects.published_eval): model/ is a link to
+# it, and this file says which model it is (nothing was trained in such a folder)
+PUBLISHED = "published.json"
 MERGED_MODEL_DIR = "model-merged"  # a LoRA run's adapter merged into its base
 BEST_MODEL_DIR = "best_model"  # with keep_best: the model of the best evaluated step
 REINFORCED_DIR = "reinforced"  # WHP's reinforced model
@@ -73,7 +76,7 @@ NAMES = (CONFIG, COMMAND, STATUS, METRICS, PROBES, EVAL_STEPS, TRAIN_LOG, ENV, D
          CHECKPOINTS_DIR, CHECKPOINT_INFO, TENSORBOARD_DIR, EVAL_DIR, EVAL_LOG, SUMMARY,
          PER_SAMPLE, TOKENS, REFERENCE_CACHE, CANCEL_FILE, EVAL_REQUEST, STRESS_DIR,
          SLURM_SCRIPT, SLURM_LOG, SLURM_ARRAY_SCRIPT, SLURM_EVAL_SCRIPT, STRESS_REQUEST,
-         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT, SLURM_PROFILE, LAYERS)
+         STRESS_STATUS, STRESS_LOG, SLURM_STRESS_SCRIPT, SLURM_PROFILE, LAYERS, PUBLISHED)
 
 
 def shown_status(path: Path, status: dict, key: str, pids: tuple[str, ...], what: str,
@@ -141,6 +144,7 @@ class RunFolder:
     manifest_path = property(lambda self: self.path / MANIFEST)
     eval_sets_dir = property(lambda self: self.data_dir / EVAL_SETS_DIR)
     model_dir = property(lambda self: self.path / MODEL_DIR)
+    published_path = property(lambda self: self.path / PUBLISHED)
     merged_model_dir = property(lambda self: self.path / MERGED_MODEL_DIR)
     best_model_dir = property(lambda self: self.path / BEST_MODEL_DIR)
     reinforced_dir = property(lambda self: self.path / REINFORCED_DIR)

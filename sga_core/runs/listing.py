@@ -65,7 +65,7 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "created_at": st.get("created_at"), "queued_ns": st.get("queued_ns"),
                     "started_at": st.get("started_at"), "ended_at": st.get("ended_at"),
                     "step": st.get("step"), "total_steps": st.get("total_steps"),
-                    "eval_state": _eval_state(d), "stress_state": stress_state(d),
+                    "eval_state": eval_state(d), "stress_state": stress_state(d),
                     "damaged": run_damage(d, st),
                     "slurm_job_id": st.get("slurm_job_id"),
                     "slurm_reason": st.get("slurm_reason")})
@@ -94,7 +94,7 @@ def _number(value) -> float | None:
     return float(value)
 
 
-def _eval_state(run_dir: Path) -> str | None:
+def eval_state(run_dir: Path) -> str | None:
     """The evaluation's state; "queued" while a request for it waits (even over the state
     of an earlier evaluation)."""
     run = RunFolder(run_dir)

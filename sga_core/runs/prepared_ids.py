@@ -1,7 +1,8 @@
 """The run ids of a project's two prepared models (``prepare``): the original and the retain
-reference. Every name a project may have (:data:`sga_core.projects.listing.NAME_RE`: up to 64
-characters, ``_`` allowed) gets a valid run id (no ``_``, at most 64 characters), and no two
-(name, role) pairs share one.
+reference; and of the evaluations of its two published models, when it names them
+(:mod:`sga_core.projects.published_eval`). Every name a project may have
+(:data:`sga_core.projects.listing.NAME_RE`: up to 64 characters, ``_`` allowed) gets a valid
+run id (no ``_``, at most 64 characters), and no two (name, role) pairs share one.
 
 A name whose plain id ``<name>-<role>`` is already a valid run id keeps it (so run folders
 prepared before keep their ids). Any other name (with ``_``, or too long for its role) gets
@@ -19,7 +20,9 @@ from sga_core.params import ConfigError
 
 ORIGINAL = "original"
 RETAIN_REF = "retain-ref"
-ROLES = (ORIGINAL, RETAIN_REF)
+PUBLISHED_ORIGINAL = "published-original"
+PUBLISHED_RETAINED = "published-retained"
+ROLES = (ORIGINAL, RETAIN_REF, PUBLISHED_ORIGINAL, PUBLISHED_RETAINED)
 HASH_LEN = 10
 MAX_ID = 64
 

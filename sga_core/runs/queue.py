@@ -200,6 +200,10 @@ def rerun(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
     the folder, so it needs ``replace`` (ValueError saying so without it), and is refused
     while anything of the run still runs or waits (:func:`live_jobs`)."""
     run_dir = Path(run_dir)
+    if RunFolder(run_dir).published_path.exists():  # sga_core.projects.published_eval
+        raise ValueError(f"{run_dir.name} is the evaluation of a published model: nothing "
+                         "was trained in it, so there is nothing to re-run; evaluate it "
+                         "again instead")
     role = prepared_role(run_dir)
     cfg = RunFolder(run_dir).config()
     for name in ("forget", "retain", "normals"):

@@ -11,14 +11,16 @@ import shutil
 
 import pytest
 
+from sga_core.config import ConfigError, load_config
 from sga_core.data import load_qa, write_dataset
 from sga_core.evaluation import EvalSettings, evaluate_model, evaluate_run
-from sga_core.fileio import read_jsonl
+from sga_core.fileio import read_json, read_jsonl
 from sga_core.projects import ProjectError, create_project
 from sga_core.projects.published import in_use_lines, models_in_use, set_published
 from sga_core.projects.training import build_config, default_eval, prepared_model
 from tests.helpers import ou_logs as ou
 from tests.helpers.cli import sga_cli
+from tests.helpers.stress import runner_lock
 
 TRAINING = {"batch_size": 3, "max_steps": 1, "lr": 1e-3, "probe_count": 0, "probe_every": 0,
             "eval_nll": False}
@@ -77,7 +79,6 @@ def test_published_models_replace_prepare(project, tiny_model_dir, tmp_path):
     # (those computed from the model, cached beside it), the same FQ
     log, own = retain_log(retained, project, tmp_path)
     from sga_core.evaluation.ou_logs import read_logs, truth_ratios
-    from sga_core.fileio import read_json
 
     (computed,) = read_json(retained / "eval" / "reference_cache.json")["entries"].values()
     from_file = truth_ratios(read_logs(log), project.forget())
@@ -138,6 +139,22 @@ def test_project_commands_name_and_show_published_models(project, tiny_model_dir
     assert "MUSE's evaluation log, and this is a QA (TOFU) project" in refused.stderr
     shown = sga_cli("project", "show", "other", "--workspace", ws, env=env)
     assert "Reference (Forget Quality, PrivLeak): published checkpoint" in shown.stdout
+    assert "published Original: not evaluated yet" in shown.stdout, shown.stdout
+    # their evaluation from the shell (held in the queue here: no runner takes it)
+    runs = tmp_path / "runs"
+    env["SGA_RUNS_DIR"] = str(runs)
+    with runner_lock(runs):
+        queued = sga_cli("project", "evaluate-published", "other", "--workspace", ws,
+                         "--max-rows", "2", env=env)
+        assert queued.returncode == 0, queued.stderr
+        assert queued.stdout.index("queued the evaluation of other-published-retained") < \
+            queued.stdout.index("queued the evaluation of other-published-original")
+        shown = sga_cli("project", "show", "other", "--workspace", ws, env=env)
+    assert "published Original: evaluation queued (other-published-original)" in shown.stdout, \
+        shown.stdout
+    assert load_config(runs / "other-published-original" / "config.yaml").eval.max_rows == 2
+    none = sga_cli("project", "evaluate-published", "pub", "--workspace", ws, env=env)
+    assert none.returncode != 0 and "names no published Original or Retained" in none.stderr
 
 
 def test_a_muse_log_gives_the_text_reference_auc(tmp_path, tiny_model_dir, demo_dir):
@@ -190,3 +207,76 @@ def test_a_muse_log_gives_the_text_reference_auc(tmp_path, tiny_model_dir, demo_
                              reference=str(log), settings=limited)
     assert sub_log["reference"]["mia_auc"] == pytest.approx(
         sub_model["reference"]["mia_auc"], abs=1e-9)
+
+
+def test_published_models_evaluated_are_the_results_reference_rows(project, tiny_model_dir,
+                                                                    tmp_path):
+    """Evaluating the published models makes run folders that link to them (nothing copied,
+    nothing trained), queued on the real runner: they become the Original and Retained rows
+    of Results, so an unlearning run's collapse flag compares with the Original. A row is
+    the model the project names now: naming another one leaves the old evaluation out."""
+    from sga_core.model.tiny import build_tiny_model
+    from sga_core.projects.published_eval import (
+        evaluate_published,
+        evaluation_state,
+        reference_rows,
+    )
+    from sga_core.report.table import display_names, project_runs, results_table
+    from sga_core.runs import queue
+    from sga_core.runs.create import create_run
+    from sga_core.runs.launch import run_foreground
+    from sga_core.runs.status import effective_eval
+    from tests.helpers.wait import wait_for
+
+    runs = tmp_path / "runs"
+    original = shutil.copytree(tiny_model_dir, tmp_path / "published" / "full",
+                               ignore=shutil.ignore_patterns("eval"))
+    retained = build_tiny_model(tmp_path / "published" / "retain90", seed=1)
+    with pytest.raises(ConfigError, match="names no published Original or Retained"):
+        evaluate_published(project, runs)
+    set_published(project, original=str(original), retained=str(retained))
+    assert evaluation_state(project, "original", runs).startswith("not evaluated yet")
+    cfg = build_config(project, method="ga", method_args={}, training=TRAINING, launch={},
+                       model=str(original), run_id="pub-ga",
+                       eval_cfg={**default_eval(project, runs), "max_new_tokens": 4})
+    run_foreground(create_run(cfg, runs), echo=lambda line: None, poll_s=0.2)
+    (ga,) = results_table(project, runs)
+    assert ga["collapsed (why)"] == "no evaluated Original to compare with"
+
+    dirs = evaluate_published(project, runs)
+    assert [d.name for d in dirs] == ["pub-published-retained", "pub-published-original"]
+    for d, model in zip(dirs, (retained, original)):
+        assert (d / "model").is_symlink() and (d / "model").resolve() == model.resolve()
+        assert "python -m sga_core eval" in (d / "command.sh").read_text()
+
+    def ended():
+        states = [effective_eval(d).get("state") for d in dirs]
+        return states if all(s in ("completed", "failed", "cancelled") for s in states) \
+            else None
+
+    states = wait_for(ended, 600, lambda: f"evaluations: {[effective_eval(d) for d in dirs]}")
+    assert states == ["completed", "completed"], [effective_eval(d) for d in dirs]
+    assert reference_rows(project, runs) == {"pub-published-original": "Original",
+                                             "pub-published-retained": "Retained"}
+    assert evaluation_state(project, "original", runs) == \
+        "evaluated: Results' Original row (pub-published-original)"
+    rows = {r["run"]: r for r in results_table(project, runs)}
+    assert list(rows) == ["Original", "Retained", "ga"], list(rows)
+    summary = {n: read_json(d / "eval" / "summary.json") for n, d in zip(("R", "O"), dirs)}
+    assert summary["O"]["reference"]["model"] == str(retained)  # FQ against the Retained
+    assert summary["R"]["reference"]["source"].startswith("self")
+    assert rows["ga"]["collapsed (why)"] != "no evaluated Original to compare with"
+    assert "the Original's" in rows["ga"]["collapsed (why)"], rows["ga"]
+    with pytest.raises(ValueError, match="evaluation of a published model: nothing was "
+                                         "trained"):
+        queue.rerun(dirs[1], runs)
+
+    # another Original named: the old evaluation is no row until the new one is evaluated
+    other = build_tiny_model(tmp_path / "published" / "other", seed=2)
+    set_published(project, original=str(other))
+    assert "Original" not in {r["run"] for r in results_table(project, runs)}
+    names = display_names(project_runs(project, runs), project)
+    assert names["pub-published-original"] == "Original (published, not in use)"
+    assert evaluation_state(project, "original", runs).startswith("not evaluated yet")
+    queue.delete(dirs[1])  # the folder goes; the published model it linked to stays
+    assert not dirs[1].exists() and (original / "config.json").exists()

@@ -12,6 +12,7 @@ import pytest
 from sga_core.assets import DEMO_DIR
 from sga_core.projects import create_project, load_project
 from sga_core.projects.published import named
+from tests.helpers.stress import runner_lock
 from tests.helpers.ui import open_page, shown
 
 pytestmark = pytest.mark.slow
@@ -47,6 +48,20 @@ def test_data_page_names_and_shows_published_models(ui_env, monkeypatch):
     assert f"Original: published checkpoint (folder): {folder}" in text, text
     assert "Retained: none yet" in text
     assert named(load_project("mine", ui_env / "workspace")) == {"original": str(folder)}
+    # its evaluation, for Results' Original row (held in the queue: no runner takes it)
+    assert "published Original: not evaluated yet" in text, text
+    with runner_lock(ui_env / "runs"):
+        at.button(key="data.published_eval").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any("Queued: mine-published-original" in shown(s.value) for s in at.success)
+        text = " ".join(shown(m.value) for m in at.markdown)
+        assert "published Original: evaluation queued (mine-published-original)" in text
+    linked = ui_env / "runs" / "mine-published-original" / "model"
+    assert linked.is_symlink() and linked.resolve() == folder.resolve()
+    at.switch_page("app_pages/runs.py").run()  # it lists the folder, with nothing trained
+    assert not at.exception, at.exception
+    assert "mine-published-original" in str([s.options for s in at.selectbox])
+    at.switch_page("app_pages/data.py").run()
     # the Train page unlearns the published Original, and says it is the published one
     at.switch_page("app_pages/train.py").run()
     assert not at.exception, at.exception

@@ -55,7 +55,7 @@ def test_every_project_name_gets_valid_distinct_ids():
             assert run_id not in ids, f"{(name, role)} and {ids[run_id]} share {run_id!r}"
             ids[run_id] = (name, role)
     print(f"{len(names)} project names x {len(ROLES)} roles = {len(ids)} distinct run ids")
-    assert len(ids) == 2 * len(names)
+    assert len(ids) == len(ROLES) * len(names)
     assert len({len(n) for n in names}) == 64  # every length 1..64 was tried
 
 

@@ -36,8 +36,8 @@ def test_best_values_skip_original_and_retained():
 def test_display_names_are_readable_and_unique():
     from sga_core.report.table import display_names
 
-    class P:
-        name = "demo"
+    class P:  # a project that takes no published model: Prepare's are its reference rows
+        name, meta = "demo", {}
 
     runs = [{"run_id": "demo-original", "method": "finetune", "r": None},
             {"run_id": "demo-retain-ref", "method": "finetune", "r": None},
