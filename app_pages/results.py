@@ -41,7 +41,8 @@ else:
     measured = verdict(rows, root)
     show_verdict(measured)
     rank, skip = wb.can_rank(measured), wb.unranked(measured)
-    specs += shown_columns(project.name, rows, kind)  # attacks, prob_mean: on request
+    shown = shown_columns(project.name, rows, kind)  # attacks, prob_mean: on request
+    specs += shown
     columns = [c.label for c in specs] + wb.extra_columns(rows)
     show_results_table(rows, specs, kind, wb.extra_columns(rows), rank, skip, root)
     st.caption(" ".join(f"**{c.label}** ({wb.DIRECTIONS[c.direction]}): {c.help}."
@@ -54,7 +55,7 @@ else:
             for k, v in whys.items():
                 st.markdown(f"**{plain(k)}** — {plain(v)}")
     run_compare.mu_explained(rows)
-    intervals.pooled_table(rows, kind)
+    intervals.pooled_table(rows, kind, shown)
     show_paper_table(rows, root, kind, rank, skip)
     intervals.downloads(rows, kind, project.name)
     show_stress_table(rows, root, kind)

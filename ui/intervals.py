@@ -19,13 +19,14 @@ INTERVAL_NOTE = ("Per configuration (the runs one launch made over several seeds
                  "run alone has no interval.")
 
 
-def pooled_table(rows: list[dict], kind: str) -> None:
-    """The Results table with one row per configuration, when some have several seeds."""
+def pooled_table(rows: list[dict], kind: str, shown=()) -> None:
+    """The Results table with one row per configuration, when some have several seeds;
+    ``shown``: the columns shown on request above (each attack's AUC and PrivLeak, ...)."""
     if not wb.has_seed_groups(rows):
         return
     st.subheader("Per configuration, over seeds")
     st.caption(INTERVAL_NOTE)
-    df = pd.DataFrame(wb.group_display(rows, kind))
+    df = pd.DataFrame(wb.group_display(rows, kind, shown))
     for col, fmt in (("r", "{:g}"), ("K", "{:.0f}")):  # text: "—" where it does not apply
         df[col] = [("—" if v is None or pd.isna(v) else fmt.format(v)) for v in df[col]]
     st.dataframe(df, hide_index=True, width="stretch", key="results.pooled")

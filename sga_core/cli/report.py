@@ -75,7 +75,7 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
     and the table pooled over seeds when a configuration has several. ``more``: the
     columns shown on request (:func:`~sga_core.report.columns.optional_columns`: each
     attack's AUC and PrivLeak, prob_mean truth ratios) after the table's own, never
-    starred (as on the page)."""
+    starred (as on the page), and pooled over seeds with the rest."""
     from sga_core.report.collapse import collapse_rule
     from sga_core.report.columns import REFERENCE_ROWS, extra_columns, row_columns
     from sga_core.report.measurable import can_rank, unranked, verdict_text
@@ -132,7 +132,7 @@ def results_lines(rows: list[dict], kind: str, verdict: dict | None = None,
         if row.get("collapsed") is True and why or why.startswith("cannot tell"):
             lines.append(f"collapsed {row['run']}: {why}")
     if has_seed_groups(rows):
-        pooled = group_display(rows, kind)
+        pooled = group_display(rows, kind, list(more or []))
         heads = list(pooled[0])
         lines += ["", "Per configuration, over seeds (mean [95% t-interval] sd; n seeds):"]
         lines += text_table(heads, [[_fmt(g.get(h), 3) if h in ("r", "K") else

@@ -66,6 +66,8 @@ def extra_columns(rows: list[dict]) -> list[str]:
     return out
 
 
-def column_labels(rows: list[dict], kind: str = "qa") -> list[str]:
-    """Every value column of these rows: :func:`row_columns`, then :func:`extra_columns`."""
-    return [c.label for c in row_columns(rows, kind)] + extra_columns(rows)
+def column_labels(rows: list[dict], kind: str = "qa", shown=()) -> list[str]:
+    """Every value column of these rows: :func:`row_columns`, then :func:`extra_columns`,
+    then the columns ``shown`` on request (:class:`Column`, of :func:`optional_columns`)."""
+    labels = [c.label for c in row_columns(rows, kind)] + extra_columns(rows)
+    return labels + [c.label for c in shown if c.label not in labels]

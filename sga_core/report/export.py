@@ -3,17 +3,19 @@ interval bounds and n per metric), as rows (JSON) or CSV text."""
 
 from __future__ import annotations
 
-from sga_core.report.columns import column_labels
+from sga_core.report.columns import column_labels, optional_columns
 from sga_core.report.seeds import groups
 
 
 def export_rows(rows: list[dict], kind: str = "qa") -> list[dict]:
     """The CSV/JSON download: one row per seed (``level: seed``, the run's values) and one
     per configuration (``level: group``: per metric its mean, sd, interval bounds and n, and
-    how many of its seeds collapsed)."""
-    cols = column_labels(rows, kind)
+    how many of its seeds collapsed). Every column is pooled, those Results shows on
+    request too (each attack's AUC and PrivLeak, ...)."""
+    shown = optional_columns(rows, kind)
+    cols = column_labels(rows, kind, shown)
     out = [{"level": "seed", "configuration": None, **r} for r in rows]
-    for g in groups(rows, kind):
+    for g in groups(rows, kind, shown):
         for m in g["runs"]:
             next(o for o in out if o.get("run_id") == m["run_id"])["configuration"] = g["label"]
         row = {"level": "group", "configuration": g["label"], "group": g["group"],

@@ -43,13 +43,14 @@ def _label(first: dict) -> str:
     return label
 
 
-def groups(rows: list[dict], kind: str = "qa") -> list[dict]:
+def groups(rows: list[dict], kind: str = "qa", shown=()) -> list[dict]:
     """One dict per configuration, in the order of ``rows`` (Results order): ``label``
     (unique), ``group``, ``method``, ``r``, ``K``, ``sweep``, ``n``, ``seeds``, ``runs``
     (its member rows, one per seed), and per column label (:func:`column_labels`: every
-    protocol's columns the rows were evaluated under, lm-eval tasks too) an
-    :class:`Interval` over seeds."""
-    cols = column_labels(rows, kind)
+    protocol's columns the rows were evaluated under, lm-eval tasks too, and the columns
+    ``shown`` on request: each attack's AUC and PrivLeak, ...) an :class:`Interval` over
+    seeds."""
+    cols = column_labels(rows, kind, shown)
     order: list[str] = []
     members: dict[str, list[dict]] = {}
     for row in rows:
@@ -106,12 +107,13 @@ def collapsed_text(g: dict) -> str | None:
     return "no" if k == 0 else (f"all {n}" if k == n and n > 1 else f"{k} of {n}")
 
 
-def group_display(rows: list[dict], kind: str = "qa") -> list[dict]:
+def group_display(rows: list[dict], kind: str = "qa", shown=()) -> list[dict]:
     """The pooled Results table: one row per configuration, each metric as text
-    (:func:`fmt_interval`), n, the seeds, and how many seeds collapsed."""
-    cols = column_labels(rows, kind)
+    (:func:`fmt_interval`; ``shown``: the columns shown on request too), n, the seeds, and
+    how many seeds collapsed."""
+    cols = column_labels(rows, kind, shown)
     out = []
-    for g in groups(rows, kind):
+    for g in groups(rows, kind, shown):
         row = {"configuration": g["label"], "method": g["method"], "r": g["r"], "K": g["K"],
                "n": g["n"], "seeds": ", ".join(str(s) for s in g["seeds"] if s is not None),
                "collapsed": collapsed_text(g)}

@@ -265,3 +265,25 @@ def test_pooled_table_and_export_keep_the_rows_protocol_and_lm_eval_columns():
     assert group["BLEU"] == pytest.approx(12.0) and group["BLEU n"] == 2
     assert group["mmlu sd"] == pytest.approx(math.sqrt(0.0008))
     assert "FQ gap" in group and "VerbMem" not in group
+
+
+def test_columns_shown_on_request_are_pooled_over_seeds_too():
+    """Each attack's PrivLeak (a column shown on request) has its mean and interval over
+    seeds where it is shown, and always in the download; it was left out of both."""
+    from sga_core.report.columns import optional_column, optional_columns
+
+    leaks = {"a0": -40.0, "a1": -20.0, "a2": -30.0}
+    rows = [{**r, "PrivLeak (LOSS)": leaks.get(r["run_id"]),
+             "optional_metrics": ["privleak_loss"] if r["run_id"] in leaks else []}
+            for r in ROWS]
+    column = optional_column("privleak_loss", "qa")
+    assert optional_columns(rows) == [column]
+    hidden = {d["configuration"]: d for d in pooled.group_display(rows)}
+    assert "PrivLeak (LOSS)" not in hidden["sga r=-0.8"]  # not shown: not in the table
+    shown = {d["configuration"]: d for d in pooled.group_display(rows, shown=[column])}
+    assert shown["sga r=-0.8"]["PrivLeak (LOSS)"].startswith("-30 [")
+    assert shown["sga r=0"]["PrivLeak (LOSS)"] is None  # no seed has it
+    group = next(o for o in export.export_rows(rows) if o["level"] == "group"
+                 and o["configuration"] == "sga r=-0.8")
+    assert group["PrivLeak (LOSS)"] == pytest.approx(-30.0) and group["PrivLeak (LOSS) n"] == 3
+    assert group["PrivLeak (LOSS) sd"] == pytest.approx(10.0)
