@@ -131,7 +131,8 @@ def show_results_table(rows: list[dict], specs, kind: str, extra: list[str] = ()
 
 def shown_columns(project: str, rows: list[dict], kind: str) -> list:
     """The columns a person chose to show beside the table's own (each attack's AUC and
-    PrivLeak, each set's prob_mean truth ratio: those some row has), kept per project
+    PrivLeak, each set's prob_mean truth ratio, a multiple-choice set's accuracy: those
+    some row has), kept per project
     across page switches; none at first."""
     options = {c.label: c for c in wb.optional_columns(rows, kind)}
     if not options:
@@ -143,7 +144,8 @@ def shown_columns(project: str, rows: list[dict], kind: str) -> list:
     picked = st.multiselect(
         "more columns", list(options), key=key,
         help="Show or hide each membership-inference attack's AUC and PrivLeak (LOSS, "
-             "ZLib, Min-K%, Min-K%++, Reference, GradNorm) and each set's prob_mean truth "
-             "ratio beside the table's columns (no best value is marked in them).")
+             "ZLib, Min-K%, Min-K%++, Reference, GradNorm), each set's prob_mean truth "
+             "ratio and each multiple-choice set's accuracy (MMLU as a utility set) beside "
+             "the table's columns (no best value is marked in them).")
     forms.remember(key, list(picked))
     return [options[label] for label in picked]

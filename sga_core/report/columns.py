@@ -18,8 +18,11 @@ LM_PREFIX = "lm_"
 
 #: the metrics Results shows on request, beside its columns: each membership-inference
 #: attack's AUC (``mia_auc``, ``mia_<attack>_auc``) and PrivLeak (``privleak``,
-#: ``privleak_<attack>``), and each QA set's ``<set>_truth_ratio_prob_mean``
-OPTIONAL_RE = re.compile(r"mia_(?:\w+_)?auc|privleak(?:_\w+)?|(\w+)_truth_ratio_prob_mean")
+#: ``privleak_<attack>``), each QA set's ``<set>_truth_ratio_prob_mean``, and each
+#: multiple-choice set's accuracy (``<set>_accuracy``: MMLU as a TOFU project's utility set)
+#: where the protocol the row was evaluated under has no column for it
+OPTIONAL_RE = re.compile(r"mia_(?:\w+_)?auc|privleak(?:_\w+)?|(\w+)_truth_ratio_prob_mean|"
+                         r"(\w+)_accuracy")
 
 
 @dataclass(frozen=True)
@@ -32,24 +35,30 @@ class Column:
     direction: str
 
 
-def optional_column(name: str, kind: str) -> Column | None:
-    """The column of a summary key that Results shows on request (:data:`OPTIONAL_RE`,
-    not a column already), else None."""
+def optional_column(name: str, kind: str, protocols=None) -> Column | None:
+    """The column of a summary key that Results shows on request (:data:`OPTIONAL_RE`), else
+    None: also None when it is a column of the table already, under one of ``protocols``
+    (the protocols of the rows shown; None: any)."""
     m = OPTIONAL_RE.fullmatch(name)
     try:
         spec = spec_of(name, kind) if m else None
     except KeyError:  # a metric the catalog no longer has
         return None
-    if spec is None or spec.column is not None:
+    if spec is None:
         return None
-    label = spec.label.format(set=m.group(1)) if spec.is_family else spec.label
+    if spec.column is not None and (protocols is None or
+                                    any(spec.under(p) for p in protocols)):
+        return None  # a column of the table (under these protocols)
+    own = next((g for g in m.groups() if g), None)
+    label = spec.label.format(set=own) if spec.is_family else spec.label
     return Column(name, label, spec.help, spec.direction)
 
 
 def optional_columns(rows: list[dict], kind: str = "qa") -> list[Column]:
     """The columns some of these Results rows can show on request, in first-seen order."""
     names = list(dict.fromkeys(n for r in rows for n in r.get("optional_metrics") or ()))
-    return [c for n in names if (c := optional_column(n, kind)) is not None]
+    protocols = {r.get("protocol") or "demo" for r in rows}
+    return [c for n in names if (c := optional_column(n, kind, protocols)) is not None]
 
 
 def row_columns(rows: list[dict], kind: str = "qa") -> list:

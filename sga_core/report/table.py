@@ -193,7 +193,8 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         extra = [_Column(n) for n in (summ.get("metrics") or {}) if n.startswith(LM_PREFIX)]
         row["lm_columns"] = [c.label for c in extra]
         # the metrics shown on request (each attack's AUC and PrivLeak, prob_mean)
-        shown = [c for n in (summ.get("metrics") or {}) if (c := optional_column(n, kind))]
+        shown = [c for n in (summ.get("metrics") or {})
+                 if (c := optional_column(n, kind, [protocol]))]
         row["optional_metrics"] = [c.name for c in shown]
         for col in table_columns(kind, [protocol]) + extra + shown:
             value, reason = metric_value(summ, col.name)

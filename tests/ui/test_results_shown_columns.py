@@ -1,7 +1,7 @@
-"""Results shows or hides each membership-inference attack's AUC and PrivLeak and each set's
-prob_mean truth ratio: none at first, a "more columns" choice of those the runs have, the
-chosen ones as columns (a run without one: "—"), the choice kept across page switches and
-per project."""
+"""Results shows or hides each membership-inference attack's AUC and PrivLeak, each set's
+prob_mean truth ratio and a multiple-choice set's accuracy: none at first, a "more columns"
+choice of those the runs have, the chosen ones as columns (a run without one: "—"), the
+choice kept across page switches and per project."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 KEY = "results.shown.mine"
 EXTRA = {"mia_loss_auc": 0.7, "privleak_loss": -40.0, "mia_reference_auc": 0.6,
          "forget_truth_ratio_prob_mean": 0.55, "real_authors_truth_ratio_prob_mean": 0.8,
-         "mia_gradnorm_auc": None}
+         "mia_gradnorm_auc": None, "mmlu_accuracy": 0.31}
 
 
 @pytest.fixture()
@@ -38,7 +38,7 @@ def test_each_attack_and_prob_mean_can_be_shown_and_hidden(mine):
     assert choice.value == []
     assert set(choice.options) == {"MIA AUC (LOSS)", "PrivLeak (LOSS)", "MIA AUC (Reference)",
                                    "forget TR (prob_mean)", "real_authors TR (prob_mean)",
-                                   "MIA AUC (GradNorm)"}
+                                   "MIA AUC (GradNorm)", "MMLU acc"}
     cells = results_cells(at)
     assert "PrivLeak (LOSS)" not in cells["sga r=-0.8"]  # hidden at first
     choice.set_value(["PrivLeak (LOSS)", "real_authors TR (prob_mean)",
@@ -75,6 +75,12 @@ def test_the_results_command_shows_them_when_asked(mine, ui_env, capsys):
     assert "forget TR (prob_mean)" in head and "MIA AUC (LOSS)" not in head
     row = next(ln for ln in out.splitlines() if ln.startswith("sga r=-0.8"))
     assert "-40" in row and "0.55" in row
+    # MMLU as a utility set of a TOFU project: its accuracy (a column under WMDP's protocol
+    # only) on request
+    assert main(["results", *where, "--columns", "mmlu_accuracy"]) == 0
+    out = capsys.readouterr().out
+    assert "MMLU acc" in next(ln for ln in out.splitlines() if ln.startswith("run"))
+    assert "0.31" in next(ln for ln in out.splitlines() if ln.startswith("sga r=-0.8"))
     assert main(["results", *where, "--columns", "all"]) == 0
     assert "MIA AUC (GradNorm)" in capsys.readouterr().out
     assert main(["results", *where, "--columns", "privleak_zlib"]) != 0

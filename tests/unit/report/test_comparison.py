@@ -287,3 +287,16 @@ def test_columns_shown_on_request_are_pooled_over_seeds_too():
                  and o["configuration"] == "sga r=-0.8")
     assert group["PrivLeak (LOSS)"] == pytest.approx(-30.0) and group["PrivLeak (LOSS) n"] == 3
     assert group["PrivLeak (LOSS) sd"] == pytest.approx(10.0)
+
+
+def test_a_multiple_choice_accuracy_is_a_column_on_request_where_it_is_none():
+    """MMLU's accuracy is a column of WMDP's protocol; under any other (MMLU as a TOFU
+    project's utility set) it and any multiple-choice set's are offered on request."""
+    from sga_core.report.columns import optional_column
+
+    assert optional_column("mmlu_accuracy", "text", ["wmdp"]) is None  # the table's own
+    assert optional_column("mmlu_accuracy", "qa", ["tofu"]).label == "MMLU acc"
+    mine = optional_column("my_quiz_accuracy", "qa", ["demo"])
+    assert (mine.label, mine.direction) == ("my_quiz acc", "higher")
+    assert optional_column("forget_truth_ratio_prob_mean", "qa", ["tofu"]).label == \
+        "forget TR (prob_mean)"
