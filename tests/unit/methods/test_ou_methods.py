@@ -26,6 +26,13 @@ from sga_core.model.forward import forward_stats
 TOL = 1e-4
 
 
+def agree(method: str, ours: float, theirs: float, what: str, tol: float = TOL) -> None:
+    """The workbench's loss is open-unlearning's within ``tol``; the difference is printed
+    (``pytest -s``: the closing note's figures)."""
+    print(f"{method} {what}: |workbench - OU| = {abs(ours - theirs):.2e}")
+    assert ours == pytest.approx(theirs, abs=tol), what
+
+
 # --- open-unlearning, ported (src/trainer/utils.py) ------------------------------------------
 def ou_wga(model, inputs, beta):
     outputs = model(**inputs)
@@ -216,7 +223,7 @@ def test_wga_is_open_unlearnings(setup, beta, gamma, alpha):
                               retain_weight=alpha)
         theirs = (gamma * ou_wga(setup[0], inputs(setup, data, "forget"), beta).item()
                   + alpha * retain_nll(setup, data))
-        assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
+        agree("wga", ours, theirs, f"row {i}")
 
 
 @pytest.mark.parametrize("beta1,beta2,gamma,alpha", [(5.0, 1.0, 0.1, 1.0), (1.0, 3.0, 1.0, 0.5)])
@@ -227,7 +234,7 @@ def test_satimp_is_open_unlearnings(setup, beta1, beta2, gamma, alpha):
         theirs = (gamma * ou_satimp(setup[0], inputs(setup, data, "forget"), beta1,
                                     beta2).item()
                   + alpha * retain_nll(setup, data))
-        assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
+        agree("satimp", ours, theirs, f"row {i}")
 
 
 @pytest.mark.parametrize("beta,alpha", [(10.0, 0.0), (1.0, 2.0), (0.3, 0.0)])
@@ -239,7 +246,7 @@ def test_undial_is_open_unlearnings_on_the_answer_tokens(setup, beta, alpha):
                                                  beta)
         assert answer.sum() > 1
         theirs = per_pos[answer].mean().item() + alpha * retain_nll(setup, data)
-        assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
+        agree("undial", ours, theirs, f"row {i}")
 
 
 @pytest.mark.parametrize("ignore_first", [0, 1, 3])
@@ -247,7 +254,7 @@ def test_ceu_is_open_unlearnings(setup, ignore_first):
     for data, i in rows(setup):
         ours = workbench_loss(setup, data, "ceu", ignore_first=ignore_first)
         theirs = ou_ceu(setup[0], inputs(setup, data, "forget"), ignore_first).item()
-        assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
+        agree("ceu", ours, theirs, f"row {i}")
 
 
 def test_ceu_setting_reaches_the_loss(setup):
@@ -283,7 +290,7 @@ def test_altpo_is_open_unlearnings_dpo_over_each_alternate(setup, beta, alpha, n
                                    forget_index=0, k=1)], enc.pad_id)
             pairs.append(ou_dpo(model, ref, win, lose, beta).item())
         theirs = sum(pairs) / n + alpha * retain_nll(setup, data)
-        assert ours == pytest.approx(theirs, abs=TOL), f"row {i}"
+        agree("altpo", ours, theirs, f"row {i}")
 
 
 @pytest.mark.parametrize("gamma,lam,eps", [(1.0, 100.0, 0.3), (0.5, 2.0, 5.0)])
@@ -294,7 +301,7 @@ def test_pdu_loss_is_open_unlearnings(setup, gamma, lam, eps):
         # final_loss_value: preferences [gamma, lambda] . [forget, retain - eps]
         theirs = (gamma * ou_pdu_forget(setup[0], inputs(setup, data, "forget")).item()
                   + lam * (retain_nll(setup, data) - eps))
-        assert ours == pytest.approx(theirs, abs=TOL * max(1.0, abs(theirs))), f"row {i}"
+        agree("pdu", ours, theirs, f"row {i}", TOL * max(1.0, abs(theirs)))
 
 
 @pytest.mark.parametrize("name,cfg", [
@@ -338,7 +345,7 @@ def test_pdus_dual_variable_moves_as_open_unlearnings(warmup):
         method.update_dual(loss, step / per_epoch)
         if (step + 1) % per_epoch == 0:
             ou.on_epoch_end((step + 1) // per_epoch)
-        assert method.dual == pytest.approx(ou.preferences[1], abs=1e-12), f"step {step}"
+        agree("pdu dual", method.dual, ou.preferences[1], f"step {step}", 1e-12)
         trail.append(method.dual)
     assert len(set(trail)) > 3 and min(trail) == 0.0  # it moved, and hit the floor
 

@@ -113,6 +113,8 @@ def test_prob_mean_truth_ratio_is_open_unlearnings(options, eps):
                         ("real_authors", "answer" if options is TOFU else "paraphrased")):
         want = [tr_prob_mean(r, denom, eps) for r in NLLS]
         res = compute(f"{name}_truth_ratio_prob_mean", QA, sets, options)
+        print(f"{name}_truth_ratio_prob_mean (eps {eps:g}): max |row - OU's| = "
+              f"{max(abs(a - b) for a, b in zip(res.per_sample, want)):.2e}")
         assert res.per_sample == pytest.approx(want, abs=TOL), name
         assert res.value == pytest.approx(sum(want) / 3, abs=TOL), name
     collapsed = [{"answer": 100.0, "paraphrased": 100.0, "perturbed": [90.0, 90.0]}]

@@ -98,6 +98,8 @@ def test_each_attacks_auc_is_open_unlearnings(seed):
     for name, scores in ou.items():
         want = ou_auc(scores[:len(forget)], scores[len(forget):])
         res = catalog_auc(name, forget, holdout)
+        print(f"{name} seed {seed}: |AUC - OU's| = {abs(res.value - want):.2e}, max per-text "
+              f"score difference {max(abs(a + b) for a, b in zip(res.per_sample, scores)):.2e}")
         assert res.value == pytest.approx(want, abs=TOL), name
         # per sample: each text's member score, OU's score negated (members score high)
         assert res.per_sample == pytest.approx([-s for s in scores], abs=TOL), name
