@@ -47,8 +47,9 @@ def gate(run_dir: str | Path) -> tuple[str, str | None]:
     src = source_run(run_dir)
     if src is None:
         return GO, None
-    try:
-        state = run_status.read_run(src).get("state")
+    try:  # as shown: a run whose processes were killed (kill -9, a restart) is failed,
+        # not the "running" its status file still says
+        state = run_status.effective_run(src).get("state")
     except Exception:  # a damaged status: the trainer says what it finds
         return GO, None
     if state in ("queued", "running"):

@@ -575,6 +575,38 @@ def run_on(root: Path, run_id: str, source: Path) -> Path:
     return create_run(cfg, root, mode="queue")
 
 
+def test_a_run_on_a_run_killed_outright_fails_instead_of_waiting_forever(tmp_path, kids,
+                                                                       no_runner):
+    """A MUSE sustainability study: request 2 trains from request 1's model. Request 1's
+    trainer and the runner were killed with SIGKILL (or the machine restarted): its status
+    file still says running, and request 2 waited for it for ever. The next runner now sees
+    request 1 as it is shown (failed: its processes are gone) and fails request 2, saying
+    why, starting no trainer."""
+    from sga_core.runs import upstream
+    from sga_core.runs.status import effective_run
+
+    root = tmp_path / "runs"
+    first = completed_queued_run(root, "sust-ga-r1")
+    shutil.rmtree(RunFolder(first).model_dir)  # killed before it saved its model
+    second = run_on(root, "sust-ga-r2", first)
+    trainer = stand_in(tmp_path / "trainer.log", kids)
+    write_run(first, "running", pid=trainer.pid, pid_start=trainer.sga_record["start"])
+    assert upstream.gate(second)[0] == upstream.WAIT  # alive: request 2 waits
+    os.killpg(trainer.pid, signal.SIGKILL)
+    trainer.wait()
+    assert read_run(first)["state"] == "running"  # what the file still says
+    assert effective_run(first)["state"] == "failed"
+    with open(root / queue.RUNNER_LOCK, "a") as lock:  # the next runner
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runner = Runner(root, max_parallel=1)
+        runner.start_queued()
+    st = read_run(second)
+    assert runner.active == {} and st["state"] == "failed", st
+    assert st["error"] == ("cannot start: it trains from run sust-ga-r1's model, and that run "
+                           "failed without one: prepare (or train) it again, then launch this "
+                           "run again")
+
+
 def test_a_run_on_a_cancelled_original_fails_saying_why_and_starts_nothing(tmp_path,
                                                                           no_runner):
     """A new user cancelled the queued Original to prepare it again: the GA and SGA runs
