@@ -575,6 +575,17 @@ def run_on(root: Path, run_id: str, source: Path) -> Path:
     return create_run(cfg, root, mode="queue")
 
 
+def failed_on_upstream(run: Path, source: str, ended: str) -> None:
+    """``run`` failed without starting a trainer, saying the run it trains from ``ended``
+    without a model."""
+    st = read_run(run)
+    assert st["state"] == "failed", st
+    assert st["error"] == (f"cannot start: it trains from run {source}'s model, and that run "
+                           f"{ended} without one: prepare (or train) it again, then launch "
+                           "this run again")
+    assert "traceback" not in st and not RunFolder(run).train_log_path.exists()
+
+
 def test_a_run_on_a_run_killed_outright_fails_instead_of_waiting_forever(tmp_path, kids,
                                                                        no_runner):
     """A MUSE sustainability study: request 2 trains from request 1's model. Request 1's
@@ -600,11 +611,8 @@ def test_a_run_on_a_run_killed_outright_fails_instead_of_waiting_forever(tmp_pat
         fcntl.flock(lock, fcntl.LOCK_EX)
         runner = Runner(root, max_parallel=1)
         runner.start_queued()
-    st = read_run(second)
-    assert runner.active == {} and st["state"] == "failed", st
-    assert st["error"] == ("cannot start: it trains from run sust-ga-r1's model, and that run "
-                           "failed without one: prepare (or train) it again, then launch this "
-                           "run again")
+    assert runner.active == {}
+    failed_on_upstream(second, "sust-ga-r1", "failed")
 
 
 def test_a_run_on_a_cancelled_original_fails_saying_why_and_starts_nothing(tmp_path,
@@ -631,12 +639,8 @@ def test_a_run_on_a_cancelled_original_fails_saying_why_and_starts_nothing(tmp_p
         write_run(original, "cancelled", ended_at=now_iso(),
                   error="cancelled before it started")
         runner.start_queued()
-    st = read_run(ga)
-    assert runner.active == {} and st["state"] == "failed", st
-    assert st["error"] == ("cannot start: it trains from run books-original's model, and "
-                           "that run was cancelled without one: prepare (or train) it again, "
-                           "then launch this run again")
-    assert "traceback" not in st and not RunFolder(ga).train_log_path.exists()
+    assert runner.active == {}
+    failed_on_upstream(ga, "books-original", "was cancelled")
     # a completed Original with its model lets it start; a model of the hub is no run's
     write_run(original, "completed")
     RunFolder(original).model_dir.mkdir()
