@@ -212,8 +212,8 @@ def test_text_evaluation_writes_every_catalog_metric(text_run):
 def test_results_table_of_a_text_run_shows_its_metrics(text_run):
     from sga_core.runs.folder import manifest
 
-    class Project:  # what results_table reads of a project
-        name = "tiny"
+    class Project:  # what results_table reads of a project (no published models: meta)
+        name, meta = "tiny", {}
         forget_hash = manifest(text_run)["forget"]["rows_hash"]
 
     (row,) = results_table(Project(), text_run.parent, TEXT)
