@@ -113,8 +113,9 @@ def evaluation_state(project: Project, role: str, root=None) -> str | None:
         return None
     found = _current(project, role, root)
     if found is None:
-        return (f"not evaluated yet: no {LABELS[role]} row in Results (Evaluate the "
-                "published models)")
+        return (f"not evaluated yet: no {LABELS[role]} row in Results (the Data page's "
+                "Evaluate the published models, or python -m sga_core project "
+                f"evaluate-published {project.name})")
     state = eval_state(found)
     if state == "completed":
         return f"evaluated: Results' {LABELS[role]} row ({found.name})"
