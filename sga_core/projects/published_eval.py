@@ -53,10 +53,10 @@ def evaluated_model(run_dir: str | os.PathLike) -> dict | None:
     return got if ok else None
 
 
-def _current(project: Project, role: str, root) -> Path | None:
+def _current(project: Project, role: str, root, spec: str | None) -> Path | None:
     """The evaluation folder of the project's published ``role`` model when it evaluated
-    the model named now; None when none is named, or the folder is of another one."""
-    spec = published.named(project).get(role)
+    ``spec``, the model the project names now; None when none is named, or the folder is of
+    another one."""
     run = RunFolder.of(eval_run_id(project, role), root)
     if not spec or not run.path.exists():
         return None
@@ -68,10 +68,10 @@ def reference_rows(project: Project, root=None) -> dict[str, str]:
     """run id -> "Original" / "Retained": the runs that are the project's reference rows.
     A role the project takes from a published model is that model's evaluation (none while
     it has not been evaluated); any other role is Prepare's run."""
-    out = {}
+    out, names = {}, published.named(project)
     for role, label in LABELS.items():
-        if published.named(project).get(role):
-            found = _current(project, role, root)
+        if names.get(role):
+            found = _current(project, role, root, names[role])
             if found is not None:
                 out[found.name] = label
         else:
@@ -109,9 +109,10 @@ def evaluation_state(project: Project, role: str, root=None) -> str | None:
     'Original'", "evaluation queued", ...); None when the project names no such model."""
     from sga_core.runs.listing import eval_state
 
-    if not published.named(project).get(role):
+    spec = published.named(project).get(role)
+    if not spec:
         return None
-    found = _current(project, role, root)
+    found = _current(project, role, root, spec)
     if found is None:
         return (f"not evaluated yet: no {LABELS[role]} row in Results (the Data page's "
                 "Evaluate the published models, or python -m sga_core project "

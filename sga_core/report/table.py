@@ -13,7 +13,7 @@ from sga_core.metrics.catalog import sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
 from sga_core.projects.published_eval import not_in_use, reference_labels
 from sga_core.report.collapse import collapse_rows, mark_collapse
-from sga_core.report.columns import LM_PREFIX, REFERENCE_ROWS, optional_column
+from sga_core.report.columns import LM_PREFIX, optional_column
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
@@ -100,13 +100,11 @@ def value_note(summary: dict | None, name: str, retained: bool) -> str | None:
             "memorisation; it is not ranked. Use a holdout set drawn like the forget set.")
 
 
-def run_label(r: dict, project=None, refs: dict | None = None) -> str:
-    """A readable name: "Original", "Retained" (``refs``, else the project's
+def run_label(r: dict, refs: dict | None = None) -> str:
+    """A readable name: "Original", "Retained" (``refs``: the project's
     :func:`~sga_core.projects.published_eval.reference_labels`), or the method with its r
     ("sga r=-0.8"); the run id when the method is unknown. :func:`display_names` makes them
     unique."""
-    if refs is None and project is not None:
-        refs = reference_labels(project, Path(r["path"]).parent if r.get("path") else None)
     if refs and r["run_id"] in refs:  # "Original", "Retained", "... (not in use)"
         return refs[r["run_id"]]
     method = r.get("method")
@@ -122,15 +120,20 @@ def run_label(r: dict, project=None, refs: dict | None = None) -> str:
     return label
 
 
-def display_names(runs: list[dict], project=None) -> dict[str, str]:
+def display_names(runs: list[dict], project=None, refs: dict | None = None
+                  ) -> dict[str, str]:
     """run id -> unique readable name: the method and r, then the settings that differ
     between these runs (:func:`differing_settings`: "sga r=-0.8 · 20 steps · lr 1e-05");
     runs that would still share a name get the time of their run id
-    ("sga r=-0.8 · 01:06:15")."""
-    refs = reference_labels(project, _root_of(runs)) if project is not None else None
-    labels = {r["run_id"]: run_label(r, project, refs) for r in runs}
+    ("sga r=-0.8 · 01:06:15"). ``refs``: the project's reference labels, when the caller
+    has them already (else read here)."""
+    if refs is None and project is not None:
+        refs = reference_labels(project, _root_of(runs))
+    refs = refs or {}
+    labels = {r["run_id"]: run_label(r, refs) for r in runs}
+    # the reference models (in use or not) are no settings to tell runs apart by
     settings = {r["run_id"]: run_settings(r["path"]) if r.get("path") else {} for r in runs
-                if labels[r["run_id"]] not in REFERENCE_ROWS and r["run_id"] not in (refs or {})}
+                if r["run_id"] not in refs}
     methods = {r["run_id"]: r.get("method") for r in runs}
     # a run of a seed group already says its seed (run_label)
     seeded = {r["run_id"] for r in runs if r.get("group") and r.get("seed") is not None}
@@ -172,10 +175,11 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
     not mean what its column says carries :func:`value_note` under ``<column> (note)``."""
     rows, counts = [], {}
     runs = project_runs(project, root)
-    names = display_names(runs, project)
+    refs = reference_labels(project, _root_of(runs))
+    names = display_names(runs, project, refs)
     # the reference models the project does not use now (Prepare's, where it takes a
     # published one; a published one it no longer names) are no rows
-    skip = not_in_use(reference_labels(project, _root_of(runs)))
+    skip = not_in_use(refs)
     runs = [r for r in runs if r["run_id"] not in skip]
     for r in runs:
         summ = summary_of(r["path"])
