@@ -39,6 +39,8 @@ def test_the_layer_view_shows_the_answer_the_head_removed(tmp_path):
         assert "is the output's top-1" in layer_words(facts["original"])  # nothing hidden
         assert "and top-1 at no layer" in layer_words(facts["control"])
         table = page.locator('[data-testid="stTable"]').filter(has_text="first top-1 layer")
+        # .all() does not wait: on a loaded machine the table may still be drawing
+        table.first.locator("tbody tr").filter(has_text="Retained").first.wait_for()
         rows = [[c.strip() for c in r.locator("th, td").all_inner_texts()]
                 for r in table.first.locator("tbody tr").all()]
         rows = [r[r.index(m):] for r in rows for m in ("Original", "ga", "Retained") if m in r]
