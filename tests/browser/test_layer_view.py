@@ -8,6 +8,7 @@ last layer, and that the run's answer is still top-1 at layers 2-3 of 4."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from sga_core.report.layers import layer_facts, layer_table, layer_words
 from tests.helpers.browser import chromium_page, needs_browser, streamlit_app, wait_idle
@@ -26,7 +27,7 @@ def test_the_layer_view_shows_the_answer_the_head_removed(tmp_path):
         wait_idle(page)
         hidden = page.get_by_text("but still top-1 at layers 2-3 of 4")
         hidden.first.wait_for()  # the page has drawn the layer view to its end
-        assert page.locator(".js-plotly-plot").count() == 2  # the token and layer heatmaps
+        expect(page.locator(".js-plotly-plot")).to_have_count(2)  # the token and layer heatmaps
         layers = page.locator(".js-plotly-plot").nth(1)
         assert "p('F') at every layer" in layers.inner_text()
         assert "layer 4 is the output" in layers.inner_text()

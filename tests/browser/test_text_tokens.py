@@ -6,6 +6,7 @@ researcher can switch to " 57" and read its probability under each model."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.helpers.browser import (
     choose,
@@ -25,8 +26,7 @@ def test_text_tokens_page_follows_mitsotakis_and_57(tmp_path, demo_dir):
         page.goto(f"{url}/tokens?project=txt")
         page.get_by_text("Prime Minister Mitsotakis said 57").first.wait_for(timeout=60000)
         wait_idle(page)
-        page.locator(".js-plotly-plot").first.wait_for()
-        assert page.locator(".js-plotly-plot").count() == 2  # heatmap, across steps
+        expect(page.locator(".js-plotly-plot")).to_have_count(2)  # heatmap, across steps
         # each model's continuation as coloured token spans, the followed token outlined
         spans = page.locator('span[title="p=0.200"]')
         assert spans.count() == 1 and "Mits" in spans.first.inner_text()
