@@ -169,6 +169,51 @@ class RunIdTaken(ConfigError):
     launch at the same moment: another tab, thread or process)."""
 
 
+_BARE_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")  # "gpt2": a hub id without org
+
+
+def check_model(cfg: TrainConfig) -> None:
+    """The model a new run starts from, checked before anything is written: a folder that
+    holds a model, the model of a run still queued or running (the queue holds the new run
+    until it is saved: :mod:`sga_core.runs.upstream`), an embedded model, or a hub id
+    (loaded from the hub or its local cache when the run starts). A ConfigError names the
+    spec and what is wrong: a missing folder is refused at launch, not by a failed run."""
+    from sga_core.model.loading import EMBEDDED_MODELS, EMBEDDED_PREFIX, is_model_folder
+    from sga_core.model.published import HUB_ID
+
+    spec = (cfg.model or "").strip()
+    if not spec:
+        raise ConfigError("model: give a hub id (org/name), a model folder or "
+                          "embedded:smollm2")
+    if spec.startswith(EMBEDDED_PREFIX):
+        if spec[len(EMBEDDED_PREFIX):] not in EMBEDDED_MODELS:
+            raise ConfigError(f"model: {spec!r} is no embedded model; known: "
+                              + ", ".join(EMBEDDED_PREFIX + k for k in EMBEDDED_MODELS))
+        return
+    path = Path(spec).expanduser()
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name the system refuses (too long, ...)
+        raise ConfigError(f"model: {spec[:80]!r}: {exc.strerror or exc}") from None
+    if exists:
+        if not is_model_folder(path):
+            raise ConfigError(f"model: the folder {spec} holds no model (no config.json, "
+                              "LoRA adapter_config.json or wrapper.json)")
+        return
+    src = RunFolder(path.parent)
+    if path.name == src.model_dir.name and src.status_path.exists():
+        state = run_status.effective_run(src.path).get("state")
+        if state in ("queued", "running"):
+            return  # the queue starts the new run once that run has saved its model
+        raise ConfigError(f"model: run {src.path.name} has no model ({state}: it ended "
+                          "without saving one)")
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:  # no hub id has two "/"
+        raise ConfigError(f"model: the folder {spec} does not exist")
+    if not (HUB_ID.match(spec) or _BARE_HUB_ID.match(spec)):
+        raise ConfigError(f"model: {spec!r} is neither a folder on this machine nor a hub "
+                          "id (org/name)")
+
+
 def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
                state: str = "queued", mode: str = "foreground", before_claim=None) -> Path:
     """Validate ``cfg``, make its run folder and write config.yaml, command.sh, status.json.
@@ -186,6 +231,7 @@ def create_run(cfg: TrainConfig, root: str | os.PathLike | None = None,
     root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
     cfg.validate()
+    check_model(cfg)
     problem = name_problem(cfg.sweep)  # a new run's sweep: the group rule (job names)
     if problem:
         raise ConfigError(f"sweep: {problem}")

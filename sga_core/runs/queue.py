@@ -117,9 +117,10 @@ def preview(cfg, root: str | os.PathLike | None = None) -> tuple[str, str, str]:
     """(run id, the exact launch command, config.yaml) of a config about to be launched."""
     from sga_core.config import dump_config
     from sga_core.runs.command import command_text
-    from sga_core.runs.create import check_forget_rows, make_run_id
+    from sga_core.runs.create import check_forget_rows, check_model, make_run_id
 
     check_forget_rows(cfg)  # what the launch would refuse, said now
+    check_model(cfg)
     root = runs_root(root)
     cfg.run_id = cfg.run_id or make_run_id(cfg, root)
     return cfg.run_id, command_text(cfg, root / cfg.run_id), dump_config(cfg)

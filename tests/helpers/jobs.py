@@ -24,3 +24,13 @@ def request_long_stress(run_dir: Path) -> Path:
     queue.request_stress(run_dir, ["relearn"], {"rouge": False, "seeds": [0],
                                                 "relearn_steps": [100000]})
     return run_dir
+
+
+def stand_in_model(where: Path) -> str:
+    """A folder a launch accepts as a model (a config.json naming nothing loadable), for
+    runs that are made but never trained: a launch refuses a model folder that does not
+    exist (sga_core.runs.create.check_model)."""
+    folder = Path(where) / "stand-in-model"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    return str(folder)

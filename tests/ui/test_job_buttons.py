@@ -15,6 +15,7 @@ from sga_core import workbench as wb
 from sga_core.runs import procs, queue
 from sga_core.runs.folder import RunFolder
 from sga_core.runs.status import read_run, write_run
+from tests.helpers.jobs import stand_in_model
 from tests.helpers.ui import open_page, shown
 
 
@@ -34,7 +35,7 @@ def completed_run(ui_env, project, run_id: str, notes: str = "", method: str = "
     from sga_core.runs.create import create_run
 
     cfg = build_config(project, method=method, method_args={"include_forget": False},
-                       training={"max_steps": 1}, launch={}, model="/nowhere/model",
+                       training={"max_steps": 1}, launch={}, model=stand_in_model(ui_env),
                        run_id=run_id, notes=notes,
                        eval_cfg={**default_eval(project, ui_env / "runs"),
                                  "reference": str(ui_env / "runs" / "demo-retain-ref")})

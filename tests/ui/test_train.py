@@ -380,3 +380,17 @@ def test_prepare_says_its_steps_and_evaluates_at_most_the_pages_rows(ui_env, tin
         for run_dir in runs:
             if run_dir.exists():
                 jobs.cancel(run_dir)
+
+
+def test_a_missing_model_folder_is_refused_at_launch(ui_env, tiny_model_dir, tmp_path):
+    """'other model' naming a folder that does not exist: Launch says so and queues
+    nothing (it used to queue a run that failed later on the Runs page with ModelError)."""
+    at = fill_tiny_form(open_page("app_pages/train.py"), tiny_model_dir)
+    gone = tmp_path / "no-such-model"
+    at.text_input(key="train.model").set_value(str(gone)).run()
+    at.button(key="train.launch").click().run()
+    assert not at.exception, at.exception
+    assert any(f"model: the folder {gone} does not exist" in shown(e.value) for e in at.error), \
+        [e.value for e in at.error]
+    runs = ui_env / "runs"
+    assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]

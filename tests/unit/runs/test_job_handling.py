@@ -37,6 +37,7 @@ from sga_core.runs.status import (
     write_run,
     write_stress,
 )
+from tests.helpers.jobs import stand_in_model
 from tests.helpers.wait import wait_for as shared_wait_for
 
 DEMO = Path(__file__).resolve().parents[3] / "assets" / "demo"
@@ -82,7 +83,7 @@ def prepare_like(root: Path, run_id: str = "demo-retain-ref", sets: dict | None 
                  notes: str = "prepare: retain reference") -> Path:
     """A completed run folder made as prepare makes its runs (a stand-in model)."""
     cfg = TrainConfig.from_dict({
-        "model": "/nowhere/model", "method": "finetune",
+        "model": stand_in_model(root.parent), "method": "finetune",
         "method_args": {"include_forget": "original" in run_id},
         "data": {"forget": str(DEMO / "forget.jsonl"), "retain": str(DEMO / "retain.jsonl")},
         "run_id": run_id, "notes": notes,
@@ -106,9 +107,9 @@ def test_prepare_refuses_a_folder_whose_evaluation_is_still_stopping(tmp_path, k
                stage="generating", host=os.uname().nodename)
     queue.cancel_eval(ref)  # stopping, not stopped: it ignores SIGTERM
     assert proc.poll() is None
-    with pytest.raises(ConfigError) as err:  # (a model that is not there: nothing trains)
+    with pytest.raises(ConfigError) as err:  # (a model that cannot load: nothing trains)
         prepare(str(DEMO / "forget.jsonl"), str(DEMO / "retain.jsonl"), name="demo",
-                model="/nowhere/model", runs_dir=root, echo=lambda m: None,
+                model=stand_in_model(tmp_path), runs_dir=root, echo=lambda m: None,
                 evaluate=False, training={"max_steps": 1})
     assert "demo-retain-ref" in str(err.value) and "evaluation" in str(err.value)
     assert "still stopping" in str(err.value)
@@ -128,7 +129,7 @@ def test_prepare_page_refuses_too(tmp_path, kids, no_runner):
     write_stress(ref, "running", pid=proc.pid, pid_start=proc.sga_record["start"],
                  host=os.uname().nodename)
     with pytest.raises(ConfigError, match="stress test is running"):
-        submit_prepare(project, model="/nowhere/model", root=root)
+        submit_prepare(project, model=stand_in_model(tmp_path), root=root)
     assert not (root / "demo-original").exists() and RunFolder(ref).has_model()
 
 
@@ -527,7 +528,7 @@ def completed_queued_run(root: Path, run_id: str) -> Path:
     """A queued run folder whose config asks for an evaluation, with a model folder (what
     the runner's pick-up of a left evaluation looks for); its state is the caller's."""
     cfg = TrainConfig.from_dict({
-        "model": str(DEMO), "method": "ga", "run_id": run_id,
+        "model": stand_in_model(root.parent), "method": "ga", "run_id": run_id,
         "data": {"forget": str(DEMO / "forget.jsonl")},
         "training": {"max_steps": 1}, "eval": {"enabled": True}})
     run = create_run(cfg, root, mode="queue")
@@ -644,5 +645,6 @@ def test_a_run_on_a_cancelled_original_fails_saying_why_and_starts_nothing(tmp_p
     # a completed Original with its model lets it start; a model of the hub is no run's
     write_run(original, "completed")
     RunFolder(original).model_dir.mkdir()
+    (RunFolder(original).model_dir / "config.json").write_text("{}")
     assert upstream.gate(run_on(root, "sga-8steps", original)) == (upstream.GO, None)
     assert upstream.source_run(completed_queued_run(root, "own-model")) is None
