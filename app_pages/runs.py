@@ -93,7 +93,9 @@ def runs_table(rows: list[dict], states: dict) -> None:
         p, ev = states[r["run_id"]]
         table.append({"run": r["run_id"], "state": shown_state(p, ev),
                       "project": owners.get(r["run_id"], "-"),
-                      "method": r["method"], "r": cell(r["r"]), "K": cell(r["k"]),
+                      "method": (f"published {r['published']} (evaluated only)"
+                                 if r.get("published") else r["method"]),
+                      "r": cell(r["r"]), "K": cell(r["k"]),
                       "sweep": cell(r["sweep"]),
                       "started": (r.get("started_at") or "").replace("T", " ")[:19],
                       "duration": wb.fmt_seconds(p["elapsed_s"]),

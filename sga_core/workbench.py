@@ -55,7 +55,11 @@ from sga_core.projects.normal_answers import (
 from sga_core.projects.prepare import PREPARE_DEFAULTS, prepare_defaults
 from sga_core.projects.published import in_use_lines, set_published
 from sga_core.projects.published import named as published_names
-from sga_core.projects.published_eval import evaluate_published, evaluation_state
+from sga_core.projects.published_eval import (
+    evaluate_published,
+    evaluated_model,
+    evaluation_state,
+)
 from sga_core.projects.published_eval import row_id as reference_row_id
 from sga_core.projects.runs import (
     probe_models,
@@ -206,7 +210,7 @@ __all__ = [
     "Damaged", "DataError", "FieldReport", "LaunchConfig", "MAX_K", "NormalAnswer", "NormalTable",
     "PREPARE_DEFAULTS", "prepare_defaults",
     "in_use_lines", "published_names", "set_published", "evaluate_published",
-    "evaluation_state", "reference_row_id",
+    "evaluation_state", "evaluated_model", "reference_row_id",
     "Project", "ProjectError", "RunFolder", "STEP_METRICS", "SUPPORTED_EXTENSIONS", "TARGETS",
     "TrainingArgs", "add_eval_set", "awaiting_evaluation", "best_values", "build_config",
     "can_rank", "cancel", "cancel_eval", "difference", "table_verdict", "unranked",

@@ -50,6 +50,7 @@ def published_section(project, root) -> None:
             else:
                 st.session_state[DONE] = "Queued: " + ", ".join(p.name for p in queued) + \
                     " (the Runs page follows them)."
+                st.session_state["runs.selected"] = queued[0].name  # the Runs page opens on it
                 st.rerun()
     with panel("Published models and eval logs", "data.published_open"):
         st.caption("Take the Original and the Retained model from published checkpoints "

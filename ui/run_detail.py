@@ -38,8 +38,14 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
     job_caption(p["status"])  # a SLURM run: its job, node and wait
     if p.get("waits"):  # a run queued here: why it has not started
         st.caption(plain(f"waiting: {p['waits']}"))
-    st.progress(p["fraction"], text=f"{p['text']} · elapsed {wb.fmt_seconds(p['elapsed_s'])}"
-                                    f" · ETA {wb.fmt_seconds(p['eta_s'])}")
+    published = wb.evaluated_model(run_dir)
+    if published:  # nothing was trained here: no training progress to show
+        st.caption(plain(f"The evaluation of the published {published['role'].capitalize()}"
+                         f" model {published['spec']} ({published['path']}): nothing was "
+                         "trained here; its model folder links to that model."))
+    else:
+        st.progress(p["fraction"], text=f"{p['text']} · elapsed "
+                    f"{wb.fmt_seconds(p['elapsed_s'])} · ETA {wb.fmt_seconds(p['eta_s'])}")
     if p["state"] in ("failed", "diverged", "cancelled") and p["error"]:
         (st.error if p["state"] == "failed" else st.warning)(plain(p["error"]))
     if ev["state"] in ("queued", "running"):

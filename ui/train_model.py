@@ -33,6 +33,9 @@ def model_section(project, root) -> str:
     if mine not in options:  # never chosen: the prepared original as soon as there is one
         st.session_state["train.model_mode"] = options[0]
     mode = st.radio("model to unlearn", options, horizontal=True, key="train.model_mode",
+                    # the Original the project uses: Prepare's, or the published one named
+                    format_func=lambda o: "published original" if o == ORIGINAL and
+                    published else o,
                     on_change=lambda: forms.remember("train.model_choice",
                                                      st.session_state["train.model_mode"]))
     if mode == ORIGINAL:
@@ -88,6 +91,7 @@ def _prepare_button(project, root, model: str, mode: str) -> None:
         forms.put_later("train.model_mode", ORIGINAL)
         forms.remember("train.model_choice", ORIGINAL)
         st.session_state[QUEUED] = [d.name for d in dirs]
+        st.session_state["runs.selected"] = dirs[0].name  # the Runs page opens on it
         st.rerun()  # offer the original being prepared at once, with the confirmation
 
 

@@ -153,7 +153,7 @@ def cmd_project(args) -> int:
     if args.action == "create":
         if not args.forget:
             raise ConfigError("project create needs --forget")
-        _check_models(chosen, args.online)  # a bad checkpoint: nothing is written
+        _check_models(args.name, chosen, args.online)  # a bad one: nothing is written
         maps = {"forget": fmap, "retain": fmap, **dict.fromkeys(sets, fmap)}
         project = projects.create_project(args.name, args.forget, args.retain, kind=args.kind,
                                           k=args.k, root=args.workspace,
@@ -227,21 +227,28 @@ def cmd_project(args) -> int:
     return 0
 
 
-def _check_models(chosen: dict, online: bool) -> None:
+def _check_models(name: str, chosen: dict, online: bool) -> None:
     """Check the published Original and Retained models named for a new project before
     anything is written (the eval log is checked against the project's rows once it
     exists)."""
     from sga_core.model.loading import ModelError
     from sga_core.model.published import published_model
-    from sga_core.projects.published import CLEAR, ROLES
+    from sga_core.projects import ProjectError
+    from sga_core.projects.published import CLEAR, ROLES, check_distinct, stored_spec
 
+    found = {}
     for role in ("original", "retained"):
         spec = chosen.get(role)
         if spec is not None and spec.strip().lower() not in CLEAR:
             try:
-                published_model(spec, online=online, role=ROLES[role])
+                found[role] = stored_spec(published_model(spec, online=online,
+                                                          role=ROLES[role]))
             except ModelError as exc:
                 raise ConfigError(f"project create: {exc}; nothing was written") from None
+    try:
+        check_distinct(name, found)
+    except ProjectError as exc:
+        raise ConfigError(f"{exc}; nothing was written") from None
 
 
 def _protocol_runs(project, reevaluate: bool) -> None:

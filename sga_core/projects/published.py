@@ -120,14 +120,45 @@ def set_published(project: Project, *, original: str | None = None,
                 check_logs(project, spec)
                 spec = str(Path(spec).expanduser().resolve())
             else:
-                found = published_model(spec, online=online, role=ROLES[role])
-                spec = found.spec if found.source == "hub id" else str(found.path)
+                spec = stored_spec(published_model(spec, online=online, role=ROLES[role]))
         except (ModelError, ValueError) as exc:  # LogError, or the project's data's
             what = str(exc) if role != "reference_logs" else f"{ROLES[role]}: {exc}"
             raise ProjectError(f"project {project.name}: {what}") from None
         out[role] = spec
+    check_distinct(project.name, out)
     project.update_meta(**{KEY: out})
     return out
+
+
+def stored_spec(found: Published) -> str:
+    """How ``project.json`` names a checked model: a hub id as given, a folder by its
+    resolved path (so two paths of one folder are one model)."""
+    return found.spec if found.source == "hub id" else str(found.path)
+
+
+def check_distinct(name: str, specs: dict) -> None:
+    """ProjectError when ``specs`` (role -> :func:`stored_spec`) names one model as both
+    the Original and the Retained."""
+    if specs.get("original") and specs.get("original") == specs.get("retained"):
+        raise ProjectError(
+            f"project {name}: the Original and the Retained model are the same model "
+            f"({specs['original']}): Forget Quality would compare the model with itself. "
+            "The Retained model is one trained without the forget set (TOFU's retain90, "
+            "MUSE's retrain)")
+
+
+def run_of(folder: str | Path) -> str | None:
+    """The run whose model ``folder`` is (``<runs>/<id>/model``, as given or once links
+    are followed), else None: such a folder is replaced when that run is prepared or
+    re-run again, and is gone when it is deleted."""
+    from sga_core.runs.folder import RunFolder
+
+    given = Path(folder).expanduser()
+    for path in dict.fromkeys((given.absolute(), given.resolve())):
+        run = RunFolder(path.parent)
+        if path.name == run.model_dir.name and run.status_path.exists():
+            return run.path.name
+    return None
 
 
 def _prepared(project: Project, role: str, root=None) -> dict:
@@ -161,6 +192,10 @@ def models_in_use(project: Project, root=None) -> dict[str, dict]:
             found = published(project, role)
             out[role] = {"source": "published id" if found.source == "hub id" else "folder",
                          "where": found.describe(), "problem": None}
+            run = run_of(names[role]) if found.source != "hub id" else None
+            if run:
+                out[role]["note"] = (f"the model of run {run}: preparing or re-running that "
+                                     "run replaces it, deleting it removes it")
         except ModelError as exc:
             out[role] = {"source": "published id", "where": names[role], "problem": str(exc)}
     logs = names.get("reference_logs")
@@ -191,5 +226,6 @@ def in_use_lines(project: Project, root=None) -> list[str]:
         u = used[role]
         where = f": {u['where']}" if u["where"] else ""
         lines.append(f"{label}: {WORDS[u['source']]}{where}"
-                     + (f" - cannot be used: {u['problem']}" if u["problem"] else ""))
+                     + (f" - cannot be used: {u['problem']}" if u["problem"] else "")
+                     + (f" - note: {u['note']}" if u.get("note") else ""))
     return lines

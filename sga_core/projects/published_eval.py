@@ -23,7 +23,7 @@ import shlex
 from pathlib import Path
 
 from sga_core.config import ConfigError
-from sga_core.fileio import atomic_write_json, atomic_write_text, read_json, remove_dir
+from sga_core.fileio import atomic_write_json, atomic_write_text, remove_dir
 from sga_core.projects import published
 from sga_core.projects.project import Project
 from sga_core.runs import prepared_ids
@@ -43,14 +43,7 @@ def eval_run_id(project: Project, role: str) -> str:
 def evaluated_model(run_dir: str | os.PathLike) -> dict | None:
     """What a published model's evaluation folder evaluated (``published.json``: role,
     spec, path); None for any other run folder, or where that file is unreadable."""
-    path = RunFolder(run_dir).published_path
-    try:
-        got = read_json(path)
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(got, dict) and got.get("role") in ROLE_IDS and \
-        all(isinstance(got.get(k), str) for k in ("spec", "path"))
-    return got if ok else None
+    return RunFolder(run_dir).published_model()
 
 
 def _current(project: Project, role: str, root, spec: str | None) -> Path | None:

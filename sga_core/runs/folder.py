@@ -263,6 +263,21 @@ class RunFolder:
 
         return is_model_folder(self.model_dir)
 
+    def published_model(self) -> dict | None:
+        """What this folder evaluated when it is the evaluation of a project's published
+        model (``published.json``: role "original" or "retained", spec, path:
+        :mod:`sga_core.projects.published_eval`); None for any other run folder, or where
+        that file is unreadable."""
+        from sga_core.fileio import read_json
+
+        try:
+            got = read_json(self.published_path)
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(got, dict) and got.get("role") in ("original", "retained") and \
+            all(isinstance(got.get(k), str) for k in ("spec", "path"))
+        return got if ok else None
+
     def cancel_requested(self) -> bool:
         return self.cancel_path.exists()
 

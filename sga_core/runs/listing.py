@@ -68,9 +68,18 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
                     "eval_state": eval_state(d), "stress_state": stress_state(d),
                     "damaged": run_damage(d, st),
                     "slurm_job_id": st.get("slurm_job_id"),
-                    "slurm_reason": st.get("slurm_reason")})
+                    "slurm_reason": st.get("slurm_reason"),
+                    "published": _published_role(run)})
     out.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return out
+
+
+def _published_role(run: RunFolder) -> str | None:
+    """"original" / "retained" for the evaluation folder of a project's published model
+    (nothing trained there), else None."""
+    if not run.published_path.exists():
+        return None
+    return (run.published_model() or {}).get("role")
 
 
 def _eval_enabled(cfg: dict) -> bool:

@@ -124,13 +124,19 @@ def test_project_commands_name_and_show_published_models(project, tiny_model_dir
                   "--workspace", ws, "--original", "org/not-cached", env=env)
     assert bad.returncode != 0 and "not in the local Hugging Face cache" in bad.stderr
     assert "nothing was written" in bad.stderr and not (tmp_path / "ws" / "other").exists()
+    same = sga_cli("project", "create", "other", "--forget", str(project.forget_path),
+                   "--workspace", ws, "--original", str(tiny_model_dir), "--retained",
+                   str(tiny_model_dir), env=env)  # FQ would compare the model with itself
+    assert same.returncode != 0 and "are the same model" in same.stderr
+    assert "nothing was written" in same.stderr and not (tmp_path / "ws" / "other").exists()
+    retained = shutil.copytree(tiny_model_dir, tmp_path / "retained")
     ok = sga_cli("project", "create", "other", "--forget", str(project.forget_path),
                  "--workspace", ws, "--original", str(tiny_model_dir), "--retained",
-                 str(tiny_model_dir), env=env)
+                 str(retained), env=env)
     assert ok.returncode == 0, ok.stderr
     assert f"Original: published checkpoint (folder): {tiny_model_dir}" in ok.stdout
     assert f"Reference (Forget Quality, PrivLeak): published checkpoint (folder): " \
-           f"{tiny_model_dir}" in ok.stdout
+           f"{retained}" in ok.stdout
     muse = ou.save_logs({"forget_knowmem_ROUGE": {"agg_value": 0.1, "value_by_index": {}}},
                         tmp_path / "m" / "MUSE_EVAL.json")
     refused = sga_cli("project", "set-models", "other", "--workspace", ws,

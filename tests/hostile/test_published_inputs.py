@@ -45,3 +45,48 @@ def test_bad_settings_are_refused_and_change_nothing(tmp_path, monkeypatch):
             with pytest.raises(ProjectError, match=why):
                 set_published(p, **{role: value})
     assert named(p) == {}
+
+
+def _model_folder(folder):
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    (folder / "model.safetensors").write_bytes(b"w")
+    (folder / "tokenizer.json").write_text("{}")
+    return folder
+
+
+def test_one_model_as_original_and_retained_is_refused(tmp_path):
+    """Forget Quality would compare the model with itself: refused, whichever role is
+    named first, and nothing changes."""
+    p = create_project("h", DEMO_DIR / "forget.jsonl", root=tmp_path / "ws")
+    full = _model_folder(tmp_path / "full")
+    why = "the Original and the Retained model are the same model"
+    with pytest.raises(ProjectError, match=why):
+        set_published(p, original=str(full), retained=str(full))
+    assert named(p) == {}
+    set_published(p, original=str(full))
+    with pytest.raises(ProjectError, match=why):  # the same folder, by another path
+        set_published(p, retained=str(tmp_path / "." / "full"))
+    assert named(p) == {"original": str(full.resolve())}
+
+
+def test_a_run_s_model_is_accepted_with_a_note(tmp_path):
+    """A folder that is another run's model (here Prepare's Original of the demo, reached
+    through a link) serves, and the Data page's lines say whose it is and that it changes
+    with that run."""
+    from sga_core.projects.published import in_use_lines
+    from sga_core.runs import status as run_status
+
+    p = create_project("h", DEMO_DIR / "forget.jsonl", root=tmp_path / "ws")
+    run = tmp_path / "runs" / "demo-original"
+    _model_folder(run / "model")
+    run_status.write_run(run, "completed", run_id=run.name)
+    (tmp_path / "link").symlink_to(run / "model")
+    set_published(p, original=str(tmp_path / "link"))
+    lines = in_use_lines(p, tmp_path / "runs")
+    assert lines[0] == (f"Original: published checkpoint (folder): {run / 'model'} - note: the "
+                        "model of run demo-original: preparing or re-running that run "
+                        "replaces it, deleting it removes it"), lines
+    other = _model_folder(tmp_path / "retain90")
+    set_published(p, retained=str(other))
+    assert "note" not in " ".join(in_use_lines(p, tmp_path / "runs")[1:])

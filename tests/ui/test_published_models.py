@@ -61,6 +61,11 @@ def test_data_page_names_and_shows_published_models(ui_env, monkeypatch):
     at.switch_page("app_pages/runs.py").run()  # it lists the folder, with nothing trained
     assert not at.exception, at.exception
     assert "mine-published-original" in str([s.options for s in at.selectbox])
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["published original (evaluated only)"]  # no "finetune"
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert (f"The evaluation of the published Original model {folder} ({folder.resolve()}): "
+            "nothing was trained here") in captions, captions
     at.switch_page("app_pages/data.py").run()
     # the Train page unlearns the published Original, and says it is the published one
     at.switch_page("app_pages/train.py").run()
@@ -68,3 +73,4 @@ def test_data_page_names_and_shows_published_models(ui_env, monkeypatch):
     captions = " ".join(shown(c.value) for c in at.caption)
     assert f"The project's Original is the published {folder} (Data page)" in captions
     assert f"`{folder}`" in captions
+    assert at.radio(key="train.model_mode").options == ["published original", "other model"]
