@@ -13,6 +13,7 @@ from ui.forms import kept
 from ui.show import plain, show_error
 
 NONE = "(none)"
+PER_ROW = 3  # choices side by side (five in a row cut the file's field names short)
 CACHE = "_field_reports"
 
 
@@ -65,10 +66,11 @@ def mapping_for(role: str, upload, kind: str = "auto", remembered=None
     remembered = {s: t for s, t in dict(remembered or {}).items() if s in report.fields}
     defaults = {t: s for s, t in {**report.suggested, **remembered}.items()}
     targets = wb.TARGETS[report.target]
-    cols = st.columns(len(targets))
     chosen: dict[str, str] = {}  # workbench field -> file field
-    for col, target in zip(cols, targets):
-        with col:
+    for i, target in enumerate(targets):
+        if i % PER_ROW == 0:  # a row of at most PER_ROW choices: a field name stays readable
+            cols = st.columns(PER_ROW)
+        with cols[i % PER_ROW]:
             same = target if target in report.fields else NONE  # already under its name
             source = kept(st.selectbox, f"data.map.{role}.{target}", defaults.get(target, same),
                           label=f"{target} ←", options=[NONE, *report.fields],

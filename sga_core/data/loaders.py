@@ -195,8 +195,11 @@ class Dataset:
         return len(self.rows)
 
 
-def detect_kind(records: Sequence[dict[str, Any]], file: str | None = None) -> str:
-    """``"qa"`` or ``"text"``, judged from the fields of the first record."""
+def detect_kind(records: Sequence[dict[str, Any]], file: str | None = None,
+                mapping: dict[str, str] | None = None) -> str:
+    """``"qa"`` or ``"text"``, judged from the fields of the first record. Where it cannot
+    be told, the DataError names the fields as the file has them (``mapping``: a field read
+    under another name is said as "'query' (read as 'question')")."""
     if not records:
         raise DataError("no records", file)
     first = records[0]
@@ -209,17 +212,21 @@ def detect_kind(records: Sequence[dict[str, Any]], file: str | None = None) -> s
     if "text" in first or ("prompt" in first and ("continuation" in first or "gt" in first)):
         return "text"
     if "question" in first:
-        missing = "'answer'"
+        why, fix = "a QA row needs an 'answer' besides its 'question'", "answer"
     elif "answer" in first:
-        missing = "'question'"
+        why, fix = "a QA row needs a 'question' besides its 'answer'", "question"
     elif "prompt" in first:
-        missing = "'continuation' (or 'gt')"
+        why, fix = ("cannot tell the data kind: a text row needs a 'continuation' (or 'gt') "
+                    "after its 'prompt', a QA row 'question' + 'answer'"), "question"
     else:
-        missing = "'question' + 'answer' (QA) or 'text' / 'prompt' + 'continuation' (text)"
-    have = ", ".join(map(repr, first)) or "none"
-    raise DataError(f"cannot tell the data kind: missing {missing}; fields: {have} (map the "
-                    "file's fields to these names: the Data page's field mapping, or --map "
-                    "FIELD=question on the command line)", file, 1)
+        why, fix = ("cannot tell the data kind: a QA row needs 'question' + 'answer', a text "
+                    "row 'text' (or 'prompt' + 'continuation')"), "question"
+    back = {t: s for s, t in (mapping or {}).items()}
+    have = ", ".join(f"'{back[k]}' (read as '{k}')" if k in back else repr(k)
+                     for k in first) or "none"
+    raise DataError(f"{why}; the file's fields: {have} (map the field that holds it: the "
+                    f"Data page's field mapping, or --map FIELD={fix} on the command line)",
+                    file, 1)
 
 
 def load_dataset(path: PathLike, kind: str = "auto",
@@ -234,7 +241,7 @@ def load_dataset(path: PathLike, kind: str = "auto",
     try:
         records = apply_map(raw.records, field_map, raw.file, raw.rows)
         if kind == "auto":
-            kind = detect_kind(records, raw.file)
+            kind = detect_kind(records, raw.file, field_map)
         check = {"qa": _validate_qa, "mc": _validate_mc}.get(kind, _validate_text)
         rows = [check(rec, raw.file, row) for rec, row in zip(records, raw.rows)]
     except DataError as exc:

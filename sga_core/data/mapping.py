@@ -36,7 +36,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "question": ("prompt", "query", "input", "instruction", "q", "question_text",
                  "user", "source"),
     "answer": ("response", "output", "completion", "target", "a", "answer_text",
-               "gold", "reference", "label", "assistant"),
+               "gold", "reference", "label", "assistant", "reply"),
     "paraphrased_answer": ("paraphrased_response", "paraphrase", "paraphrased_output"),
     "perturbed_answer": ("perturbed_response", "perturbed_responses", "perturbed_answers",
                          "perturbed", "negative_answers", "distractors", "wrong_answers"),

@@ -44,3 +44,23 @@ def test_the_loader_refuses_before_reading_any_row(tmp_path):
     with pytest.raises(DataError, match="did you mean 'prompt'"):
         load_dataset(path, field_map={"Prompt": "question", "response": "answer"})
     assert len(load_dataset(path, field_map={"prompt": "question", "response": "answer"})) == 3
+
+
+def test_a_qa_file_without_its_answer_field_names_the_files_own_fields(tmp_path):
+    """'query' mapped to question, the answer under a name not mapped: the message says
+    what a QA row lacks and lists the fields as the file has them (found in a new-user
+    trial: it said "cannot tell the data kind" and named 'question', which the file lacks)."""
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps({"query": "q?", "said": "a."}) + "\n")
+    with pytest.raises(DataError) as exc:
+        load_dataset(path, field_map={"query": "question"})
+    text = str(exc.value)
+    assert "a QA row needs an 'answer' besides its 'question'" in text
+    assert "the file's fields: 'said', 'query' (read as 'question')" in text
+    assert "--map FIELD=answer" in text and "cannot tell" not in text
+
+
+def test_reply_is_offered_for_the_answer():
+    from sga_core.data.mapping import suggest_map
+
+    assert suggest_map(["query", "reply"], "qa") == {"query": "question", "reply": "answer"}
