@@ -36,6 +36,12 @@ def eval_sets_section(project, root) -> None:
     warning = st.session_state.pop(WARN, None)
     if warning:
         st.warning(plain(warning))
+    if project.kind == "qa" and not any(r.get("perturbed_answer") for r in project.forget()):
+        st.warning("The forget rows have no `perturbed_answer`, so the forget truth ratio and "
+                   "Forget Quality (a test over those truth ratios) cannot be computed: "
+                   "Results shows — for them. Create the project from a forget file with "
+                   "perturbed answers (TOFU: forget10_perturbed; map `perturbed_response` → "
+                   "perturbed_answer if needed).")
     if project.kind == "qa" and project.retain() and not any(
             r.get("perturbed_answer") for r in project.retain()):
         st.warning("The retain rows have no `perturbed_answer`, so the retain set's truth "

@@ -243,10 +243,15 @@ def _model_utility(x: MetricInputs) -> MetricResult:
     keys = [f"{s}_{m}" for s in sets for m in tofu.MODEL_UTILITY_METRICS]
     why = [f"{k}: {x.results[k].reason}" for k in keys
            if k in x.results and x.results[k].value is None and x.results[k].reason]
-    hint = "" if extra else (" (no utility set: add QA sets with perturbed answers, e.g. "
-                             "TOFU's real_authors and world_facts)")
-    return missing(x.name, f"{res.reason}{hint}" + (f" [{'; '.join(why)}]" if why else ""),
-                   res.per_sample)
+    never = [s for s in sets if s not in x.sets]  # TOFU's sets, where the data has none
+    if never and not extra:  # not "missing components" of sets the project never had
+        reason = ("no utility set: Model Utility is taken over the retain set and the QA sets "
+                  "whose every row has perturbed answers (TOFU's real_authors and "
+                  f"world_facts); this data has no such set ({', '.join(never)} absent): add "
+                  "one as an evaluation set")
+    else:
+        reason = res.reason
+    return missing(x.name, reason + (f" [{'; '.join(why)}]" if why else ""), res.per_sample)
 
 
 def _forget_quality(x: MetricInputs) -> MetricResult:

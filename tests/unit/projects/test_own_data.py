@@ -178,7 +178,9 @@ def test_evaluation_computes_mu_with_a_user_named_set(tmp_path, tiny_model_dir, 
     mu = with_set["metrics"]["model_utility"]
     assert mu["value"] is not None and len(mu["per_sample"]) == 6  # retain + my_authors
     none = evaluate_model(str(tiny_model_dir), tmp_path / "b", forget, retain, settings=fast)
-    assert "no utility set" in none["metrics"]["model_utility"]["reason"]
+    reason = none["metrics"]["model_utility"]["reason"]
+    assert reason.startswith("no utility set") and "(real_authors, world_facts absent)" in reason
+    assert "missing components" not in reason  # no components of sets the data never had
     plain = [{k: v for k, v in r.items() if k != "perturbed_answer"} for r in mine]
     flat = evaluate_model(str(tiny_model_dir), tmp_path / "c", forget, plain,
                           {"my_authors": mine}, settings=fast)
