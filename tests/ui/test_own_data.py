@@ -591,3 +591,21 @@ def test_loss_curves_start_with_runs_that_trained(ui_env, mine):
     at = on_page("app_pages/results.py", "mine")
     assert not at.exception, at.exception
     assert at.multiselect(key="results.curves.mine.1").value == ["sga-done"]
+
+
+def test_own_data_without_perturbed_answers_is_warned_of_before_any_run(ui_env, mine):
+    """Forget Quality needs the forget rows' perturbed answers: a project without them is
+    told so on the Data page, before a run shows FQ '—' (a new-user trial found no word of
+    it); the demo, which has them, is not."""
+    from sga_core.projects import create_project
+
+    rows = [{"question": f"q{i}?", "answer": f"a{i}."} for i in range(4)]
+    plain = ui_env / "files" / "plain.jsonl"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    create_project("bare", plain, plain, root=ui_env / "workspace")
+    warned = "The forget rows have no `perturbed_answer`"
+    at = on_page("app_pages/data.py", "bare")
+    assert any(warned in w.value and "Forget Quality" in w.value for w in at.warning), \
+        [w.value for w in at.warning]
+    at = pick(at, "demo")  # TOFU-shaped: perturbed answers in every forget row
+    assert not any(warned in w.value for w in at.warning)
