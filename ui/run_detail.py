@@ -51,7 +51,9 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
     if ev["state"] in ("queued", "running"):
         st.progress(ev["fraction"], text=plain(
             f"{ev['text']} · elapsed {wb.fmt_seconds(ev['elapsed_s'])}{eta(ev)}" +
-            ("" if ev["whole"] or ev["eta_s"] is None else " (this stage)")))
+            # the bar: the whole evaluation where earlier ones time it, else this stage
+            (" · bar: the whole evaluation (timed by this project's earlier ones)"
+             if ev["whole"] else "" if ev["eta_s"] is None else " (this stage)")))
     elif ev["state"] in ("failed", "cancelled") and ev["error"]:
         (st.error if ev["state"] == "failed" else st.warning)(
             plain(f"evaluation {ev['state']}: {ev['error']}"))

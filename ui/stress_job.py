@@ -54,7 +54,7 @@ def _said(settings: dict) -> str:
 
 
 def job_line(sp: dict) -> str:
-    """'stress test 3/4: quant8 5/10 · elapsed 0m40s · ETA 0m20s' (or 'ETA unknown')."""
+    """'stress test, part 3 of 4: quant8 5/10 · elapsed 0m40s · ETA 0m20s' (or 'ETA unknown')."""
     if sp["state"] != "running":
         return sp["text"]
     return f"{sp['text']} · elapsed {wb.fmt_seconds(sp['elapsed_s'])} · {sp['eta_text']}"

@@ -141,7 +141,8 @@ def stress_progress(run_dir: str | Path) -> dict:
     job): state ("queued" while a request waits; None when none was ever asked for), the
     attacks, the stage, done/total parts, fraction, elapsed seconds, an ETA (None before
     there is progress), the error, the result files written, and ``text`` / ``eta_text``
-    to show ("stress test 2/4: quant8 12/40", "ETA 1m05s" or "ETA unknown")."""
+    to show ("stress test, part 2 of 4: quant8 12/40": the baselines, then each attack;
+    "ETA 1m05s" or "ETA unknown")."""
     from sga_core.runs.status import effective_stress
 
     run = RunFolder(run_dir)
@@ -166,7 +167,8 @@ def stress_progress(run_dir: str | Path) -> dict:
         text = f"cancelling the stress test (asked at {str(st['cancel_requested_at'])[11:19]})"
     elif running:
         s_done, s_total = int(st.get("stage_done") or 0), int(st.get("stage_total") or 0)
-        text = f"stress test{f' {min(done + 1, total)}/{total}' if total else ''}: " + \
+        # its parts: the baselines, then each attack
+        text = f"stress test{f', part {min(done + 1, total)} of {total}' if total else ''}: " + \
             f"{stage or 'starting'}" + (f" {s_done}/{s_total}" if s_total else "")
     elif state == "queued":
         why = st.get("slurm_reason") or (None if st.get("slurm_job_id") else _local_wait(

@@ -79,7 +79,7 @@ def test_cancel_a_running_stress_test_keeps_the_files_written(runs_dir, tiny_mod
         read_stress(run_dir)
     running = stress_progress(run_dir)
     assert running["state"] == "running" and 0 < running["fraction"] < 1
-    assert running["text"].startswith("stress test 4/4: relearning: training")
+    assert running["text"].startswith("stress test, part 4 of 4: relearning: training")
     assert running["eta_s"] is not None and running["eta_text"].startswith("ETA ")
     assert stress_progress(other)["state"] == "queued"  # the one slot is taken
 

@@ -386,6 +386,8 @@ def test_runs_page_shows_evaluation_progress_and_eta(ui_env, mine):
     bars = [shown(p.proto.text) for p in at.get("progress")]
     assert any("evaluating: generating answers 5/20" in b and 45 <= eta_seconds(b) <= 61
                for b in bars), bars
+    # the bar is the whole evaluation, not the stage's 5/20: it says so
+    assert any("bar: the whole evaluation" in b for b in bars), bars
 
 
 def eta_seconds(text: str) -> int:

@@ -146,12 +146,12 @@ def test_runs_page_shows_progress_eta_cancel_and_failure(ui_env):
         write_stress(run, "running", pid=worker.pid, started_at=stamp(40), done=0, total=4,
                      stage="starting", attacks=["quant8", "relearn"])
         at = runs_page_on("sga-one")
-        assert any("stress test 1/4: starting" in t and "ETA unknown" in t
+        assert any("stress test, part 1 of 4: starting" in t and "ETA unknown" in t
                    for t in progress_texts(at)), progress_texts(at)
         write_stress(run, done=2, stage="quant8", stage_done=5, stage_total=10)
         at = runs_page_on("sga-one")
         line = next(t for t in progress_texts(at) if t.startswith("stress test"))
-        assert "stress test 3/4: quant8 5/10" in line and "ETA 0m" in line, line
+        assert "stress test, part 3 of 4: quant8 5/10" in line and "ETA 0m" in line, line
         assert "attacks: quant8, relearn" in line
         assert at.get("progress")[-1].proto.value == 62  # 62.5 % done
         assert "runs.stress_attacks" not in [m.key for m in at.multiselect]  # busy: no form

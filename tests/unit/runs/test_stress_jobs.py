@@ -67,13 +67,13 @@ def test_progress_of_a_running_stress_test(run_dir):
                  stage="starting", attacks=["quant8", "relearn"])
     p = stress_progress(run_dir)
     assert p["state"] == "running" and p["eta_s"] is None and p["eta_text"] == "ETA unknown"
-    assert p["text"] == "stress test 1/4: starting"
+    assert p["text"] == "stress test, part 1 of 4: starting"
     write_stress(run_dir, done=2, stage="quant8", stage_done=5, stage_total=10)
     p = stress_progress(run_dir)
     assert p["fraction"] == 0.625 and p["attacks"] == ["quant8", "relearn"]
     assert p["eta_s"] == pytest.approx(p["elapsed_s"] * 0.375 / 0.625, rel=0.05)
     assert 30 < p["eta_s"] < 40 and p["eta_text"].startswith("ETA 0m3")
-    assert p["text"] == "stress test 3/4: quant8 5/10"
+    assert p["text"] == "stress test, part 3 of 4: quant8 5/10"
 
 
 def test_progress_states_not_asked_queued_ended(run_dir):
