@@ -306,7 +306,9 @@ def _attack(attack: str, label: str, about: str, reference: str, needs: str,
             kind: str = TEXT) -> MetricSpec:
     rows = "texts" if kind == TEXT else "answers (given their questions)"
     name = "mia_auc" if attack == "min_k" else f"mia_{attack}_auc"
-    return MetricSpec(name, kind, "MIA AUC" if attack == "min_k" else f"MIA AUC ({label})",
+    # Min-K% is MUSE's own "MIA AUC" column on text; on QA it is one attack among six
+    return MetricSpec(name, kind, "MIA AUC" if attack == "min_k" and kind == TEXT else
+                      f"MIA AUC ({label})",
                       LOWER, f"ROC-AUC of {about} separating forget from holdout {rows} (1 = "
                       "memorised; the retain reference's value is the target)",
                       f"{OU_MIA}/{reference} (mia/utils.py mia_auc"

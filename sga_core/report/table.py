@@ -13,7 +13,7 @@ from sga_core.metrics.catalog import sets_read, table_columns
 from sga_core.metrics.utility_parts import component_label, component_sets, components, lowest
 from sga_core.projects.published_eval import not_in_use, reference_labels
 from sga_core.report.collapse import collapse_rows, mark_collapse
-from sga_core.report.columns import LM_PREFIX, optional_column
+from sga_core.report.columns import LM_PREFIX, optional_column, optional_columns
 from sga_core.report.settings import differing_settings, run_settings, show_setting
 from sga_core.report.sweeps import swept_value
 from sga_core.runs import validate
@@ -98,6 +98,12 @@ def value_note(summary: dict | None, name: str, retained: bool) -> str | None:
             f"holdout texts apart (its Min-K% AUC is {ref:.2f}, not about 0.5): the two sets "
             "differ in kind (length, source), so this PrivLeak measures that difference, not "
             "memorisation; it is not ranked. Use a holdout set drawn like the forget set.")
+
+
+#: why a column shown on request has no value in a row whose evaluation has no such metric
+NOT_COMPUTED = ("not computed by this run's evaluation: an attack it was not asked for (GradNorm "
+                "needs eval.mia_gradnorm, Reference a reference model), a set it did not "
+                "have, or an evaluation older than the metric (evaluate it again)")
 
 
 def run_label(r: dict, refs: dict | None = None) -> str:
@@ -215,6 +221,12 @@ def results_table(project, root=None, kind: str = "qa") -> list[dict]:
         row.update(run_fields(r, summ))  # seed, group, MU's components
         rows.append(row)
         counts[r["run_id"]] = collapse_rows(summ, kind)  # rows behind the collapse rule
+    # a column some row shows on request is "—" in a row whose evaluation did not compute
+    # it: the row says why, as a computed "—" does (the page counts and lists them)
+    for col in optional_columns(rows, kind):
+        for row in rows:
+            if row.get(col.label) is None and f"{col.label} (why)" not in row:
+                row[f"{col.label} (why)"] = NOT_COMPUTED
     order = {"Original": 0, "Retained": 1}
     rows.sort(key=lambda x: (order.get(x["run"], 2), x.get("sweep") or "",
                              swept_value(x) if swept_value(x) is not None else 0,

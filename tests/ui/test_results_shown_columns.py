@@ -9,7 +9,7 @@ import pytest
 
 from sga_core.fileio import atomic_write_json, read_json
 from tests.helpers.own_data import fake_run, metrics, own_project, tofu_files
-from tests.helpers.ui import open_page, results_cells
+from tests.helpers.ui import open_page, results_cells, shown
 
 pytestmark = pytest.mark.slow
 KEY = "results.shown.mine"
@@ -49,7 +49,12 @@ def test_each_attack_and_prob_mean_can_be_shown_and_hidden(mine):
     assert row["PrivLeak (LOSS)"][0] == "-40"
     assert row["real_authors TR (prob_mean)"][0] == "0.8"
     assert row["MIA AUC (GradNorm)"][:2] == ["—", "GradNorm is off"]  # its reason on hover
-    assert plain["PrivLeak (LOSS)"][0] == "—"  # a run without it
+    assert plain["PrivLeak (LOSS)"][0] == "—"  # a run without it, saying why on hover
+    assert plain["PrivLeak (LOSS)"][1].startswith("not computed by this run's evaluation")
+    # and counted and listed with the other values that could not be computed
+    why = next(e for e in at.expander if "could not be computed: why" in e.label)
+    listed = " ".join(shown(m.value) for m in why.markdown)
+    assert "PrivLeak (LOSS)" in listed and "MIA AUC (GradNorm)" in listed, listed
     assert "MIA AUC (LOSS)" not in row
     # kept across a page switch
     at.switch_page("app_pages/data.py").run()
