@@ -63,7 +63,9 @@ def create_project(name: str, forget: str | os.PathLike, retain: str | os.PathLi
     root = workspace_root(root)
     final = root / name
     if final.exists() and not overwrite:
-        raise ProjectError(f"a project named {name!r} already exists")
+        raise ProjectError(f"a project named {name!r} already exists: choose another name, "
+                           "or replace it (the Data page's 'replace a project with the same "
+                           "name'; project create --replace, import --overwrite)")
     labels = labels or {}
 
     def named(role: str, load):

@@ -74,3 +74,13 @@ def test_review_marks_persist(tmp_path):
     p.set_reviewed([3], reviewed=False)
     assert load_project("demo", tmp_path).reviewed() == {1}
     assert json.loads((p.path / "review.json").read_text()) == {"reviewed": [1]}
+
+
+def test_a_taken_name_says_how_to_replace_it(tmp_path, demo_dir):
+    from sga_core.projects import create_project
+
+    create_project("mine", demo_dir / "forget.jsonl", root=tmp_path)
+    with pytest.raises(ProjectError) as exc:
+        create_project("mine", demo_dir / "forget.jsonl", root=tmp_path)
+    assert "'replace a project with the same name'" in str(exc.value)
+    assert "project create --replace" in str(exc.value)
