@@ -58,7 +58,7 @@ def test_every_docs_page_is_in_the_navigation():
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                            "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path / "site")],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
                           stdin=subprocess.DEVNULL)
