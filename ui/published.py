@@ -8,9 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from sga_core import workbench as wb
+from ui.cluster import backend_choice, chosen_backend
 from ui.show import as_list, panel, plain, show_error
 
 DONE = "data.published_done"  # the last save's confirmation, shown after the rerun
+BACKEND = "data.published_backend"  # where their evaluations go (where SLURM is offered)
 FIELDS = (("original", "Original (model to unlearn)",
            "open-unlearning/tofu_Llama-3.2-1B-Instruct_full, or a folder"),
           ("retained", "Retained model (retain reference)",
@@ -37,6 +39,8 @@ def published_section(project, root) -> None:
     if evaluations:  # the Results rows of the published models
         st.markdown(as_list([f"published {label}: {state}"
                              for label, state in evaluations.items()]))
+        if not wb.slurm_unavailable():  # where the evaluations go: a choice where SLURM is
+            backend_choice(BACKEND)
         if st.button("Evaluate the published models", key="data.published_eval",
                      help="Queue the evaluation of each published model on the project's "
                           "data and settings (the Retained model's first), as Prepare's are: "
@@ -44,7 +48,8 @@ def published_section(project, root) -> None:
                           "collapse flags and measurability compare with them. Nothing is "
                           "trained or copied: each run folder links to the model."):
             try:
-                queued = wb.evaluate_published(project, root)
+                queued = wb.evaluate_published(project, root,
+                                               backend=chosen_backend(BACKEND))
             except (wb.ConfigError, ValueError, OSError) as exc:
                 show_error(exc, "Nothing was queued")
             else:

@@ -16,6 +16,7 @@ from sga_core.cli.flags import (
     parse_sets,
 )
 from sga_core.params import ConfigError
+from sga_core.runs.backends import names as backend_names
 from sga_core.text import plural
 
 
@@ -175,11 +176,16 @@ def cmd_project(args) -> int:
                               "--reference-logs (the word 'prepared' unsets one)")
         elif args.action == "evaluate-published":
             from sga_core.projects.published_eval import evaluate_published, evaluated_model
+            from sga_core.runs.backends import job_where
+            from sga_core.runs.status import read_eval
 
-            for run_dir in evaluate_published(project, max_rows=args.max_rows or 0):
+            for run_dir in evaluate_published(project, max_rows=args.max_rows or 0,
+                                              backend=args.backend or "local"):
                 what = evaluated_model(run_dir) or {}
-                print(f"queued the evaluation of {run_dir.name} ({what.get('source')}); "
-                      f"follow it: python -m sga_core runs show {run_dir.name}")
+                where = job_where(read_eval(run_dir))
+                print(f"queued the evaluation of {run_dir.name} ({what.get('source')})"
+                      + (f" as {where}" if where else "") +
+                      f"; follow it: python -m sga_core runs show {run_dir.name}")
         elif args.action == "set-protocol":
             if not args.protocol:
                 raise ConfigError("project set-protocol needs --protocol NAME")
@@ -371,6 +377,10 @@ def add_parsers(sub, argv: list[str] | None = None) -> None:
     s.add_argument("--max-rows", type=int, metavar="N",
                    help="evaluate-published: evaluate at most N rows of each set, evenly "
                         "spaced (default 0: all)")
+    s.add_argument("--backend", choices=backend_names(),
+                   help="evaluate-published: where the evaluations run (default: this "
+                        "machine's queue); on SLURM a job each, the Original's held until "
+                        "the Retained's ended well")
     s.add_argument("--reevaluate", action="store_true",
                    help="set-protocol / show: queue the evaluation of the runs evaluated "
                         "under another protocol, under the project's")

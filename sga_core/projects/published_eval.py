@@ -126,18 +126,29 @@ def _command(run_dir: Path) -> str:
             f"python -m sga_core eval {shlex.quote(str(run_dir))}\n")
 
 
-def evaluate_published(project: Project, root=None, max_rows: int = 0) -> list[Path]:
+def evaluate_published(project: Project, root=None, max_rows: int = 0,
+                       backend: str = "local") -> list[Path]:
     """Make the evaluation folder of each published model the project names (the Retained
-    model's first) and queue its evaluation on this machine's queue; returns the folders.
+    model's first) and send its evaluation to ``backend``: this machine's queue, or SLURM
+    (a job each, the Original's held until the Retained's ended well); returns the folders.
     A folder of an earlier evaluation is replaced. Refused (ConfigError, saying why, nothing
-    changed) when the project names no published model, when one cannot be used now, or
-    while a job of one of the folders still runs or waits. ``max_rows``: evaluate at most
-    that many rows of each set (``eval.max_rows``; 0 = all)."""
+    changed) when the project names no published model, when one cannot be used now, when
+    the backend is not available here, or while a job of one of the folders still runs or
+    waits. ``max_rows``: evaluate at most that many rows of each set (``eval.max_rows``;
+    0 = all)."""
     from sga_core.model.loading import ModelError
     from sga_core.projects.training import build_config, default_eval
     from sga_core.runs import queue
+    from sga_core.runs import status as run_status
+    from sga_core.runs.backends import backend as named_backend
     from sga_core.runs.create import create_run
 
+    try:
+        chosen = named_backend(backend)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(f"backend: {exc}") from None
+    if (why := chosen.unavailable()) is not None:
+        raise ConfigError(f"cannot send the evaluations to {chosen.label}: {why}")
     root = runs_root(root)
     names = published.named(project)
     roles = [r for r in ("retained", "original") if names.get(r)]
@@ -162,7 +173,7 @@ def evaluate_published(project: Project, root=None, max_rows: int = 0) -> list[P
         training={}, launch={}, model=str(found[role].path), run_id=eval_run_id(project, role),
         eval_cfg=ev, notes=f"published {LABELS[role]}: {names[role]} (evaluated, not trained)")
         for role in roles}  # every config is checked before a folder is touched
-    out = []
+    out, after = [], None
     for role in roles:
         run_dir = root / eval_run_id(project, role)
         if run_dir.exists():
@@ -175,8 +186,13 @@ def evaluate_published(project: Project, root=None, max_rows: int = 0) -> list[P
             atomic_write_json(RunFolder(tmp).published_path, what)
             atomic_write_text(RunFolder(tmp).command_path, _command(final))
 
-        run_dir = create_run(cfgs[role], root, state="completed", mode="queue",
+        # the folder's backend is where its evaluation (and any later one) goes
+        run_dir = create_run(cfgs[role], root, state="completed",
+                             mode="queue" if chosen.name == "local" else chosen.name,
                              before_claim=link)
-        queue.request_eval(run_dir, root, protocol=project.protocol)
+        queue.request_eval(run_dir, root, protocol=project.protocol, after=after)
+        # SLURM: the Original's job waits for the Retained's (this machine's queue runs
+        # them in order)
+        after = run_status.read_eval(run_dir).get("slurm_job_id")
         out.append(run_dir)
     return out

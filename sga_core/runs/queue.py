@@ -437,19 +437,23 @@ def wait_until(pred, timeout: float, interval: float = 0.2) -> bool:
 
 
 def request_eval(run_dir: str | os.PathLike, root: str | os.PathLike | None = None,
-                 sets: dict[str, str] | None = None, protocol: str | None = None) -> None:
+                 sets: dict[str, str] | None = None, protocol: str | None = None,
+                 after: str | None = None) -> None:
     """Ask for the evaluation of a completed run (a marker file): the runner starts it when a
     slot is free. ``sets`` (name -> file) are evaluated besides the run's own eval.sets (a
     project's evaluation set added after the run: ``eval --set``); ``protocol``: under this
     evaluation protocol instead of the run's eval.protocol (``eval --protocol``: the
-    project's protocol was changed). ValueError saying why when it cannot be evaluated
-    (:func:`eval_refusal`): a request that would only fail is never queued."""
+    project's protocol was changed); ``after``: on SLURM, the job id of a job that must end
+    well first (this machine's queue runs its requests in order). ValueError saying why when
+    it cannot be evaluated (:func:`eval_refusal`): a request that would only fail is never
+    queued."""
     run_dir = Path(run_dir)
     why = eval_refusal(run_dir)
     if why:
         raise ValueError(f"cannot evaluate {run_dir.name}: {why}")
     fields = {"sets": {k: str(v) for k, v in (sets or {}).items()},
-              **({"protocol": protocol} if protocol else {})}
+              **({"protocol": protocol} if protocol else {}),
+              **({"after": str(after)} if after else {})}
     job_backend(run_dir).submit(kind("eval"), run_dir, fields)
 
 

@@ -126,3 +126,27 @@ def test_choose_r_queues_its_sweep_as_one_slurm_job_array(slurm, ui_env, tiny_mo
     (script,) = [Path(r["path"]) / SLURM_ARRAY_SCRIPT for r in rows
                  if (Path(r["path"]) / SLURM_ARRAY_SCRIPT).exists()]
     assert "#SBATCH --array=0-2%2" in script.read_text()
+
+
+def test_the_data_page_sends_the_published_models_evaluations_to_slurm(slurm, ui_env,
+                                                                       tiny_model_dir):
+    """Where SLURM is offered, the Data page's 'Evaluate the published models' has the
+    same 'run on' choice as Train: with SLURM chosen each evaluation is a SLURM job."""
+    import shutil
+
+    from sga_core.assets import DEMO_DIR
+    from sga_core.projects import create_project
+    from sga_core.projects.published import set_published
+
+    save_profile(ClusterProfile(cpus=1, time_limit="15"), ui_env / "workspace")
+    project = create_project("pub", DEMO_DIR / "forget.jsonl", DEMO_DIR / "retain.jsonl",
+                             root=ui_env / "workspace")
+    set_published(project, original=str(tiny_model_dir),
+                  retained=str(shutil.copytree(tiny_model_dir, ui_env / "retained")))
+    at = open_page("app_pages/data.py", "pub")
+    at.radio(key="data.published_backend").set_value("slurm").run()
+    at.button(key="data.published_eval").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    for role in ("retained", "original"):
+        ev = run_status.read_eval(ui_env / "runs" / f"pub-published-{role}")
+        assert ev["slurm_job_id"] and ev["state"] in ("queued", "running", "completed"), ev

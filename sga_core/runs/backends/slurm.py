@@ -42,7 +42,8 @@ class Slurm(Backend):
 
         if kind.key == "eval":
             return slurm.submit_eval(run_dir, request.get("sets") or None,
-                                     protocol=request.get("protocol"))
+                                     protocol=request.get("protocol"),
+                                     after=request.get("after"))
         if kind.key == "stress":
             return slurm.submit_stress(run_dir, request["attacks"], request.get("settings"),
                                        request.get("options"))
