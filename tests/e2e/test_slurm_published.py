@@ -6,20 +6,16 @@ complete and are the Results table's Original and Retained rows."""
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
-from sga_core.assets import DEMO_DIR
-from sga_core.fileio import atomic_write_jsonl
 from sga_core.projects import create_project
 from sga_core.projects.published import set_published
 from sga_core.report.table import results_table
 from sga_core.runs import status as run_status
 from sga_core.runs.folder import SLURM_EVAL_SCRIPT
-from sga_core.runs.slurm.client import TABLE
-from sga_core.runs.slurm.profile import ClusterProfile, save_profile
+from tests.e2e.test_slurm_runs import make_setup
 from tests.helpers.cli import sga_cli
 from tests.helpers.slurm import wait_for
 
@@ -28,15 +24,8 @@ pytestmark = pytest.mark.slow
 
 def test_published_models_are_evaluated_as_slurm_jobs_the_retained_first(
         slurm, tmp_path, tiny_model_dir, monkeypatch):
-    monkeypatch.setenv("SGA_SLURM_TTL", "1")
-    TABLE.ttl = 1.0
-    ws, runs = tmp_path / "ws", tmp_path / "runs"
-    save_profile(ClusterProfile(cpus=1, time_limit="15", max_jobs=2), ws)
-    data = tmp_path / "data"
-    data.mkdir()
-    for name in ("forget", "retain"):
-        rows = [json.loads(x) for x in (DEMO_DIR / f"{name}.jsonl").read_text().splitlines()]
-        atomic_write_jsonl(data / f"{name}.jsonl", rows[:4])
+    setup = make_setup(tmp_path, tiny_model_dir, monkeypatch)  # profile, data, fast ttl
+    ws, runs, data = setup["ws"], setup["runs"], tmp_path / "data"
     project = create_project("pub", data / "forget.jsonl", data / "retain.jsonl", root=ws)
     retained = shutil.copytree(tiny_model_dir, tmp_path / "retained")
     set_published(project, original=str(tiny_model_dir), retained=str(retained))
