@@ -90,3 +90,41 @@ def test_a_run_s_model_is_accepted_with_a_note(tmp_path):
     other = _model_folder(tmp_path / "retain90")
     set_published(p, retained=str(other))
     assert "note" not in " ".join(in_use_lines(p, tmp_path / "runs")[1:])
+
+
+@pytest.mark.slow
+def test_an_evaluation_command_in_a_hostile_runs_folder_evaluates_that_folder(
+        tmp_path, tiny_model_dir):
+    """A runs folder whose path holds a space, quotes and ``$(...)``: the published model's
+    evaluation folder's ``command.sh`` names it as one word, and running it evaluates that
+    folder and runs nothing else."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sga_core.projects.published_eval import evaluate_published
+    from sga_core.runs import status as run_status
+    from tests.helpers.stress import runner_lock
+
+    p = create_project("h", DEMO_DIR / "forget.jsonl", DEMO_DIR / "retain.jsonl",
+                       root=tmp_path / "ws")
+    set_published(p, original=str(tiny_model_dir),
+                  retained=str(shutil.copytree(tiny_model_dir, tmp_path / "retained")))
+    runs = tmp_path / "runs $(touch PWNED) 'q\" `id`"
+    with runner_lock(runs):  # held: the command below is what evaluates
+        ret, orig = evaluate_published(p, runs, max_rows=2)
+    command = (orig / "command.sh").read_text()
+    assert shlex.split(command.strip().splitlines()[-1]) == \
+        ["python", "-m", "sga_core", "eval", str(orig)]
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "PYTHONPATH": str(root)}
+    out = subprocess.run(["bash", str(orig / "command.sh")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert run_status.read_eval(orig)["state"] == "completed"
+    assert (orig / "eval" / "summary.json").is_file()
+    assert not list(tmp_path.rglob("PWNED")) and not list(root.glob("PWNED"))
