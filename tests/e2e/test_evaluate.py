@@ -289,9 +289,9 @@ def test_forget_quality_reasons_and_same_model(tmp_path, tiny_model_dir, qa_data
 
     assert none["metrics"]["forget_quality"]["reason"] == NO_REFERENCE
     assert "prepare the project's models" in NO_REFERENCE
-    # no real-world sets: Model Utility names what is missing
+    # no real-world sets: Model Utility names the sets that are missing
     mu = none["metrics"]["model_utility"]
-    assert mu["value"] is None and "real_authors_probability" in mu["reason"]
+    assert mu["value"] is None and "(real_authors, world_facts absent)" in mu["reason"]
     gone = evaluate_model(str(tiny_model_dir), tmp_path / "b", *data,
                           reference=str(tmp_path / "no-such-run"), settings=FAST)
     assert "does not exist" in gone["metrics"]["forget_quality"]["reason"]
