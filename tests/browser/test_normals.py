@@ -27,17 +27,21 @@ def test_edit_normal_answer_survives_reload(tmp_path):
                     ".includes(t)")
         page.wait_for_function(has_text, arg=first, timeout=30000)  # the grid's cell texts
         wait_idle(page)
-        box = grid.bounding_box()
         # first data row of the first ("normal answer") column
         editor = page.locator("textarea").first
-        for _ in range(5):  # select the cell, open its editor; again if a rerun got between
+
+        def editor_open() -> bool:  # select the cell and open its editor
+            box = grid.bounding_box()  # where the grid is now (a rerun may move it)
             page.mouse.click(box["x"] + 80, box["y"] + 35 + 17)
-            page.keyboard.press("Enter")  # open the cell editor
+            page.keyboard.press("Enter")
             try:
-                editor.wait_for(state="visible", timeout=5000)
-                break
-            except Exception:
+                editor.wait_for(state="visible", timeout=10000)
+                return True
+            except Exception:  # a rerun got between (a loaded machine): again
                 wait_idle(page)
+                return False
+
+        wait_for(editor_open, 120, "the cell editor to open")
         editor.fill(new_text)
         expect(editor).to_have_value(new_text)
         page.keyboard.press("Enter")  # commit: Streamlit reruns and the page saves

@@ -17,17 +17,20 @@ from tests.helpers.browser import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, needs_browser]
 
-# counts the script runs the page starts, so a test can wait for the rerun an action causes
-# (the app root's state attribute alone may still read 'notRunning' before it starts)
+# counts the changes of the page's script state, so a test can wait for the rerun an action
+# causes (the app root's state attribute alone may still read 'notRunning' before it
+# starts). Every change is counted, not the state read when the observer is called: on a
+# loaded machine a whole rerun can pass between two calls, and the state then read is
+# 'notRunning' again.
 COUNT_RUNS = """() => { window.__runs = 0;
   const root = document.querySelector('[data-test-script-state]');
-  new MutationObserver(() => {
-    if (root.getAttribute('data-test-script-state') === 'running') window.__runs++;
-  }).observe(root, {attributes: true}); }"""
+  new MutationObserver((changes) => { window.__runs += changes.length; })
+    .observe(root, {attributes: true, attributeFilter: ['data-test-script-state']}); }"""
 
 
 def rerun_after(page, action) -> None:
     """Do ``action`` and wait until the rerun it starts has finished."""
+    wait_idle(page)  # no earlier rerun still ending: a change counted now is the action's
     before = page.evaluate("window.__runs")
     action()
     page.wait_for_function(f"() => window.__runs > {before}", timeout=60000)
