@@ -40,9 +40,10 @@ def show(run_dir: Path, selected: str, p: dict, ev: dict) -> None:
         st.caption(plain(f"waiting: {p['waits']}"))
     published = wb.evaluated_model(run_dir)
     if published:  # nothing was trained here: no training progress to show
+        where = "" if published["path"] == published["spec"] else f" ({published['path']})"
         st.caption(plain(f"The evaluation of the published {published['role'].capitalize()}"
-                         f" model {published['spec']} ({published['path']}): nothing was "
-                         "trained here; its model folder links to that model."))
+                         f" model {published['spec']}{where}: nothing was trained here; its "
+                         "model folder links to that model."))
     else:
         st.progress(p["fraction"], text=f"{p['text']} · elapsed "
                     f"{wb.fmt_seconds(p['elapsed_s'])} · ETA {wb.fmt_seconds(p['eta_s'])}")

@@ -46,7 +46,8 @@ def model_section(project, root) -> str:
         model = forms.kept(st.text_input, "train.model", "embedded:smollm2",
                            label="model (HF id, local folder, or embedded:smollm2)")
         if original:
-            st.caption("This project has a prepared original; choose **prepared original** "
+            which = "published" if published else "prepared"
+            st.caption(f"This project has a {which} original; choose **{which} original** "
                        "to unlearn it (this model is not fine-tuned on the project's data).")
     queued = st.session_state.get(QUEUED)
     if queued and pending:
@@ -72,6 +73,11 @@ def model_section(project, root) -> str:
 
 
 def _prepare_button(project, root, model: str, mode: str) -> None:
+    why = wb.prepare_refusal(project)
+    if why:  # no retain rows: nothing to prepare the retain reference from
+        st.info(plain(f"This project has no prepared original model, and Prepare cannot make "
+                      f"one: {why}."))
+        return
     st.info("This project has no prepared original model yet. **Prepare** fine-tunes the "
             "base model on forget + retain (the model to unlearn) and on retain only (the "
             "reference for Forget Quality); both run as queued jobs on the Runs page.")

@@ -35,7 +35,8 @@ from sga_core.metrics.catalog import MIN_K, REFERENCE_ATTACKS, auc_name
 #: why Forget Quality (and PrivLeak) are missing when no retain reference is set
 NO_REFERENCE = ("no retain reference (the model trained on the retain rows only): prepare "
                 "the project's models (Train page, Prepare models; or python -m sga_core "
-                "prepare), or set eval.reference")
+                "prepare), name a published Retained model or eval log (Data page, "
+                "Published models), or set eval.reference")
 
 
 @dataclass

@@ -255,7 +255,11 @@ def _model_utility(x: MetricInputs) -> MetricResult:
 
 
 def _forget_quality(x: MetricInputs) -> MetricResult:
-    own = x.results["forget_truth_ratio"].per_sample
+    mine = x.results["forget_truth_ratio"]
+    if mine.value is None and mine.reason:  # nothing of this model's to test, whatever the
+        # reference: say that first (forget rows without perturbed answers)
+        return missing(x.name, f"no forget truth ratios ({mine.reason})")
+    own = mine.per_sample
     ref = list(own) if x.self_reference else x.reference
     if ref is None:
         return missing(x.name, x.reference_reason or "no retain-reference truth ratios")

@@ -227,6 +227,19 @@ def default_eval(project: Project, root=None, enabled: bool = True) -> dict:
             "protocol": project.meta.get("protocol") or "demo"}
 
 
+def prepare_refusal(project: Project) -> str | None:
+    """Why Prepare cannot run for ``project`` (None: it can): the retain reference is
+    fine-tuned on the retain rows, so a project without them has nothing to prepare it
+    from."""
+    n = project.meta.get("n_retain")
+    if not (n if isinstance(n, int) else len(project.retain())):
+        return (f"project {project.name} has no retain rows: Prepare fine-tunes the retain "
+                "reference (the model Forget Quality and PrivLeak compare with) on them. "
+                "Create the project again with a retain file (Data page), or name a "
+                "published Original and Retained model (Data page, Published models)")
+    return None
+
+
 def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
                    training: dict | None = None, backend: str = "local",
                    max_rows: int = 0) -> list[Path]:
@@ -238,6 +251,9 @@ def submit_prepare(project: Project, model: str = "embedded:smollm2", root=None,
     from sga_core.projects.prepare import prepare_defaults
     from sga_core.runs import queue as jobs
 
+    why = prepare_refusal(project)
+    if why:
+        raise ConfigError(why)
     root = runs_root(root)
     cfgs = []
     pair = ((reference_run_id(project), False), (original_run_id(project), True))

@@ -115,6 +115,27 @@ def test_prepare_confirms_what_it_queued(ui_env, mine, tiny_model_dir):
                 jobs.cancel(ui_env / "runs" / run_id)
 
 
+def test_prepare_is_not_offered_without_retain_rows(ui_env, mine):
+    """A project made from a forget file only: the retain reference has nothing to be
+    fine-tuned on, so the Train page says so instead of offering Prepare (a new-user trial
+    saw it planned as '1 step for the retain reference'), and the library refuses it."""
+    from sga_core.config import ConfigError
+    from sga_core.projects import create_project
+    from sga_core.projects.training import submit_prepare
+
+    rows = [{"question": f"q{i}?", "answer": f"a{i}."} for i in range(4)]
+    only = ui_env / "files" / "only-forget.jsonl"
+    only.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    project = create_project("lone", only, root=ui_env / "workspace")
+    at = on_page("app_pages/train.py", "lone")
+    assert not [b for b in at.button if b.key == "train.prepare"]
+    assert any("Prepare cannot make one: project lone has no retain rows" in shown(i.value)
+               for i in at.info), [i.value for i in at.info]
+    with pytest.raises(ConfigError, match="project lone has no retain rows"):
+        submit_prepare(project, root=ui_env / "runs")
+    assert not (ui_env / "runs" / "lone-retain-ref").exists()
+
+
 # --- 3. evaluation sets -----------------------------------------------------------------------
 
 def test_evaluation_sets_are_uploaded_listed_with_their_role_and_used(ui_env, mine):

@@ -64,7 +64,7 @@ def test_data_page_names_and_shows_published_models(ui_env, monkeypatch):
     table = at.dataframe[0].value
     assert list(table["method"]) == ["published original (evaluated only)"]  # no "finetune"
     captions = " ".join(shown(c.value) for c in at.caption)
-    assert (f"The evaluation of the published Original model {folder} ({folder.resolve()}): "
+    assert (f"The evaluation of the published Original model {folder.resolve()}: "
             "nothing was trained here") in captions, captions
     at.switch_page("app_pages/data.py").run()
     # the Train page unlearns the published Original, and says it is the published one

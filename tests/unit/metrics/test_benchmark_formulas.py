@@ -161,6 +161,19 @@ def test_forget_quality_is_the_ks_p_value_and_invariant_to_1_over_tr():
     assert res.value == pytest.approx(inv, abs=TOL)
 
 
+def test_forget_quality_says_first_that_the_forget_rows_have_no_truth_ratios():
+    """Own data without perturbed answers: FQ's reason is that, not the missing retain
+    reference (a new-user trial read 'prepare the project's models' for a project whose
+    Data page said the perturbed answers were missing)."""
+    from sga_core.metrics.result import missing
+
+    forget = qa_set("forget")
+    none = missing("forget_truth_ratio", "no perturbed answers", [None] * 3)
+    res = compute("forget_quality", QA, {"forget": forget}, TOFU,
+                  results={"forget_truth_ratio": none}, reference=None)
+    assert res.value is None and res.reason == "no forget truth ratios (no perturbed answers)"
+
+
 def test_model_utility_is_the_harmonic_mean_of_nine():
     vals = [0.9, 0.5, 0.4, 0.8, 0.7, 0.6, 0.3, 0.95, 0.45]
     results = {k: MetricResult(k, v) for k, v in zip(catalog.tofu.MODEL_UTILITY_KEYS, vals)}
