@@ -151,12 +151,11 @@ def run_of(folder: str | Path) -> str | None:
     """The run whose model ``folder`` is (``<runs>/<id>/model``, as given or once links
     are followed), else None: such a folder is replaced when that run is prepared or
     re-run again, and is gone when it is deleted."""
-    from sga_core.runs.folder import RunFolder
+    from sga_core.runs.folder import model_owner
 
     given = Path(folder).expanduser()
     for path in dict.fromkeys((given.absolute(), given.resolve())):
-        run = RunFolder(path.parent)
-        if path.name == run.model_dir.name and run.status_path.exists():
+        if (run := model_owner(path)) is not None:
             return run.path.name
     return None
 

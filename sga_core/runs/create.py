@@ -22,6 +22,7 @@ from sga_core.runs.folder import (
     EVAL_SETS_DIR,
     RunFolder,
     free_port,
+    model_owner,
     rel,
     runs_root,
 )
@@ -200,8 +201,8 @@ def check_model(cfg: TrainConfig) -> None:
             raise ConfigError(f"model: the folder {spec} holds no model (no config.json, "
                               "LoRA adapter_config.json or wrapper.json)")
         return
-    src = RunFolder(path.parent)
-    if path.name == src.model_dir.name and src.status_path.exists():
+    src = model_owner(path)
+    if src is not None:
         state = run_status.effective_run(src.path).get("state")
         if state in ("queued", "running"):
             return  # the queue starts the new run once that run has saved its model

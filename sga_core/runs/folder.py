@@ -331,6 +331,14 @@ def _read_status(run_dir: Path, rel_path: str, spec: dict) -> dict:
         return validate.damaged_status(exc)
 
 
+def model_owner(path: str | os.PathLike) -> RunFolder | None:
+    """The run folder whose ``model`` folder ``path`` is (``<runs>/<id>/model``, whether or
+    not it exists yet), else None."""
+    path = Path(path)
+    run = RunFolder(path.parent)
+    return run if path.name == MODEL_DIR and run.status_path.exists() else None
+
+
 def runs_root(path: str | os.PathLike | None = None) -> Path:
     """The runs folder: the argument, ``$SGA_RUNS_DIR``, or ``./runs``."""
     return Path(path or os.environ.get("SGA_RUNS_DIR") or "runs").resolve()
